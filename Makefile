@@ -31,7 +31,7 @@ generate: ## Generate deepcopy code for the API types
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC from the API types and controller markers
 	$(TOOLS) controller-gen
-	$(CONTROLLER_GEN) crd paths=./api/v1beta1/... paths=./api/extensions/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=kubox-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
