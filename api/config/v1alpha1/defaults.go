@@ -4,13 +4,13 @@ import "k8s.io/utils/ptr"
 
 // Defaults of ControllerConfiguration.
 const (
-	DefaultClusterDomain          = "cluster.local"
-	DefaultQPS            float32 = -1
-	DefaultBurst          int32   = 100
-	DefaultSandboxWorkers int32   = 100
-	DefaultMetricsAddress         = ":8080"
-	DefaultHealthAddress          = ":8081"
-	DefaultLeaderElectionID       = "kubox-controller.kubox.dev"
+	DefaultClusterDomain            = "cluster.local"
+	DefaultQPS              float32 = -1
+	DefaultBurst            int32   = 100
+	DefaultSandboxWorkers   int32   = 100
+	DefaultMetricsAddress           = ":8080"
+	DefaultHealthAddress            = ":8081"
+	DefaultLeaderElectionID         = "kubox-controller.kubox.dev"
 )
 
 // SetDefaults fills every unset field of c with its default.
