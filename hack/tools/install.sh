@@ -4,9 +4,11 @@
 #   hack/tools/install.sh [TOOL...]     build what is missing (default: every tool)
 #   hack/tools/install.sh dir TOOL      print the cache folder of TOOL (built or not)
 #   hack/tools/install.sh envtest       build etcd + kube-apiserver and print a KUBEBUILDER_ASSETS folder
+#   hack/tools/install.sh node          build what a local node needs (`kubox dev up`): etcd, kubernetes,
+#                                       containerd and gvisor (runsc + containerd-shim-runsc-v1, patched)
 #
 # TOOL is the name of a wrapper module under hack/tools/ (etcd, kubernetes, kwok, controller-gen,
-# golangci-lint). Each module's go.mod pins the version; the cache folder is
+# golangci-lint; node tools: containerd, gvisor). Each module's go.mod pins the version; the cache folder is
 # $KUBOX_TOOLS_DIR/<tool>-<version> (default ~/.cache/kubox/tools). A folder is used only when its
 # .complete marker exists, so an interrupted build is redone, and a present one is never rebuilt.
 set -euo pipefail
@@ -14,6 +16,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOOLS_DIR=${KUBOX_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubox/tools}
 ALL_TOOLS="controller-gen golangci-lint etcd kubernetes kwok"
+NODE_TOOLS="etcd kubernetes containerd gvisor"
 export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
 log() { printf '[tools +%4ds] %s\n' "$SECONDS" "$*" >&2; }
@@ -26,7 +29,9 @@ module() {
 	etcd) echo go.etcd.io/etcd/server/v3 ;;
 	kubernetes) echo k8s.io/kubernetes ;;
 	kwok) echo sigs.k8s.io/kwok ;;
-	*) echo "unknown tool '$1' (known: $ALL_TOOLS)" >&2; return 1 ;;
+	containerd) echo github.com/containerd/containerd/v2 ;;
+	gvisor) echo gvisor.dev/gvisor ;;
+	*) echo "unknown tool '$1' (known: $ALL_TOOLS containerd gvisor)" >&2; return 1 ;;
 	esac
 }
 
@@ -41,9 +46,13 @@ dir() { echo "$TOOLS_DIR/$1-$(version "$1")"; }
 
 # build_into TOOL OUT: go build each tool package of the wrapper module into OUT.
 build_into() {
-	local tool=$1 out=$2 ver ld pkgs
+	local tool=$1 out=$2 ver ld pkgs tags=""
 	ver=$(version "$tool")
 	ld="-s -w"
+	if [ "$tool" = gvisor ]; then
+		build_gvisor "$out" "$ld"
+		return
+	fi
 	case $tool in
 	kubernetes)
 		local minor=${ver#v1.}
@@ -54,15 +63,43 @@ build_into() {
 		;;
 	golangci-lint) ld="$ld -X main.version=${ver#v}" ;;
 	controller-gen) ld="$ld -X sigs.k8s.io/controller-tools/pkg/version.version=$ver" ;;
+	containerd)
+		tags="no_btrfs no_devmapper no_zfs"
+		ld="$ld -X github.com/containerd/containerd/v2/version.Version=$ver"
+		;;
 	esac
 	pkgs=$(awk '/^tool \(/{f=1; next} f && /^\)/{f=0} f {print $1} /^tool [^(]/{print $2}' "$here/$tool/go.mod")
 	for pkg in $pkgs; do
 		local name=${pkg##*/}
 		[ "$tool" = etcd ] && name=etcd
 		log "building $name $ver (first time only)"
-		(cd "$here/$tool" && go build -trimpath -ldflags "$ld" -o "$out/$name" "$pkg")
+		(cd "$here/$tool" && go build -trimpath -tags "$tags" -ldflags "$ld" -o "$out/$name" "$pkg")
 	done
 	if [ "$tool" = kwok ]; then stages "$ver" >"$out/kwok-stages.yaml"; fi
+}
+
+# build_gvisor OUT LDFLAGS: runsc and containerd-shim-runsc-v1 from a temporary copy of the pinned gVisor
+# module with hack/tools/gvisor/patches/*.patch applied (the shim must tolerate a root without
+# CAP_SYS_RESOURCE). The copy lives in a temp folder and is removed; no third-party source is committed.
+build_gvisor() {
+	local out=$1 ld=$2 src tmp
+	src=$(cd "$here/gvisor" && go mod download gvisor.dev/gvisor && go list -m -f '{{.Dir}}' gvisor.dev/gvisor)
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/kubox-gvisor-build.XXXXXX")
+	cp "$here/gvisor/go.mod" "$here/gvisor/go.sum" "$tmp/"
+	cp -r "$src" "$tmp/gvisor"
+	chmod -R u+w "$tmp/gvisor"
+	for p in "$here"/gvisor/patches/*.patch; do
+		log "patching gVisor: $(basename "$p")"
+		patch -s -d "$tmp/gvisor" -p1 <"$p" || { rm -rf "$tmp"; return 1; }
+	done
+	(cd "$tmp" && go mod edit -replace gvisor.dev/gvisor=./gvisor) || { rm -rf "$tmp"; return 1; }
+	log "building runsc $(version gvisor) (first time only)"
+	(cd "$tmp" && go build -trimpath -ldflags "$ld -X gvisor.dev/gvisor/runsc/version.version=$(version gvisor)" \
+		-o "$out/runsc" gvisor.dev/gvisor/runsc) || { rm -rf "$tmp"; return 1; }
+	log "building containerd-shim-runsc-v1 (patched)"
+	(cd "$tmp" && go build -trimpath -ldflags "$ld" -o "$out/containerd-shim-runsc-v1" gvisor.dev/gvisor/shim) ||
+		{ rm -rf "$tmp"; return 1; }
+	rm -rf "$tmp"
 }
 
 # stages VERSION: kwok's own Stage definitions (node ready + heartbeat, pod ready/complete/delete).
@@ -107,6 +144,7 @@ envtest() {
 case ${1:-} in
 dir) dir "$2" ;;
 envtest) envtest ;;
+node) for t in $NODE_TOOLS; do ensure "$t"; done ;;
 "")
 	for t in $ALL_TOOLS; do ensure "$t"; done
 	envtest >/dev/null
