@@ -1,0 +1,130 @@
+package devenv
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Tools are the absolute paths of the binaries the environment runs.
+type Tools struct {
+	Etcd, APIServer, ControllerManager, Scheduler, Kubectl, Kubelet string
+	Containerd, ShimRunc, Ctr, Runsc, ShimRunsc                     string
+	// Runc and CNIBinDir come from Debian packages (runc, containernetworking-plugins).
+	Runc, CNIBinDir string
+}
+
+// ToolDirs are the cache folders printed by `hack/tools/install.sh dir <tool>`.
+type ToolDirs struct{ Etcd, Kubernetes, Containerd, GVisor string }
+
+// NewTools names every binary inside the tool cache folders.
+func NewTools(d ToolDirs) Tools {
+	k := func(n string) string { return filepath.Join(d.Kubernetes, n) }
+	c := func(n string) string { return filepath.Join(d.Containerd, n) }
+	return Tools{
+		Etcd: filepath.Join(d.Etcd, "etcd"), APIServer: k("kube-apiserver"),
+		ControllerManager: k("kube-controller-manager"), Scheduler: k("kube-scheduler"),
+		Kubectl: k("kubectl"), Kubelet: k("kubelet"),
+		Containerd: c("containerd"), ShimRunc: c("containerd-shim-runc-v2"), Ctr: c("ctr"),
+		Runsc: filepath.Join(d.GVisor, "runsc"), ShimRunsc: filepath.Join(d.GVisor, "containerd-shim-runsc-v1"),
+		Runc: "/usr/sbin/runc", CNIBinDir: "/usr/lib/cni",
+	}
+}
+
+// Component is one long-running process of the environment.
+type Component struct {
+	Name string
+	Argv []string
+}
+
+// Component names, in start order.
+const (
+	Etcd              = "etcd"
+	APIServer         = "kube-apiserver"
+	ControllerManager = "kube-controller-manager"
+	Scheduler         = "kube-scheduler"
+	Containerd        = "containerd"
+	Kubelet           = "kubelet"
+	Controller        = "kubox-controller"
+)
+
+// StartOrder lists every component in the order `up` starts them; `down` stops them in reverse.
+var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, Kubelet, Controller}
+
+// Plan returns the command line of every component except kubox-controller, whose binary is
+// built from the checkout (see ControllerComponent).
+func Plan(c Config, l Layout, t Tools) map[string]Component {
+	return map[string]Component{
+		Etcd:              {Etcd, etcdArgs(c, l, t)},
+		APIServer:         {APIServer, apiserverArgs(c, l, t)},
+		ControllerManager: {ControllerManager, controllerManagerArgs(c, l, t)},
+		Scheduler:         {Scheduler, schedulerArgs(c, l, t)},
+		Containerd:        {Containerd, []string{t.Containerd, "--config", filepath.Join(l.Etc, "containerd.toml")}},
+		Kubelet:           {Kubelet, kubeletArgs(c, l, t)},
+	}
+}
+
+// ControllerComponent runs the kubox controller against the environment.
+func ControllerComponent(bin string, l Layout) Component {
+	return Component{Controller, []string{bin, "--kubeconfig=" + l.Kubeconfig}}
+}
+
+func etcdArgs(c Config, l Layout, t Tools) []string {
+	client := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdClient)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdPeer)
+	return []string{t.Etcd, "--name=kubox", "--data-dir=" + l.EtcdData,
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=kubox=" + peer, "--unsafe-no-fsync", "--log-level=warn"}
+}
+
+func apiserverArgs(c Config, l Layout, t Tools) []string {
+	p := func(n string) string { return filepath.Join(l.PKI, n) }
+	return []string{t.APIServer,
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.Ports.EtcdClient),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", c.Ports.APIServer),
+		// 127.0.0.1 may not back the `kubernetes` Service endpoints (1.37 refuses loopback).
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
+		"--client-ca-file=" + p("ca.crt"),
+		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
+		"--kubelet-preferred-address-types=InternalIP",
+		"--authorization-mode=Node,RBAC",
+		fmt.Sprintf("--service-account-issuer=https://127.0.0.1:%d", c.Ports.APIServer),
+		"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
+		"--service-cluster-ip-range=" + c.ServiceSubnet.String(), "--allow-privileged=true"}
+}
+
+// disabledControllers are kube-controller-manager controllers a one-node dev cluster does not need.
+var disabledControllers = []string{
+	"certificatesigningrequest-signing-controller", "certificatesigningrequest-approving-controller",
+	"persistentvolume-attach-detach-controller", "horizontal-pod-autoscaler-controller",
+}
+
+func controllerManagerArgs(c Config, l Layout, t Tools) []string {
+	ctrls := "*,-" + strings.Join(disabledControllers, ",-")
+	return []string{t.ControllerManager, "--kubeconfig=" + l.Kubeconfig,
+		"--authentication-kubeconfig=" + l.Kubeconfig, "--authorization-kubeconfig=" + l.Kubeconfig,
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", c.Ports.ControllerManager),
+		"--service-account-private-key-file=" + filepath.Join(l.PKI, "sa.key"),
+		"--root-ca-file=" + filepath.Join(l.PKI, "ca.crt"),
+		"--use-service-account-credentials=false", "--leader-elect=false",
+		// dynamic provisioning for the default StorageClass (provisioner kubernetes.io/host-path)
+		"--enable-hostpath-provisioner",
+		"--controllers=" + ctrls}
+}
+
+func schedulerArgs(c Config, l Layout, t Tools) []string {
+	return []string{t.Scheduler, "--kubeconfig=" + l.Kubeconfig,
+		"--authentication-kubeconfig=" + l.Kubeconfig, "--authorization-kubeconfig=" + l.Kubeconfig,
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", c.Ports.Scheduler), "--leader-elect=false"}
+}
+
+func kubeletArgs(c Config, l Layout, t Tools) []string {
+	return []string{t.Kubelet, "--config=" + filepath.Join(l.Etc, "kubelet.yaml"),
+		"--kubeconfig=" + l.Kubeconfig, "--hostname-override=" + c.NodeName,
+		"--node-ip=" + c.NodeIP().String(), "--root-dir=" + l.KubeletRoot,
+		"--cert-dir=" + filepath.Join(l.KubeletRoot, "pki"), "--v=2"}
+}

@@ -1,0 +1,112 @@
+package devenv
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+)
+
+// Config is what a person may choose about the local environment. Everything else is derived.
+type Config struct {
+	// StateDir holds every file the environment writes: PKI, configs, data, logs and pidfiles.
+	StateDir string
+	// RepoDir is the kubox checkout: hack/tools, config/crd and cmd/kubox-controller come from it.
+	RepoDir string
+	// ImagesDir caches the locally built image tarballs, keyed by their inputs.
+	ImagesDir string
+	// NodeName is the name the kubelet registers.
+	NodeName string
+	// Bridge is the CNI bridge; its first address is the gateway and the node IP.
+	Bridge string
+	// PodSubnet is the bridge's subnet (host-local IPAM); pods get addresses from it.
+	PodSubnet netip.Prefix
+	// ServiceSubnet is the ClusterIP range. Nothing routes it: there is no kube-proxy.
+	ServiceSubnet netip.Prefix
+	// CgroupRoot is the kubelet's own cgroup subtree, never shared with another kubelet.
+	CgroupRoot string
+	// Ports are the TCP ports the environment listens on, all on 127.0.0.1 except the kubelet's.
+	Ports Ports
+}
+
+// Ports lists every TCP port the environment binds.
+type Ports struct {
+	APIServer         int
+	EtcdClient        int
+	EtcdPeer          int
+	ControllerManager int
+	Scheduler         int
+	Kubelet           int
+	KubeletHealthz    int
+}
+
+// DefaultConfig returns ports and names chosen not to collide with envtest (random ports), the
+// usual Kubernetes ports, or the studies' clusters on the same machine.
+func DefaultConfig() Config {
+	return Config{
+		StateDir:      DefaultStateDir(),
+		ImagesDir:     filepath.Join(cacheHome(), "kubox", "images"),
+		NodeName:      "kubox-node",
+		Bridge:        "kuboxbr0",
+		PodSubnet:     netip.MustParsePrefix("10.77.0.0/24"),
+		ServiceSubnet: netip.MustParsePrefix("10.78.0.0/24"),
+		CgroupRoot:    "/kubox",
+		Ports: Ports{
+			APIServer: 16443, EtcdClient: 12379, EtcdPeer: 12380,
+			ControllerManager: 16257, Scheduler: 16259,
+			Kubelet: 11250, KubeletHealthz: 11248,
+		},
+	}
+}
+
+// DefaultStateDir is /var/lib/kubox-dev for root and ~/.local/state/kubox/dev otherwise.
+func DefaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/kubox-dev"
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "kubox", "dev")
+}
+
+func cacheHome() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache")
+}
+
+// NodeIP is the bridge gateway address. The kubelet serves on it, so the API server reaches the
+// kubelet (exec, logs) on an address of the bridge kubox creates, never on a host interface.
+func (c Config) NodeIP() netip.Addr { return c.PodSubnet.Addr().Next() }
+
+// KubernetesServiceIP is the first ClusterIP, the `kubernetes` Service (in the serving cert).
+func (c Config) KubernetesServiceIP() netip.Addr { return c.ServiceSubnet.Addr().Next() }
+
+// Layout is where every file of the environment lives, all below Config.StateDir.
+type Layout struct {
+	Root, PKI, Etc, Logs, Pids, Bin   string
+	EtcdData, KubeletRoot, PodLogs    string
+	ContainerdRoot, ContainerdState   string
+	ContainerdSocket, RunscRoot       string
+	CNIConfDir, CNIIPAMDir, RunscLogs string
+	Kubeconfig                        string
+}
+
+// NewLayout derives every path from the state directory.
+func NewLayout(stateDir string) Layout {
+	j := func(p ...string) string { return filepath.Join(append([]string{stateDir}, p...)...) }
+	return Layout{
+		Root: stateDir, PKI: j("pki"), Etc: j("etc"), Logs: j("logs"), Pids: j("pids"), Bin: j("bin"),
+		EtcdData: j("etcd"), KubeletRoot: j("kubelet"), PodLogs: j("pod-logs"),
+		ContainerdRoot: j("containerd", "root"), ContainerdState: j("containerd", "state"),
+		ContainerdSocket: j("containerd", "containerd.sock"), RunscRoot: j("containerd", "runsc"),
+		CNIConfDir: j("cni", "net.d"), CNIIPAMDir: j("cni", "ipam"), RunscLogs: j("logs", "runsc") + "/",
+		Kubeconfig: j("kubeconfig"),
+	}
+}
+
+// PidFile and LogFile name a component's pidfile and log.
+func (l Layout) PidFile(name string) string { return filepath.Join(l.Pids, name+".pid") }
+
+// LogFile is the component's combined stdout and stderr.
+func (l Layout) LogFile(name string) string { return filepath.Join(l.Logs, name+".log") }

@@ -1,0 +1,162 @@
+package devenv
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// PKI is the set of files the control plane needs, as PEM, keyed by file name in Layout.PKI.
+type PKI map[string][]byte
+
+// certValidity is long enough for a dev environment that lives until `kubox dev down`.
+const certValidity = 5 * 365 * 24 * time.Hour
+
+type certSpec struct {
+	name     string
+	cn       string
+	orgs     []string
+	server   bool
+	ips      []net.IP
+	dnsNames []string
+}
+
+// NewPKI creates a CA, the API server's serving certificate, client certificates for the
+// admin (also used by the controllers and the kubelet: system:masters) and for the API server's
+// calls to the kubelet, and the service-account signing key pair.
+func NewPKI(c Config, now time.Time) (PKI, error) {
+	caKey, caCert, err := newCA(now)
+	if err != nil {
+		return nil, err
+	}
+	p := PKI{"ca.crt": pemCert(caCert.Raw)}
+	if err := p.addKey("ca.key", caKey); err != nil {
+		return nil, err
+	}
+	for _, s := range certSpecs(c) {
+		if err := p.issue(s, caCert, caKey, now); err != nil {
+			return nil, fmt.Errorf("issue %s certificate: %w", s.name, err)
+		}
+	}
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.addKey("sa.key", saKey); err != nil {
+		return nil, err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	p["sa.pub"] = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
+	return p, nil
+}
+
+func certSpecs(c Config) []certSpec {
+	return []certSpec{
+		{name: "apiserver", cn: "kube-apiserver", server: true,
+			ips:      []net.IP{net.IPv4(127, 0, 0, 1), net.IP(c.NodeIP().AsSlice()), net.IP(c.KubernetesServiceIP().AsSlice())},
+			dnsNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}},
+		{name: "admin", cn: "kubox-admin", orgs: []string{"system:masters"}},
+		{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
+	}
+}
+
+func newCA(now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubox-dev-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(certValidity),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return key, cert, err
+}
+
+func (p PKI) issue(s certSpec, ca *x509.Certificate, caKey crypto.Signer, now time.Time) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return err
+	}
+	usage := x509.ExtKeyUsageClientAuth
+	if s.server {
+		usage = x509.ExtKeyUsageServerAuth
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: s.cn, Organization: s.orgs},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(certValidity),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		IPAddresses: s.ips, DNSNames: s.dnsNames,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	p[s.name+".crt"] = pemCert(der)
+	return p.addKey(s.name+".key", key)
+}
+
+func (p PKI) addKey(name string, key *ecdsa.PrivateKey) error {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	p[name] = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	return nil
+}
+
+func pemCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// Write stores the PKI in dir, keys readable by the owner only.
+func (p PKI) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for name, data := range p {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadPKI loads a PKI written earlier.
+func ReadPKI(dir string) (PKI, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	p := PKI{}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		p[e.Name()] = data
+	}
+	return p, nil
+}

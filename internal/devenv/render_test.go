@@ -1,0 +1,135 @@
+package devenv
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+func testEnv() (Config, Layout, Tools) {
+	c := DefaultConfig()
+	c.StateDir = "/var/lib/kubox-dev"
+	l := NewLayout(c.StateDir)
+	t := NewTools(ToolDirs{Etcd: "/c/etcd", Kubernetes: "/c/k8s", Containerd: "/c/cd", GVisor: "/c/gv"})
+	return c, l, t
+}
+
+func TestRenderContainerd(t *testing.T) {
+	_, l, tools := testEnv()
+	got := RenderContainerd(l, tools)
+	for _, want := range []string{
+		`address = "/var/lib/kubox-dev/containerd/containerd.sock"`,
+		`sandbox = "kubox.local/pause:dev"`,
+		`restrict_oom_score_adj = true`,
+		`netns_mounts_under_state_dir = true`,
+		`runtime_path = "/c/gv/containerd-shim-runsc-v1"`,
+		`ConfigPath = "/var/lib/kubox-dev/etc/runsc.toml"`,
+		`conf_dir = "/var/lib/kubox-dev/cni/net.d"`,
+		`imports = []`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("containerd config lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestRenderCNI(t *testing.T) {
+	c, l, _ := testEnv()
+	var got map[string]any
+	if err := json.Unmarshal([]byte(RenderCNI(c, l)), &got); err != nil {
+		t.Fatalf("CNI config is not JSON: %v", err)
+	}
+	bridge := got["plugins"].([]any)[0].(map[string]any)
+	ipam := bridge["ipam"].(map[string]any)
+	want := map[string]any{"bridge": "kuboxbr0", "ipMasq": false, "routes": nil,
+		"range": []any{map[string]any{"subnet": "10.77.0.0/24", "gateway": "10.77.0.1"}}}
+	gotSel := map[string]any{"bridge": bridge["bridge"], "ipMasq": bridge["ipMasq"], "routes": ipam["routes"],
+		"range": ipam["ranges"].([]any)[0]}
+	if diff := cmp.Diff(want, gotSel); diff != "" {
+		t.Errorf("CNI bridge (-want +got):\n%s", diff)
+	}
+}
+
+func TestRenderKubelet(t *testing.T) {
+	tests := map[string]struct {
+		v1       bool
+		wantFail any
+	}{
+		"cgroup v1 host": {v1: true, wantFail: false},
+		"cgroup v2 host": {v1: false, wantFail: nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, l, _ := testEnv()
+			var got map[string]any
+			if err := yaml.Unmarshal([]byte(RenderKubelet(c, l, Host{CgroupV1: tc.v1})), &got); err != nil {
+				t.Fatalf("kubelet config is not YAML: %v", err)
+			}
+			want := map[string]any{"cgroupRoot": "/kubox", "failCgroupV1": tc.wantFail, "address": "10.77.0.1",
+				"port": float64(11250), "healthzPort": float64(11248), "cgroupDriver": "cgroupfs",
+				"containerRuntimeEndpoint": "unix:///var/lib/kubox-dev/containerd/containerd.sock"}
+			sel := map[string]any{}
+			for k := range want {
+				sel[k] = got[k]
+			}
+			if diff := cmp.Diff(want, sel); diff != "" {
+				t.Errorf("kubelet config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRenderKubeconfig(t *testing.T) {
+	c, _, _ := testEnv()
+	var got struct {
+		Clusters []struct {
+			Cluster struct {
+				Server string `json:"server"`
+				CA     string `json:"certificate-authority-data"`
+			} `json:"cluster"`
+		} `json:"clusters"`
+		Current string `json:"current-context"`
+	}
+	if err := yaml.Unmarshal([]byte(RenderKubeconfig(c, []byte("ca"), []byte("crt"), []byte("key"))), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Clusters[0].Cluster.Server != "https://127.0.0.1:16443" || got.Clusters[0].Cluster.CA != "Y2E=" || got.Current != "kubox-dev" {
+		t.Errorf("kubeconfig = %+v", got)
+	}
+}
+
+func TestPlanFlags(t *testing.T) {
+	c, l, tools := testEnv()
+	plan := Plan(c, l, tools)
+	tests := map[string][]string{
+		Etcd:              {"--listen-client-urls=http://127.0.0.1:12379", "--listen-peer-urls=http://127.0.0.1:12380"},
+		APIServer:         {"--secure-port=16443", "--bind-address=127.0.0.1", "--service-cluster-ip-range=10.78.0.0/24"},
+		ControllerManager: {"--secure-port=16257", "--enable-hostpath-provisioner", "--bind-address=127.0.0.1"},
+		Scheduler:         {"--secure-port=16259"},
+		Kubelet:           {"--node-ip=10.77.0.1", "--root-dir=/var/lib/kubox-dev/kubelet", "--hostname-override=kubox-node"},
+	}
+	for name, flags := range tests {
+		for _, f := range flags {
+			if !contains(plan[name].Argv, f) {
+				t.Errorf("%s lacks %s: %v", name, f, plan[name].Argv)
+			}
+		}
+	}
+	for _, name := range StartOrder[:len(StartOrder)-1] {
+		if plan[name].Name != name || !strings.HasPrefix(plan[name].Argv[0], "/c/") {
+			t.Errorf("component %s is planned as %+v", name, plan[name])
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

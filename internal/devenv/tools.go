@@ -1,0 +1,85 @@
+package devenv
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// FindRepo walks up from dir to the kubox checkout (the folder holding hack/tools/install.sh).
+func FindRepo(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "hack", "tools", "install.sh")); err == nil {
+			return d, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", fmt.Errorf("no kubox checkout above %s (hack/tools/install.sh not found): "+
+				"run kubox dev from the checkout or pass --repo", dir)
+		}
+	}
+}
+
+// nodeTools are the wrapper modules under hack/tools the node needs.
+var nodeTools = []string{"etcd", "kubernetes", "containerd", "gvisor"}
+
+// EnsureTools builds the pinned binaries that are not cached yet (hack/tools/install.sh node),
+// streaming its progress to out, and returns their paths. built is false when all were cached.
+func EnsureTools(repo string, out io.Writer) (t Tools, built bool, err error) {
+	dirs := map[string]string{}
+	for _, name := range nodeTools {
+		d, err := toolsScript(repo, "dir", name)
+		if err != nil {
+			return Tools{}, false, err
+		}
+		dirs[name] = d
+		if _, err := os.Stat(filepath.Join(d, ".complete")); err != nil {
+			built = true
+		}
+	}
+	if built {
+		cmd := exec.Command(filepath.Join(repo, "hack", "tools", "install.sh"), "node")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = repo, out, out
+		if err := cmd.Run(); err != nil {
+			return Tools{}, true, fmt.Errorf("build the node tools (hack/tools/install.sh node): %w; "+
+				"its output above says which tool failed", err)
+		}
+	}
+	return NewTools(ToolDirs{Etcd: dirs["etcd"], Kubernetes: dirs["kubernetes"],
+		Containerd: dirs["containerd"], GVisor: dirs["gvisor"]}), built, nil
+}
+
+func toolsScript(repo string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(repo, "hack", "tools", "install.sh"), args...)
+	cmd.Dir = repo
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/tools/install.sh %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// BuildController builds bin/kubox-controller from the checkout. A failure is returned with the
+// compiler's output so `up` can say why it runs without the controller.
+func BuildController(repo string) (string, error) {
+	bin := filepath.Join(repo, "bin", "kubox-controller")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kubox-controller")
+	cmd.Dir = repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/kubox-controller: %v: %s", err, firstLines(string(out), 5))
+	}
+	return bin, nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "\n")
+}

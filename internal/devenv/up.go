@@ -1,0 +1,376 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// env is what `up` gathered: the layout, the binaries, the images and the client.
+type env struct {
+	c     Config
+	l     Layout
+	t     Tools
+	imgs  Images
+	cs    kubernetes.Interface
+	p     *Progress
+	procs map[string]Proc
+}
+
+// Up brings the local environment up and returns once every component is ready. It is
+// idempotent: when the environment is already healthy it says so and returns.
+func Up(ctx context.Context, c Config, out io.Writer) error {
+	p := NewProgress(out)
+	l := NewLayout(c.StateDir)
+	if ok, _ := Healthy(ctx, c, l); ok {
+		p.Say("kubox dev is already up and healthy; nothing to do")
+		printSummary(out, c, l)
+		return nil
+	}
+	if _, err := os.Stat(l.Root); err == nil {
+		p.Say("%s holds an environment that is not healthy: removing it first", l.Root)
+		if err := Down(ctx, c, out); err != nil {
+			return fmt.Errorf("clean up the previous environment: %w", err)
+		}
+	}
+	e := &env{c: c, l: l, p: p, procs: map[string]Proc{}}
+	if err := e.prepare(); err != nil {
+		return err
+	}
+	if err := e.start(ctx); err != nil {
+		return fmt.Errorf("%w\n(the processes started so far keep running: inspect %s, then run `kubox dev down`)", err, l.Logs)
+	}
+	p.Say("kubox dev is up in %s", p.Elapsed())
+	printSummary(out, c, l)
+	return nil
+}
+
+// prepare checks the host, installs packages, builds tools and images, and writes configs.
+func (e *env) prepare() error {
+	if err := Preflight(e.c, e.l); err != nil {
+		return err
+	}
+	if err := EnsurePackages(e.p); err != nil {
+		return err
+	}
+	if err := e.tools(); err != nil {
+		return err
+	}
+	if err := e.images(); err != nil {
+		return err
+	}
+	return e.writeState()
+}
+
+func (e *env) tools() error {
+	e.p.Say("checking the pinned binaries in the tool cache (a first build takes 10-15 minutes)")
+	t, built, err := EnsureTools(e.c.RepoDir, e.p.Writer())
+	if err != nil {
+		return err
+	}
+	e.t = t
+	if built {
+		e.p.Say("binaries built")
+	} else {
+		e.p.Say("binaries cached: %s", filepath.Dir(filepath.Dir(t.Kubelet)))
+	}
+	return nil
+}
+
+func (e *env) images() error {
+	imgs, cached, err := BuildImages(e.c.RepoDir, e.c.ImagesDir, "/bin/busybox")
+	if err != nil {
+		return err
+	}
+	e.imgs = imgs
+	e.p.Say("images %s (%s): %s, %s", map[bool]string{true: "cached", false: "built"}[cached], imgs.Dir, BusyboxImage, SandboxImage)
+	return nil
+}
+
+// writeState creates the state directory, the PKI, every config file, the cgroups and the bridge.
+func (e *env) writeState() error {
+	for _, d := range []string{e.l.Etc, e.l.Logs, e.l.Pids, e.l.Bin, e.l.KubeletRoot, e.l.PodLogs, e.l.CNIConfDir, e.l.RunscLogs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	pki, err := NewPKI(e.c, time.Now())
+	if err != nil {
+		return fmt.Errorf("create the PKI: %w", err)
+	}
+	if err := pki.Write(e.l.PKI); err != nil {
+		return err
+	}
+	if err := e.writeConfigs(pki); err != nil {
+		return err
+	}
+	if err := EnsureCgroups(e.c.CgroupRoot); err != nil {
+		return err
+	}
+	if err := EnsureBridge(e.c); err != nil {
+		return fmt.Errorf("create bridge %s: %w", e.c.Bridge, err)
+	}
+	e.p.Say("state in %s (PKI, configs, cgroup %s, bridge %s %s)", e.l.Root, e.c.CgroupRoot, e.c.Bridge, e.c.NodeIP())
+	return nil
+}
+
+func (e *env) writeConfigs(pki PKI) error {
+	files := map[string]string{
+		e.l.Kubeconfig: RenderKubeconfig(e.c, pki["ca.crt"], pki["admin.crt"], pki["admin.key"]),
+		filepath.Join(e.l.Etc, "containerd.toml"):          RenderContainerd(e.l, e.t),
+		filepath.Join(e.l.Etc, "runsc.toml"):               RenderRunsc(e.l, e.t),
+		filepath.Join(e.l.Etc, "kubelet.yaml"):             RenderKubelet(e.c, e.l, Host{CgroupV1: HostCgroupV1()}),
+		filepath.Join(e.l.CNIConfDir, "10-kubox.conflist"): RenderCNI(e.c, e.l),
+	}
+	for path, data := range files {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			return err
+		}
+	}
+	for name, target := range map[string]string{"kubectl": e.t.Kubectl, "ctr": e.t.Ctr, "runsc": e.t.Runsc} {
+		if err := os.Symlink(target, filepath.Join(e.l.Bin, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start runs every component in order and waits for each to be ready.
+func (e *env) start(ctx context.Context) error {
+	plan := Plan(e.c, e.l, e.t)
+	if err := e.controlPlane(ctx, plan); err != nil {
+		return err
+	}
+	if err := e.node(ctx, plan); err != nil {
+		return err
+	}
+	return e.platform(ctx)
+}
+
+func (e *env) controlPlane(ctx context.Context, plan map[string]Component) error {
+	if err := e.run(ctx, plan[Etcd], 30*time.Second, HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/health", e.c.Ports.EtcdClient))); err != nil {
+		return err
+	}
+	cs, err := NewClient(e.l.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	e.cs = cs
+	if err := e.run(ctx, plan[APIServer], 90*time.Second, APIServerReady(cs)); err != nil {
+		return err
+	}
+	if err := e.run(ctx, plan[ControllerManager], 60*time.Second, HTTPOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", e.c.Ports.ControllerManager))); err != nil {
+		return err
+	}
+	return e.run(ctx, plan[Scheduler], 60*time.Second, HTTPOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", e.c.Ports.Scheduler)))
+}
+
+func (e *env) node(ctx context.Context, plan map[string]Component) error {
+	if err := e.run(ctx, plan[Containerd], 30*time.Second, e.ctrReady); err != nil {
+		return err
+	}
+	for _, img := range []string{e.imgs.Pause, e.imgs.Busybox} {
+		if out, err := e.ctr("images", "import", img); err != nil {
+			return fmt.Errorf("import %s into containerd: %v: %s", img, err, out)
+		}
+	}
+	e.p.Say("images imported into containerd (namespace k8s.io)")
+	if err := e.run(ctx, plan[Kubelet], 60*time.Second, HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", e.c.Ports.KubeletHealthz))); err != nil {
+		return err
+	}
+	if err := e.wait(ctx, Kubelet, "node "+e.c.NodeName+" Ready", 90*time.Second, NodeReady(e.cs, e.c.NodeName)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// platform registers the cluster-wide objects, the CRDs and the kubox controller.
+func (e *env) platform(ctx context.Context) error {
+	if err := ClusterObjects(ctx, e.cs); err != nil {
+		return err
+	}
+	e.p.Say("RuntimeClasses runc and gvisor (handler runsc), default StorageClass %s", StorageClassName)
+	n, err := ApplyCRDs(e.t.Kubectl, e.l.Kubeconfig, filepath.Join(e.c.RepoDir, "config", "crd", "bases"))
+	if err != nil {
+		return fmt.Errorf("install the CRDs: %w", err)
+	}
+	e.p.Say("CRDs applied from config/crd/bases: %d file(s)", n)
+	if err := e.wait(ctx, ControllerManager, "service account default/default", 60*time.Second, DefaultServiceAccount(e.cs)); err != nil {
+		return err
+	}
+	return e.controller(ctx)
+}
+
+func (e *env) controller(ctx context.Context) error {
+	bin, err := BuildController(e.c.RepoDir)
+	if err != nil {
+		e.p.Say("NOT starting kubox-controller: it does not build yet:\n%s", err)
+		return nil
+	}
+	comp := ControllerComponent(bin, e.l)
+	return e.run(ctx, comp, 20*time.Second, func(context.Context) (bool, error) {
+		return time.Since(e.p.start) > 0 && e.procs[Controller].Alive(), nil
+	})
+}
+
+// run starts comp and waits until ready reports true, failing early when the process exits.
+func (e *env) run(ctx context.Context, comp Component, timeout time.Duration, ready func(context.Context) (bool, error)) error {
+	proc, err := Start(e.l, comp, nil)
+	if err != nil {
+		return err
+	}
+	e.procs[comp.Name] = proc
+	return e.wait(ctx, comp.Name, comp.Name, timeout, ready)
+}
+
+func (e *env) wait(ctx context.Context, name, what string, timeout time.Duration, ready func(context.Context) (bool, error)) error {
+	proc := e.procs[name]
+	err := Poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+		if !proc.Alive() {
+			return false, errExited
+		}
+		return ready(ctx)
+	})
+	if errors.Is(err, errExited) || !proc.Alive() {
+		return fmt.Errorf("%s exited while starting; last lines of %s:\n%s", name, e.l.LogFile(name), LogTail(e.l, name, 20))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w; last lines of %s:\n%s", what, err, e.l.LogFile(name), LogTail(e.l, name, 20))
+	}
+	e.p.Say("%s ready (pid %d)", what, proc.PID)
+	return nil
+}
+
+var errExited = errors.New("process exited")
+
+func (e *env) ctrReady(context.Context) (bool, error) {
+	if _, err := os.Stat(e.l.ContainerdSocket); err != nil {
+		return false, err
+	}
+	out, err := e.ctr("version")
+	return err == nil, fmt.Errorf("ctr version: %v: %s", err, out)
+}
+
+func (e *env) ctr(args ...string) (string, error) {
+	return ctrRun(e.t.Ctr, e.l, args...)
+}
+
+func ctrRun(ctr string, l Layout, args ...string) (string, error) {
+	full := append([]string{"-a", l.ContainerdSocket, "-n", "k8s.io"}, args...)
+	out, err := exec.Command(ctr, full...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// Preflight checks what `up` needs from the host and reports every problem at once.
+func Preflight(c Config, l Layout) error {
+	var p Problems
+	if os.Geteuid() != 0 {
+		p = append(p, "kubox dev up must run as root (it starts a kubelet and containerd, mounts and creates cgroups): run it with sudo")
+	}
+	if err := CheckSocketPath(l); err != nil {
+		p = append(p, err.Error())
+	}
+	p = append(p, cgroupProblems()...)
+	p = append(p, PortConflicts(c.Ports, probePort)...)
+	for _, a := range SubnetConflicts(c.PodSubnet, HostPrefixes(c.Bridge)) {
+		p = append(p, fmt.Sprintf("the pod subnet %s overlaps %s on this host: another network uses it", c.PodSubnet, a))
+	}
+	return p.Err()
+}
+
+func cgroupProblems() []string {
+	var miss []string
+	if HostCgroupV1() {
+		data, err := os.ReadFile("/proc/cgroups")
+		if err != nil {
+			return []string{"cannot read /proc/cgroups: " + err.Error()}
+		}
+		miss = MissingControllersV1(string(data))
+	} else {
+		data, _ := os.ReadFile(filepath.Join(cgroupFS, "cgroup.controllers"))
+		miss = MissingControllersV2(string(data))
+	}
+	if len(miss) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("cgroup controllers missing or disabled: %s (the kubelet needs them; enable them in the kernel command line)", strings.Join(miss, ", "))}
+}
+
+func probePort(port int) error {
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
+// EnsurePackages installs the missing Debian packages; it runs `apt-get update` once when the
+// first install fails.
+func EnsurePackages(p *Progress) error {
+	miss := MissingPackages(fileExists)
+	if len(miss) == 0 {
+		return nil
+	}
+	line := AptInstallLine(miss)
+	p.Say("installing Debian packages: %s", line)
+	if aptInstall(miss) == nil {
+		return nil
+	}
+	p.Say("apt-get install failed; running apt-get update and trying again")
+	_ = exec.Command("apt-get", "update").Run()
+	if out, err := aptInstallOutput(miss); err != nil {
+		return fmt.Errorf("could not install %s: %v\n%s\nrun by hand: %s", strings.Join(names(miss), ", "), err, firstLines(out, 10), line)
+	}
+	return nil
+}
+
+func aptInstall(pkgs []DebPackage) error {
+	_, err := aptInstallOutput(pkgs)
+	return err
+}
+
+func aptInstallOutput(pkgs []DebPackage) (string, error) {
+	args := append([]string{"install", "-y", "--no-install-recommends"}, names(pkgs)...)
+	cmd := exec.Command("apt-get", args...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func names(pkgs []DebPackage) []string {
+	out := make([]string, len(pkgs))
+	for i, p := range pkgs {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func printSummary(out io.Writer, c Config, l Layout) {
+	fmt.Fprintf(out, `
+kubox dev environment
+  use it      export KUBECONFIG=%[1]s
+              %[2]s/kubectl get nodes        (kubectl v1.37.2; ctr and runsc are there too)
+  API server  https://127.0.0.1:%[3]d (admin client certificate in the kubeconfig)
+  node        %[4]s, IP %[5]s; pods on bridge %[6]s %[7]s, reachable from this host by pod IP
+  runtimes    RuntimeClass runc (default) and gvisor (handler runsc)
+  storage     StorageClass %[8]s (default; hostPath volumes under /tmp/hostpath_pv)
+  images      %[9]s, %[10]s (use imagePullPolicy: Never or IfNotPresent)
+  state       %[11]s   logs %[12]s/<component>.log   pidfiles %[13]s
+  status      kubox dev status        stop and remove: kubox dev down
+`, l.Kubeconfig, l.Bin, c.Ports.APIServer, c.NodeName, c.NodeIP(), c.Bridge, c.PodSubnet,
+		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids)
+}
