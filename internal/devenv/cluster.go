@@ -153,7 +153,12 @@ func ApplyCRDs(kubectl, kubeconfig, dir string) (int, error) {
 	if err := kubectlRun(kubectl, kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", dir); err != nil {
 		return 0, err
 	}
-	return len(files), kubectlRun(kubectl, kubeconfig, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+	// a CRD just created may have no status yet, which fails `kubectl wait` at once: retry
+	err := Poll(context.Background(), 60*time.Second, func(context.Context) (bool, error) {
+		err := kubectlRun(kubectl, kubeconfig, "wait", "--for=condition=Established", "crd", "--all", "--timeout=10s")
+		return err == nil, err
+	})
+	return len(files), err
 }
 
 func kubectlRun(kubectl, kubeconfig string, args ...string) error {

@@ -126,14 +126,14 @@ func removeContainers(p *Progress, l Layout) error {
 	ctr := filepath.Join(l.Bin, "ctr")
 	ids, err := ctrRun(ctr, l, "containers", "ls", "-q")
 	if err != nil {
-		return fmt.Errorf("list containers: %v: %s", err, ids)
+		return err
 	}
 	n := 0
 	for _, id := range strings.Fields(ids) {
 		_, _ = ctrRun(ctr, l, "tasks", "kill", "-s", "SIGKILL", id)
 		_, _ = ctrRun(ctr, l, "tasks", "delete", "-f", id)
-		if out, err := ctrRun(ctr, l, "containers", "delete", id); err != nil {
-			p.Say("could not delete container %s: %s", id, out)
+		if _, err := ctrRun(ctr, l, "containers", "delete", id); err != nil {
+			p.Say("could not delete container %s: %v", id, err)
 		}
 		n++
 	}

@@ -1,6 +1,7 @@
 package devenv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -179,15 +180,15 @@ func (e *env) node(ctx context.Context, plan map[string]Component) error {
 		return err
 	}
 	for _, img := range []string{e.imgs.Pause, e.imgs.Busybox} {
-		if out, err := e.ctr("images", "import", img); err != nil {
-			return fmt.Errorf("import %s into containerd: %v: %s", img, err, out)
+		if _, err := e.ctr("images", "import", img); err != nil {
+			return fmt.Errorf("import %s into containerd: %w", img, err)
 		}
 	}
 	e.p.Say("images imported into containerd (namespace k8s.io)")
 	if err := e.run(ctx, plan[Kubelet], 60*time.Second, HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", e.c.Ports.KubeletHealthz))); err != nil {
 		return err
 	}
-	if err := e.wait(ctx, Kubelet, "node "+e.c.NodeName+" Ready", 90*time.Second, NodeReady(e.cs, e.c.NodeName)); err != nil {
+	if err := e.wait(ctx, Kubelet, "node "+e.c.NodeName, 90*time.Second, NodeReady(e.cs, e.c.NodeName)); err != nil {
 		return err
 	}
 	return nil
@@ -216,9 +217,10 @@ func (e *env) controller(ctx context.Context) error {
 		e.p.Say("NOT starting kubox-controller: it does not build yet:\n%s", err)
 		return nil
 	}
-	comp := ControllerComponent(bin, e.l)
-	return e.run(ctx, comp, 20*time.Second, func(context.Context) (bool, error) {
-		return time.Since(e.p.start) > 0 && e.procs[Controller].Alive(), nil
+	// the controller has no health port we choose; it counts as started once it stays up 3 s
+	t0 := time.Now()
+	return e.run(ctx, ControllerComponent(bin, e.l), 20*time.Second, func(context.Context) (bool, error) {
+		return time.Since(t0) > 3*time.Second, nil
 	})
 }
 
@@ -256,18 +258,27 @@ func (e *env) ctrReady(context.Context) (bool, error) {
 	if _, err := os.Stat(e.l.ContainerdSocket); err != nil {
 		return false, err
 	}
-	out, err := e.ctr("version")
-	return err == nil, fmt.Errorf("ctr version: %v: %s", err, out)
+	_, err := e.ctr("version")
+	return err == nil, err
 }
 
 func (e *env) ctr(args ...string) (string, error) {
 	return ctrRun(e.t.Ctr, e.l, args...)
 }
 
+// ctrRun runs ctr against the environment's containerd in namespace k8s.io and returns its
+// stdout; on failure the error carries stderr (which also holds ctr's warnings, so it is never
+// parsed).
 func ctrRun(ctr string, l Layout, args ...string) (string, error) {
 	full := append([]string{"-a", l.ContainerdSocket, "-n", "k8s.io"}, args...)
-	out, err := exec.Command(ctr, full...).CombinedOutput()
-	return strings.TrimSpace(string(out)), err
+	var stderr bytes.Buffer
+	cmd := exec.Command(ctr, full...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return strings.TrimSpace(string(out)), fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // Preflight checks what `up` needs from the host and reports every problem at once.
