@@ -168,13 +168,21 @@ check_all() {
 	done
 }
 
-# wait_for WHAT CMD...: poll CMD until it succeeds, failing if a component dies or TIMEOUT passes.
+# wait_for WHAT COMPONENT CMD...: poll CMD until it succeeds. Fails when a component dies, or
+# after TIMEOUT with the last lines of COMPONENT's log, the one that should have made CMD succeed.
 wait_for() {
-	local what=$1 deadline=$((SECONDS + TIMEOUT))
-	shift
+	local what=$1 component=$2 deadline=$((SECONDS + TIMEOUT))
+	shift 2
 	until "$@" >/dev/null 2>&1; do
 		check_all
-		((SECONDS < deadline)) || die "timed out after ${TIMEOUT}s waiting for $what (logs in $state/logs; KUBOX_DEV_KEEP_STATE=1 keeps them)"
+		if ((SECONDS >= deadline)); then
+			{
+				printf '[dev +%3ds] ERROR: timed out after %ss waiting for %s. Last lines of %s:\n' \
+					"$SECONDS" "$TIMEOUT" "$what" "$state/logs/$component.log"
+				tail -n 25 "$state/logs/$component.log" | sed 's/^/    /'
+			} >&2
+			exit 1
+		fi
 		sleep 0.2
 	done
 }
@@ -217,7 +225,7 @@ start etcd "$etcd_dir/etcd" --name kubox-dev --data-dir "$state/etcd" --unsafe-n
 	--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
 	--listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
 	--initial-cluster "kubox-dev=http://127.0.0.1:$ETCD_PEER_PORT"
-wait_for "etcd to be healthy" curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+wait_for "etcd to be healthy" etcd curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 
 log "starting kube-apiserver on https://127.0.0.1:$API_PORT"
 start kube-apiserver "$k8s_dir/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
@@ -227,7 +235,7 @@ start kube-apiserver "$k8s_dir/kube-apiserver" --etcd-servers="http://127.0.0.1:
 	--service-account-issuer="https://127.0.0.1:$API_PORT" \
 	--service-account-key-file="$state/pki/sa.pub" --service-account-signing-key-file="$state/pki/sa.key" \
 	--service-cluster-ip-range=10.96.0.0/24 --allow-privileged=true
-wait_for "kube-apiserver to be ready" curl -sf --cacert "$state/pki/apiserver.crt" \
+wait_for "kube-apiserver to be ready" kube-apiserver curl -sf --cacert "$state/pki/apiserver.crt" \
 	-H "Authorization: Bearer $token" "https://127.0.0.1:$API_PORT/readyz"
 
 # --authentication-skip-lookup: no client CA is configured, so there is nothing to look up (and
@@ -263,15 +271,15 @@ metadata:
 EOF
 node_ready() { [ "$(k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
 node_untainted() { [ -z "$(k get node "$NODE" -o jsonpath='{.spec.taints}')" ]; }
-wait_for "node $NODE to be Ready" node_ready
-wait_for "node $NODE to lose its not-ready taint" node_untainted
-wait_for "the default ServiceAccount" k get serviceaccount default -n default
+wait_for "node $NODE to be Ready" kwok node_ready
+wait_for "node $NODE to lose its not-ready taint" kube-controller-manager node_untainted
+wait_for "the default ServiceAccount" kube-controller-manager k get serviceaccount default -n default
 log "control plane ready"
 
 # --- kubox ---------------------------------------------------------------------------------------
 log "applying the CRDs in config/crd/bases"
 k apply --server-side --field-manager=kubox-dev -f config/crd/bases/ >/dev/null
-wait_for "the CRDs to be Established" k wait --for=condition=Established --timeout=5s -f config/crd/bases/
+wait_for "the CRDs to be Established" kube-apiserver k wait --for=condition=Established --timeout=5s -f config/crd/bases/
 
 if [ "${KUBOX_DEV_NO_CONTROLLER:-}" = 1 ]; then
 	log "KUBOX_DEV_NO_CONTROLLER=1: not starting $CONTROLLER and not applying $SAMPLE"
@@ -285,7 +293,7 @@ else
 	log "starting $CONTROLLER ${args[*]}"
 	KUBECONFIG=$KC start kubox-controller "$CONTROLLER" "${args[@]}"
 	if has_flag health-probe-bind-address; then
-		wait_for "kubox-controller to be ready" curl -sf "http://127.0.0.1:$PROBE_PORT/readyz"
+		wait_for "kubox-controller to be ready" kubox-controller curl -sf "http://127.0.0.1:$PROBE_PORT/readyz"
 	else
 		sleep 2
 		check_all
@@ -293,8 +301,8 @@ else
 
 	log "applying $SAMPLE"
 	k apply -f "$SAMPLE" >/dev/null
-	wait_for "Pod $SAMPLE_NAME" k get pod "$SAMPLE_NAME"
-	wait_for "Service $SAMPLE_NAME" k get service "$SAMPLE_NAME"
+	wait_for "Pod $SAMPLE_NAME" kubox-controller k get pod "$SAMPLE_NAME"
+	wait_for "Service $SAMPLE_NAME" kubox-controller k get service "$SAMPLE_NAME"
 	if ! k wait --for=condition=Ready --timeout=30s "sandbox/$SAMPLE_NAME" >/dev/null 2>&1; then
 		log "warning: Sandbox $SAMPLE_NAME is not Ready after 30s: $(k get sandbox "$SAMPLE_NAME" \
 			-o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}')"
