@@ -75,11 +75,12 @@ func MountsUnder(mounts []Mount, dir string) []string {
 	return slices.Compact(out)
 }
 
-// V1Hierarchies returns the mount points of the cgroup v1 hierarchies.
-func V1Hierarchies(mounts []Mount) []string {
+// Hierarchies returns the mount points of the cgroup hierarchies: every v1 hierarchy and, on a
+// hybrid host, the unified one (runc and the kubelet create their cgroups there too).
+func Hierarchies(mounts []Mount) []string {
 	var out []string
 	for _, m := range mounts {
-		if m.FSType == "cgroup" {
+		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
 			out = append(out, m.Point)
 		}
 	}
@@ -104,7 +105,7 @@ func cgroupDirs(root string) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, h := range V1Hierarchies(mounts) {
+	for _, h := range Hierarchies(mounts) {
 		out = append(out, filepath.Join(h, root))
 	}
 	return out, nil

@@ -31,8 +31,9 @@ func TestMountsUnder(t *testing.T) {
 
 func TestParseMountinfo(t *testing.T) {
 	mounts := ParseMountinfo(mountinfo)
-	if diff := cmp.Diff([]string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/memory"}, V1Hierarchies(mounts)); diff != "" {
-		t.Errorf("v1 hierarchies (-want +got):\n%s", diff)
+	want := []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified"}
+	if diff := cmp.Diff(want, Hierarchies(mounts)); diff != "" {
+		t.Errorf("hierarchies (-want +got):\n%s", diff)
 	}
 	if got := mounts[len(mounts)-1].Point; got != "/tmp/with space" {
 		t.Errorf("escaped mount point = %q", got)
