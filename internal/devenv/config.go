@@ -108,5 +108,9 @@ func NewLayout(stateDir string) Layout {
 // PidFile and LogFile name a component's pidfile and log.
 func (l Layout) PidFile(name string) string { return filepath.Join(l.Pids, name+".pid") }
 
+// UpMarker exists once `up` finished every step; an interrupted `up` leaves none, so the next
+// one starts over instead of calling a half-configured cluster healthy.
+func (l Layout) UpMarker() string { return filepath.Join(l.Root, "up-complete") }
+
 // LogFile is the component's combined stdout and stderr.
 func (l Layout) LogFile(name string) string { return filepath.Join(l.Logs, name+".log") }

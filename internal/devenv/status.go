@@ -83,6 +83,9 @@ func Healthy(ctx context.Context, c Config, l Layout) (bool, []ComponentStatus) 
 		return false, nil
 	}
 	st := Statuses(ctx, c, l)
+	if _, err := os.Stat(l.UpMarker()); err != nil {
+		return false, st
+	}
 	for _, s := range st {
 		if s.Name == Controller && !s.Started {
 			continue
@@ -115,6 +118,9 @@ func Status(ctx context.Context, c Config, out io.Writer) bool {
 	if ok {
 		fmt.Fprintf(out, "\nhealthy; export KUBECONFIG=%s\n", l.Kubeconfig)
 	} else {
+		if _, err := os.Stat(l.UpMarker()); err != nil {
+			fmt.Fprintln(out, "\nkubox dev up did not finish (it failed or was interrupted)")
+		}
 		fmt.Fprintln(out, "\nNOT healthy: see the logs above; `kubox dev up` removes a broken environment and starts again")
 	}
 	return ok

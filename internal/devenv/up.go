@@ -50,6 +50,9 @@ func Up(ctx context.Context, c Config, out io.Writer) error {
 	if err := e.start(ctx); err != nil {
 		return fmt.Errorf("%w\n(the processes started so far keep running: inspect %s, then run `kubox dev down`)", err, l.Logs)
 	}
+	if err := os.WriteFile(l.UpMarker(), nil, 0o644); err != nil {
+		return err
+	}
 	p.Say("kubox dev is up in %s", p.Elapsed())
 	printSummary(out, c, l)
 	return nil
