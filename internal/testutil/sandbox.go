@@ -60,6 +60,13 @@ func (w *SandboxWrapper) Obj() *sandboxv1beta1.Sandbox {
 	return w.Sandbox.DeepCopy()
 }
 
+// GenerateName has the API server name the Sandbox: prefix and a random suffix.
+func (w *SandboxWrapper) GenerateName(prefix string) *SandboxWrapper {
+	w.Name = ""
+	w.ObjectMeta.GenerateName = prefix
+	return w
+}
+
 // Label sets a label on the Sandbox.
 func (w *SandboxWrapper) Label(k, v string) *SandboxWrapper {
 	w.Labels = setKey(w.Labels, k, v)
@@ -154,11 +161,17 @@ func (w *SandboxWrapper) ShutdownPolicy(p sandboxv1beta1.ShutdownPolicy) *Sandbo
 // VolumeClaimTemplate adds a volume claim template called name: a ReadWriteOnce claim requesting
 // size (a quantity such as "1Gi") of the default StorageClass.
 func (w *SandboxWrapper) VolumeClaimTemplate(name, size string) *SandboxWrapper {
-	w.Spec.VolumeClaimTemplates = append(w.Spec.VolumeClaimTemplates, sandboxv1beta1.PersistentVolumeClaimTemplate{
+	w.Spec.VolumeClaimTemplates = append(w.Spec.VolumeClaimTemplates, MakeVolumeClaimTemplate(name, size))
+	return w
+}
+
+// MakeVolumeClaimTemplate returns the volume claim template SandboxWrapper.VolumeClaimTemplate
+// adds, for tests that change a stored Sandbox's templates.
+func MakeVolumeClaimTemplate(name, size string) sandboxv1beta1.PersistentVolumeClaimTemplate {
+	return sandboxv1beta1.PersistentVolumeClaimTemplate{
 		Metadata: sandboxv1beta1.EmbeddedObjectMetadata{Name: name},
 		Spec:     pvcSpec(size),
-	})
-	return w
+	}
 }
 
 // PersistentVolumeClaimRetentionPolicy sets spec.persistentVolumeClaimRetentionPolicy; empty
