@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,6 +93,9 @@ func drainPods(ctx context.Context, p *Progress, l Layout, c Config) []string {
 	return vols
 }
 
+// hostPathRoot is where kube-controller-manager's hostPath provisioner creates volumes.
+const hostPathRoot = "/tmp/hostpath_pv"
+
 // hostPathVolumes lists the directories the hostPath provisioner created for this cluster.
 func hostPathVolumes(ctx context.Context, cs kubernetes.Interface) []string {
 	pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
@@ -109,7 +113,7 @@ func hostPathVolumes(ctx context.Context, cs kubernetes.Interface) []string {
 
 func isProvisionedHostPath(pv corev1.PersistentVolume) bool {
 	return pv.Spec.HostPath != nil && pv.Annotations["pv.kubernetes.io/provisioned-by"] == "kubernetes.io/host-path" &&
-		strings.HasPrefix(pv.Spec.HostPath.Path, "/tmp/hostpath_pv/")
+		strings.HasPrefix(pv.Spec.HostPath.Path, hostPathRoot+"/")
 }
 
 func aliveComponent(l Layout, name string) bool {
@@ -189,6 +193,8 @@ func cleanupHost(p *Progress, c Config, l Layout, volumes []string) error {
 			errs = append(errs, err)
 		}
 	}
+	// the provisioner's parent folder goes too, but only when empty (another cluster may use it)
+	_ = syscall.Rmdir(hostPathRoot)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
