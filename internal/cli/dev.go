@@ -148,8 +148,8 @@ folder is reused. "kubox dev up" does this itself and imports them into containe
 				return err
 			}
 			state := map[bool]string{true: "cached", false: "built"}[cached]
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n%s %s\n(%s)\n", devenv.BusyboxImage, imgs.Busybox, devenv.SandboxImage, imgs.Pause, state)
-			return nil
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n%s %s\n(%s)\n", devenv.BusyboxImage, imgs.Busybox, devenv.SandboxImage, imgs.Pause, state)
+			return err
 		},
 	}
 }

@@ -143,7 +143,7 @@ func CheckStatic(path string) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return errors.New(path + " is dynamically linked")

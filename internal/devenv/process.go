@@ -26,8 +26,8 @@ func Start(l Layout, comp Component, env []string) (Proc, error) {
 	if err != nil {
 		return Proc{}, err
 	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "\n=== kubox dev: starting %s at %s\n=== %s\n", comp.Name,
+	defer func() { _ = logf.Close() }()
+	_, _ = fmt.Fprintf(logf, "\n=== kubox dev: starting %s at %s\n=== %s\n", comp.Name,
 		time.Now().UTC().Format(time.RFC3339), strings.Join(comp.Argv, " "))
 	cmd := exec.Command(comp.Argv[0], comp.Argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf

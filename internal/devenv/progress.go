@@ -17,7 +17,7 @@ func NewProgress(out io.Writer) *Progress { return &Progress{out: out, start: ti
 
 // Say prints one step.
 func (p *Progress) Say(format string, args ...any) {
-	fmt.Fprintf(p.out, "[%6.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
+	_, _ = fmt.Fprintf(p.out, "[%6.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // Elapsed is the time since the clock started.

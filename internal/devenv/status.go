@@ -102,26 +102,26 @@ func Status(ctx context.Context, c Config, out io.Writer) bool {
 	l := NewLayout(c.StateDir)
 	ok, st := Healthy(ctx, c, l)
 	if st == nil {
-		fmt.Fprintf(out, "kubox dev is not up (no state in %s); start it with: kubox dev up\n", l.Root)
+		_, _ = fmt.Fprintf(out, "kubox dev is not up (no state in %s); start it with: kubox dev up\n", l.Root)
 		return false
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tPID\tALIVE\tREADY\tLOG\tDETAIL")
+	_, _ = fmt.Fprintln(tw, "COMPONENT\tPID\tALIVE\tREADY\tLOG\tDETAIL")
 	for _, s := range st {
 		pid := "-"
 		if s.Started {
 			pid = fmt.Sprint(s.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, pid, yesNo(s.Alive), yesNo(s.Ready), l.LogFile(s.Name), s.Detail)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, pid, yesNo(s.Alive), yesNo(s.Ready), l.LogFile(s.Name), s.Detail)
 	}
 	_ = tw.Flush()
 	if ok {
-		fmt.Fprintf(out, "\nhealthy; export KUBECONFIG=%s\n", l.Kubeconfig)
+		_, _ = fmt.Fprintf(out, "\nhealthy; export KUBECONFIG=%s\n", l.Kubeconfig)
 	} else {
 		if _, err := os.Stat(l.UpMarker()); err != nil {
-			fmt.Fprintln(out, "\nkubox dev up did not finish (it failed or was interrupted)")
+			_, _ = fmt.Fprintln(out, "\nkubox dev up did not finish (it failed or was interrupted)")
 		}
-		fmt.Fprintln(out, "\nNOT healthy: see the logs above; `kubox dev up` removes a broken environment and starts again")
+		_, _ = fmt.Fprintln(out, "\nNOT healthy: see the logs above; `kubox dev up` removes a broken environment and starts again")
 	}
 	return ok
 }

@@ -374,7 +374,7 @@ func fileExists(path string) bool {
 }
 
 func printSummary(out io.Writer, c Config, l Layout) {
-	fmt.Fprintf(out, `
+	_, _ = fmt.Fprintf(out, `
 kubox dev environment
   use it      export KUBECONFIG=%[1]s
               %[2]s/kubectl get nodes        (kubectl v1.37.2; ctr and runsc are there too)

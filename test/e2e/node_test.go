@@ -91,7 +91,7 @@ func httpGet(t testing.TB, url string) string {
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	return strings.TrimSpace(string(body))
 }
