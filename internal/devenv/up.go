@@ -215,6 +215,7 @@ func (e *env) platform(ctx context.Context) error {
 }
 
 func (e *env) controller(ctx context.Context) error {
+	e.p.Say("building bin/kubox-controller from the checkout")
 	bin, err := BuildController(e.c.RepoDir)
 	if err != nil {
 		e.p.Say("NOT starting kubox-controller: it does not build yet:\n%s", err)
