@@ -47,7 +47,7 @@ func MakePod(name, ns string) *PodWrapper {
 // Obj returns a copy of the Pod built so far. The API server ignores status on create: write the
 // status this builder sets with Status().Update after creating the Pod.
 func (w *PodWrapper) Obj() *corev1.Pod {
-	return w.Pod.DeepCopy()
+	return w.DeepCopy()
 }
 
 // Labels adds labels to the Pod.
@@ -136,7 +136,7 @@ func MakeService(name, ns string) *ServiceWrapper {
 
 // Obj returns a copy of the Service built so far.
 func (w *ServiceWrapper) Obj() *corev1.Service {
-	return w.Service.DeepCopy()
+	return w.DeepCopy()
 }
 
 // Labels adds labels to the Service.
@@ -173,7 +173,7 @@ func MakePVC(name, ns string) *PVCWrapper {
 
 // Obj returns a copy of the PersistentVolumeClaim built so far.
 func (w *PVCWrapper) Obj() *corev1.PersistentVolumeClaim {
-	return w.PersistentVolumeClaim.DeepCopy()
+	return w.DeepCopy()
 }
 
 // Labels adds labels to the claim.

@@ -57,7 +57,7 @@ func MakeSandbox(name, ns string) *SandboxWrapper {
 
 // Obj returns a copy of the Sandbox built so far; the wrapper can go on building variants.
 func (w *SandboxWrapper) Obj() *sandboxv1beta1.Sandbox {
-	return w.Sandbox.DeepCopy()
+	return w.DeepCopy()
 }
 
 // GenerateName has the API server name the Sandbox: prefix and a random suffix.
