@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -30,6 +31,9 @@ func Statuses(ctx context.Context, c Config, l Layout) []ComponentStatus {
 			s.Detail = err.Error()
 		}
 		s.Started, s.PID, s.Alive = ok, proc.PID, ok && proc.Alive()
+		if !ok && name == Controller {
+			s.Detail = "not started: " + strings.TrimSpace(firstLines(LogTail(l, name, 1), 1))
+		}
 		if s.Alive {
 			s.Ready, s.Detail = probe(ctx, probes[name])
 		}

@@ -218,8 +218,9 @@ func (e *env) controller(ctx context.Context) error {
 	e.p.Say("building bin/kubox-controller from the checkout")
 	bin, err := BuildController(e.c.RepoDir)
 	if err != nil {
-		e.p.Say("NOT starting kubox-controller: it does not build yet:\n%s", err)
-		return nil
+		msg := fmt.Sprintf("NOT starting kubox-controller: it does not build yet:\n%s\n", err)
+		e.p.Say("%s", strings.TrimSpace(msg))
+		return os.WriteFile(e.l.LogFile(Controller), []byte(msg), 0o644)
 	}
 	// the controller has no health port we choose; it counts as started once it stays up 3 s
 	t0 := time.Now()
