@@ -30,6 +30,7 @@ func BenchmarkPodRunning(b *testing.B) {
 
 // BenchmarkSandboxReady measures Sandbox created → Ready=True, per RuntimeClass.
 func BenchmarkSandboxReady(b *testing.B) {
+	requireController(b)
 	for _, rc := range []string{"runc", "gvisor"} {
 		b.Run(rc, func(b *testing.B) {
 			ns := benchNamespace(b)

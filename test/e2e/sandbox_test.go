@@ -20,7 +20,7 @@ import (
 var sandboxes = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
 
 // requireController fails the test (never skips) when the Sandbox API or its controller is absent.
-func requireController(t *testing.T) {
+func requireController(t testing.TB) {
 	t.Helper()
 	if _, err := dyn.Resource(sandboxes).Namespace("default").List(context.Background(), metav1.ListOptions{Limit: 1}); err != nil {
 		t.Fatalf("the Sandbox API (agents.x-k8s.io/v1beta1) is not served: %v; kubox dev up applies config/crd/bases", err)
