@@ -1,6 +1,6 @@
 # Local environment targets: a real single-node cluster with gVisor on this machine (kubox dev).
 # Included by the top-level Makefile. Needs root; the first dev-up builds the pinned node tools
-# (about 10-15 minutes on 2 cores), later runs take seconds.
+# (10-40 minutes on 2 cores, depending on load), later runs take seconds.
 KUBOX          := bin/kubox
 KUBOX_DEV_ARGS ?=
 E2E_TIMEOUT    ?= 40m

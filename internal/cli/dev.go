@@ -61,7 +61,7 @@ func newDevUp(f *devFlags) *cobra.Command {
 
 Steps: check the host (root, cgroup controllers, free ports, free pod subnet), install missing
 Debian packages (runc, containernetworking-plugins, busybox-static, iproute2, patch), build the
-pinned binaries that are not cached yet (about 10-15 minutes the first time on 2 cores, seconds
+pinned binaries that are not cached yet (10-40 minutes the first time on 2 cores, depending on load; seconds
 after), build the local images (kubox.local/busybox:dev, kubox.local/pause:dev), then start
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd and the kubelet, register
 the RuntimeClasses runc and gvisor and the default StorageClass "standard", apply

@@ -75,7 +75,7 @@ func (e *env) prepare() error {
 }
 
 func (e *env) tools() error {
-	e.p.Say("checking the pinned binaries in the tool cache (a first build takes 10-15 minutes)")
+	e.p.Say("checking the pinned binaries in the tool cache (a first build takes 10-40 minutes on 2 cores, depending on load)")
 	t, built, err := EnsureTools(e.c.RepoDir, e.p.Writer())
 	if err != nil {
 		return err
