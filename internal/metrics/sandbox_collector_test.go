@@ -9,7 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
 func newScheme(t *testing.T) *runtime.Scheme {
@@ -29,28 +30,25 @@ func newScheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-// sandboxBuilder builds the Sandbox fixtures of these tests.
-type sandboxBuilder struct{ sb *sandboxv1beta1.Sandbox }
+// sandboxBuilder adds the metric-relevant fields to testutil's Sandbox builder.
+type sandboxBuilder struct{ w *testutil.SandboxWrapper }
 
 func makeSandbox(name, namespace string) sandboxBuilder {
-	return sandboxBuilder{&sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}}
+	return sandboxBuilder{testutil.MakeSandbox(name, namespace)}
 }
 
 func (b sandboxBuilder) label(k, v string) sandboxBuilder {
-	if b.sb.Labels == nil {
-		b.sb.Labels = map[string]string{}
-	}
-	b.sb.Labels[k] = v
+	b.w.Label(k, v)
 	return b
 }
 
 func (b sandboxBuilder) template(name string) sandboxBuilder {
-	b.sb.Annotations = map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: name}
+	b.w.Annotation(sandboxv1beta1.SandboxTemplateRefAnnotation, name)
 	return b
 }
 
 func (b sandboxBuilder) ready(status metav1.ConditionStatus, reason string) sandboxBuilder {
-	b.sb.Status.Conditions = append(b.sb.Status.Conditions, metav1.Condition{
+	b.w.Condition(metav1.Condition{
 		Type: sandboxv1beta1.SandboxConditionReady, Status: status, Reason: reason,
 		LastTransitionTime: metav1.Now(),
 	})
@@ -58,13 +56,13 @@ func (b sandboxBuilder) ready(status metav1.ConditionStatus, reason string) sand
 }
 
 func (b sandboxBuilder) owner(apiVersion, kind string, controller bool) sandboxBuilder {
-	b.sb.OwnerReferences = append(b.sb.OwnerReferences, metav1.OwnerReference{
+	b.w.OwnerReferences = append(b.w.OwnerReferences, metav1.OwnerReference{
 		APIVersion: apiVersion, Kind: kind, Name: "owner", UID: "owner-uid", Controller: ptr.To(controller),
 	})
 	return b
 }
 
-func (b sandboxBuilder) obj() *sandboxv1beta1.Sandbox { return b.sb }
+func (b sandboxBuilder) obj() *sandboxv1beta1.Sandbox { return b.w.Obj() }
 
 const sandboxesHeader = `# HELP agent_sandboxes Monitor the point-in-time number of sandboxes in the cluster.
 # TYPE agent_sandboxes gauge
@@ -160,7 +158,7 @@ func TestSandboxCollector(t *testing.T) {
 			if tc.want != "" {
 				want = sandboxesHeader + tc.want + "\n"
 			}
-			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "agent_sandboxes"); err != nil {
+			if err := promtestutil.CollectAndCompare(c, strings.NewReader(want), "agent_sandboxes"); err != nil {
 				t.Error(err)
 			}
 		})
@@ -178,7 +176,7 @@ func TestSandboxCollectorListError(t *testing.T) {
 	var logged []string
 	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
 
-	if n := testutil.CollectAndCount(NewSandboxCollector(reader, log)); n != 0 {
+	if n := promtestutil.CollectAndCount(NewSandboxCollector(reader, log)); n != 0 {
 		t.Errorf("collected %d series after a failed List, want 0", n)
 	}
 	want := []string{`"msg"="Failed to list Sandboxes for the agent_sandboxes metric" "error"="cache not synced"`}
