@@ -1,0 +1,61 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+// adopt makes sb the controller of obj, a pre-existing Pod, Service or PVC with the name sb would
+// give it. Adoption is allowed only for an object without a controller that is labelled
+// agents.x-k8s.io/adoptable=true or carries sb's name-hash label. An object another controller
+// owns is never touched. The write uses optimistic concurrency, so two controllers racing to
+// adopt cannot both win.
+func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj client.Object) error {
+	kind := kindOf(obj)
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		if ref.UID == sb.UID {
+			return nil
+		}
+		return fmt.Errorf("%s %s is controlled by %s %s, not by this Sandbox; it is left alone: rename the Sandbox or delete the %s",
+			kind, obj.GetName(), ref.Kind, ref.Name, kind)
+	}
+	if !adoptable(sb, obj) {
+		return fmt.Errorf("%s %s already exists and is not controlled by this Sandbox; label it %s=true to let the Sandbox adopt it, or delete it",
+			kind, obj.GetName(), sandboxv1beta1.AdoptableLabel)
+	}
+	base := obj.DeepCopyObject().(client.Object)
+	if err := controllerutil.SetControllerReference(sb, obj, r.scheme); err != nil {
+		return fmt.Errorf("setting the owner of %s %s: %w", kind, obj.GetName(), err)
+	}
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("adopting %s %s: %w", kind, obj.GetName(), err)
+	}
+	r.recorder.Eventf(sb, obj, corev1.EventTypeNormal, EventAdopted, "Adopt", "Adopted existing %s %s", kind, obj.GetName())
+	return nil
+}
+
+// adoptable reports whether the unowned obj may be adopted by sb.
+func adoptable(sb *sandboxv1beta1.Sandbox, obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[sandboxv1beta1.AdoptableLabel] == "true" || l[sandboxv1beta1.SandboxNameHashLabel] == sandboxv1beta1.NameHash(sb.Name)
+}
+
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Pod:
+		return "Pod"
+	case *corev1.Service:
+		return "Service"
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
+	}
+	return fmt.Sprintf("%T", obj)
+}

@@ -1,0 +1,143 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/metrics"
+)
+
+// Name is the controller's name in logs, metrics and events.
+const Name = "sandbox"
+
+// FieldManager is the field manager of every object the controller writes.
+const FieldManager = "kubox-sandbox-controller"
+
+// Event reasons.
+const (
+	// EventMultiplePods: more than one Pod is controlled by the Sandbox.
+	EventMultiplePods = "MultiplePods"
+	// EventExpired: shutdownTime passed; the Pod and Service were deleted.
+	EventExpired = "SandboxExpired"
+	// EventAdopted: a pre-existing Pod, Service or PVC was adopted.
+	EventAdopted = "Adopted"
+)
+
+// Reconciler reconciles Sandboxes.
+type Reconciler struct {
+	client        client.Client
+	apiReader     client.Reader
+	scheme        *runtime.Scheme
+	recorder      events.EventRecorder
+	clock         clock.PassiveClock
+	clusterDomain string
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// NewReconciler returns a Reconciler. c reads from the informer cache; apiReader reads from the
+// API server and is used only on the adoption path, for objects the label-scoped cache cannot see.
+func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
+	clk clock.PassiveClock, clusterDomain string) *Reconciler {
+	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk, clusterDomain: clusterDomain}
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&sandboxv1beta1.Sandbox{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one Sandbox's children to its spec and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := r.client.Get(ctx, req.NamespacedName, sb); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if sb.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.finalize(ctx, sb)
+	}
+	if err := r.syncRetentionFinalizer(ctx, sb); err != nil {
+		return ctrl.Result{}, err
+	}
+	if r.expired(sb) {
+		return ctrl.Result{}, r.expire(ctx, sb)
+	}
+	obs := &observed{}
+	for _, phase := range []func(context.Context, *sandboxv1beta1.Sandbox, *observed) error{
+		r.reconcilePVCs, r.reconcilePod, r.reconcileService,
+	} {
+		if obs.err = phase(ctx, sb, obs); obs.err != nil {
+			break
+		}
+	}
+	if err := r.writeStatus(ctx, sb, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if obs.err != nil {
+		return ctrl.Result{}, obs.err
+	}
+	return ctrl.Result{RequeueAfter: r.untilExpiry(sb)}, nil
+}
+
+// writeStatus computes the status from obs and writes it when it changed, with the
+// resourceVersion the pass read, so a concurrent write makes it fail and retry.
+func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) error {
+	now := metav1.NewTime(r.clock.Now())
+	st := computeStatus(sb, obs, r.clusterDomain, now)
+	if equality.Semantic.DeepEqual(st, sb.Status) {
+		return nil
+	}
+	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
+	sb.Status = st
+	if err := r.client.Status().Update(ctx, sb, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// A newer version exists or the Sandbox is gone; its own event requeues it.
+			ctrl.LoggerFrom(ctx).V(1).Info("Status write skipped", "reason", err.Error())
+			return nil
+		}
+		return fmt.Errorf("writing the status of Sandbox %s: %w", sb.Name, err)
+	}
+	if !wasReady && meta.IsStatusConditionTrue(st.Conditions, sandboxv1beta1.SandboxConditionReady) && sb.Generation == 1 {
+		// Generation 1: the spec never changed since creation, so this is the first time it is
+		// Ready, not a resume.
+		metrics.ObserveCreationLatency(sb.Namespace, sb.Labels[sandboxv1beta1.LaunchTypeLabel],
+			sb.Annotations[sandboxv1beta1.SandboxTemplateRefAnnotation], now.Sub(sb.CreationTimestamp.Time))
+	}
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshalling a patch of plain maps cannot fail: %v", err))
+	}
+	return b
+}

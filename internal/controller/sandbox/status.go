@@ -1,0 +1,215 @@
+package sandbox
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+// observed is what one reconcile pass saw of a Sandbox's children and what went wrong.
+type observed struct {
+	// pod is the Pod the Sandbox controls, or nil.
+	pod *corev1.Pod
+	// ownedPods counts the Pods controlled by the Sandbox; more than one is an error.
+	ownedPods int
+	// foreignPod is true when a Pod the Sandbox does not control holds its name.
+	foreignPod bool
+	// service is the Service the Sandbox controls, or nil.
+	service *corev1.Service
+	// expired is true when shutdownTime has passed.
+	expired bool
+	// err is the first error of the pass, reported as Ready=False/ReconcilerError.
+	err error
+}
+
+// computeStatus returns the status of sb given what this pass observed. It is a pure function:
+// every field comes from obs and sb.Spec, except condition transition times, which are kept
+// when a condition's status does not change.
+func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain string, now metav1.Time) sandboxv1beta1.SandboxStatus {
+	st := sandboxv1beta1.SandboxStatus{
+		ObservedGeneration: sb.Generation,
+		Conditions:         append([]metav1.Condition(nil), sb.Status.Conditions...),
+	}
+	gen := sb.Generation
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = gen
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+
+	if obs.expired {
+		set(readyCondition(sb, obs))
+		meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionPodScheduled)
+		return st
+	}
+	if obs.pod != nil && obs.ownedPods == 1 {
+		st.PodIPs = podIPs(obs.pod)
+		st.NodeName = obs.pod.Spec.NodeName
+		st.LabelSelector = labels.Set{sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sb.Name)}.String()
+	}
+	if obs.service != nil {
+		st.Service = obs.service.Name
+		st.ServiceFQDN = fmt.Sprintf("%s.%s.svc.%s", obs.service.Name, obs.service.Namespace, clusterDomain)
+	}
+	set(readyCondition(sb, obs))
+	set(suspendedCondition(sb, obs))
+	if c := podScheduledCondition(obs); c != nil {
+		set(*c)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionPodScheduled)
+	}
+	if c := finishedCondition(obs); c != nil {
+		set(*c)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionFinished)
+	}
+	return st
+}
+
+func readyCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condition {
+	notReady := func(reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: sandboxv1beta1.SandboxConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+	}
+	switch {
+	case obs.expired:
+		return notReady(sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired")
+	case obs.ownedPods > 1:
+		return notReady(sandboxv1beta1.SandboxReasonMultiplePods,
+			fmt.Sprintf("%d Pods are controlled by this Sandbox; delete all but one", obs.ownedPods))
+	case obs.err != nil:
+		return notReady(sandboxv1beta1.SandboxReasonReconcilerError, "Error seen: "+obs.err.Error())
+	case suspended(sb) && obs.pod != nil:
+		return notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspending")
+	case suspended(sb):
+		return notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended")
+	case obs.pod != nil && obs.pod.Status.Phase == corev1.PodSucceeded:
+		return notReady(sandboxv1beta1.SandboxReasonPodSucceeded, "Pod has succeeded")
+	case obs.pod != nil && obs.pod.Status.Phase == corev1.PodFailed:
+		return notReady(sandboxv1beta1.SandboxReasonPodFailed, podFailedMessage(obs.pod))
+	}
+	podMsg, podReady := podReadiness(obs.pod)
+	svcMsg, svcReady := serviceReadiness(sb, obs.service)
+	if podReady && svcReady {
+		return metav1.Condition{Type: sandboxv1beta1.SandboxConditionReady, Status: metav1.ConditionTrue,
+			Reason: sandboxv1beta1.SandboxReasonDependenciesReady, Message: podMsg + svcMsg}
+	}
+	return notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, podMsg+svcMsg)
+}
+
+// podReadiness describes the Pod the way agent-sandbox does and says whether it is ready.
+func podReadiness(pod *corev1.Pod) (string, bool) {
+	switch {
+	case pod == nil:
+		return "Pod does not exist", false
+	case pod.Status.Phase != corev1.PodRunning:
+		return fmt.Sprintf("Pod exists with phase: %s", pod.Status.Phase), false
+	case !podConditionTrue(pod, corev1.PodReady):
+		return "Pod is Running but not Ready", false
+	case len(podIPs(pod)) == 0:
+		return "Pod is Ready but has no podIPs yet", false
+	}
+	return "Pod is Ready", true
+}
+
+// serviceReadiness returns the message suffix for the Service and whether readiness is met: a
+// Service is required when spec.service is true, or unset while an owned one exists.
+func serviceReadiness(sb *sandboxv1beta1.Sandbox, svc *corev1.Service) (string, bool) {
+	switch {
+	case svc != nil:
+		return "; Service Exists", true
+	case sb.Spec.Service != nil && *sb.Spec.Service:
+		return "; Service does not exist", false
+	}
+	return "", true
+}
+
+func suspendedCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condition {
+	c := metav1.Condition{Type: sandboxv1beta1.SandboxConditionSuspended}
+	switch {
+	case !suspended(sb):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonNotSuspended, "Sandbox is running"
+	case obs.err != nil && obs.pod == nil && !obs.foreignPod:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, sandboxv1beta1.SandboxReasonPodStateUnknown,
+			"The Pod's state could not be read: "+obs.err.Error()
+	case obs.foreignPod:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodNotOwned,
+			fmt.Sprintf("Pod %s is not controlled by this Sandbox and was left running; delete it or remove its owner", sb.Name)
+	case obs.pod != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodTerminating, "Pod is terminating"
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod is terminated"
+	}
+	return c
+}
+
+func podScheduledCondition(obs *observed) *metav1.Condition {
+	if obs.pod == nil || obs.ownedPods != 1 {
+		return nil
+	}
+	c := metav1.Condition{Type: sandboxv1beta1.SandboxConditionPodScheduled, Status: metav1.ConditionUnknown,
+		Reason: sandboxv1beta1.SandboxReasonPodSchedulingUnknown, Message: "Pod has no PodScheduled condition yet"}
+	for _, pc := range obs.pod.Status.Conditions {
+		if pc.Type != corev1.PodScheduled {
+			continue
+		}
+		c.Status, c.Reason, c.Message = metav1.ConditionStatus(pc.Status), pc.Reason, pc.Message
+		if c.Reason == "" {
+			c.Reason = sandboxv1beta1.SandboxReasonPodScheduled
+		}
+	}
+	return &c
+}
+
+func finishedCondition(obs *observed) *metav1.Condition {
+	if obs.pod == nil || obs.ownedPods != 1 {
+		return nil
+	}
+	switch obs.pod.Status.Phase {
+	case corev1.PodSucceeded:
+		return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionFinished, Status: metav1.ConditionTrue,
+			Reason: sandboxv1beta1.SandboxReasonPodSucceeded, Message: "Pod has succeeded"}
+	case corev1.PodFailed:
+		return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionFinished, Status: metav1.ConditionTrue,
+			Reason: sandboxv1beta1.SandboxReasonPodFailed, Message: podFailedMessage(obs.pod)}
+	}
+	return nil
+}
+
+func podFailedMessage(pod *corev1.Pod) string {
+	if pod.Status.Message != "" {
+		return "Pod has failed: " + pod.Status.Message
+	}
+	return "Pod has failed"
+}
+
+func podIPs(pod *corev1.Pod) []string {
+	ips := make([]string, 0, len(pod.Status.PodIPs))
+	for _, ip := range pod.Status.PodIPs {
+		ips = append(ips, ip.IP)
+	}
+	if len(ips) == 0 && pod.Status.PodIP != "" {
+		ips = append(ips, pod.Status.PodIP)
+	}
+	if len(ips) == 0 {
+		return nil
+	}
+	return ips
+}
+
+func podConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func suspended(sb *sandboxv1beta1.Sandbox) bool {
+	return sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended
+}
