@@ -1,0 +1,129 @@
+// Package manager assembles kubox-controller: the controller-runtime manager options a
+// ControllerConfiguration asks for, the informer caches the reconcilers read from, and the
+// registration of every index, metric, health check and reconciler.
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/sandbox"
+	"github.com/kubox-dev/kubox/internal/metrics"
+)
+
+// NewScheme returns a scheme with client-go's types and every kubox API group.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(sandboxv1beta1.AddToScheme(s))
+	return s
+}
+
+// Options returns the manager options cfg asks for, with the caches of CacheOptions.
+func Options(cfg *configv1alpha1.ControllerConfiguration, scheme *runtime.Scheme) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         CacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
+		HealthProbeBindAddress:        cfg.Health.BindAddress,
+		LeaderElection:                ptr.Deref(cfg.LeaderElection.Enabled, true),
+		LeaderElectionID:              cfg.LeaderElection.ID,
+		LeaderElectionNamespace:       cfg.LeaderElection.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+}
+
+// managedLabelSelector selects the objects kubox created or adopted: every Pod, Service and
+// PersistentVolumeClaim of a Sandbox carries the name-hash label.
+func managedLabelSelector() labels.Selector {
+	req, err := labels.NewRequirement(sandboxv1beta1.SandboxNameHashLabel, selection.Exists, nil)
+	utilruntime.Must(err)
+	return labels.NewSelector().Add(*req)
+}
+
+// CacheOptions scopes the Pod, Service and PersistentVolumeClaim informers to objects carrying
+// the name-hash label, so the cache holds kubox's objects and not the rest of the cluster's,
+// strips managedFields from everything, and keeps of each Pod only what the Sandbox status needs.
+func CacheOptions() cache.Options {
+	managed := cache.ByObject{Label: managedLabelSelector()}
+	pods := managed
+	pods.Transform = TrimPod
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                   pods,
+			&corev1.Service{}:               managed,
+			&corev1.PersistentVolumeClaim{}: managed,
+		},
+	}
+}
+
+// TrimPod is the Pod informer's transform: it keeps the metadata, spec.nodeName and the status
+// fields the Sandbox status is computed from, and drops the rest (container specs, volumes,
+// container statuses), which is most of a Pod's size. Reconcilers never write a Pod from the
+// cache with Update: they send patches of the fields they own.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	pod.Status = corev1.PodStatus{
+		Phase:      pod.Status.Phase,
+		Conditions: pod.Status.Conditions,
+		Message:    pod.Status.Message,
+		Reason:     pod.Status.Reason,
+		PodIP:      pod.Status.PodIP,
+		PodIPs:     pod.Status.PodIPs,
+	}
+	return pod, nil
+}
+
+// Setup registers the field indexes, the metrics, the health checks and every reconciler with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration) error {
+	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := metrics.Register(mgr.GetCache(), ctrl.Log.WithName("metrics")); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return SetupReconcilers(mgr, cfg, controller.Options{})
+}
+
+// SetupReconcilers registers the reconcilers with mgr; opts are the base controller options, to
+// which each controller adds its worker count. Integration tests call it directly.
+func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
+	sandboxOpts := opts
+	sandboxOpts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.Sandbox.Workers, configv1alpha1.DefaultSandboxWorkers))
+	r := sandbox.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(),
+		mgr.GetEventRecorder(sandbox.Name), clock.RealClock{}, cfg.ClusterDomain)
+	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
+	}
+	return nil
+}
