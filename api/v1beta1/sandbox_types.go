@@ -248,6 +248,3 @@ type SandboxList struct {
 	Items []Sandbox `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&Sandbox{}, &SandboxList{})
-}

@@ -98,6 +98,8 @@ func TrimPod(obj any) (any, error) {
 	return pod, nil
 }
 
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // Setup registers the field indexes, the metrics, the health checks and every reconciler with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration) error {
 	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
