@@ -73,3 +73,5 @@ dev: ## Run a local control plane with kubox and a sample Sandbox in the foregro
 	$(TOOLS) etcd kubernetes kwok
 	go build -o bin/kubox-controller ./cmd/kubox-controller
 	hack/dev.sh
+
+include hack/make/devenv.mk

@@ -32,7 +32,7 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if err := run(flags); err != nil {
-		ctrl.Log.Error(err, "kubox-controller stopped")
+		fmt.Fprintf(os.Stderr, "kubox-controller: %v\n", err)
 		os.Exit(1)
 	}
 }
@@ -41,6 +41,9 @@ func run(flags *manager.Flags) error {
 	log := ctrl.Log.WithName("setup")
 	cfg, err := flags.Config()
 	if err != nil {
+		return err
+	}
+	if err := manager.CheckLeaderElection(cfg); err != nil {
 		return err
 	}
 	restCfg, err := ctrl.GetConfig()

@@ -37,6 +37,9 @@ type Ports struct {
 	Scheduler         int
 	Kubelet           int
 	KubeletHealthz    int
+	// ControllerMetrics and ControllerHealth are kubox-controller's metrics and probe ports.
+	ControllerMetrics int
+	ControllerHealth  int
 }
 
 // DefaultConfig returns ports and names chosen not to collide with envtest (random ports), the
@@ -54,6 +57,7 @@ func DefaultConfig() Config {
 			APIServer: 16443, EtcdClient: 12379, EtcdPeer: 12380,
 			ControllerManager: 16257, Scheduler: 16259,
 			Kubelet: 11250, KubeletHealthz: 11248,
+			ControllerMetrics: 16080, ControllerHealth: 16081,
 		},
 	}
 }

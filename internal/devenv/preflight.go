@@ -93,6 +93,7 @@ func (p Ports) PortList() map[string]int {
 		"kube-apiserver": p.APIServer, "etcd client": p.EtcdClient, "etcd peer": p.EtcdPeer,
 		"kube-controller-manager": p.ControllerManager, "kube-scheduler": p.Scheduler,
 		"kubelet": p.Kubelet, "kubelet healthz": p.KubeletHealthz,
+		"kubox-controller metrics": p.ControllerMetrics, "kubox-controller health": p.ControllerHealth,
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -31,9 +30,6 @@ func Statuses(ctx context.Context, c Config, l Layout) []ComponentStatus {
 			s.Detail = err.Error()
 		}
 		s.Started, s.PID, s.Alive = ok, proc.PID, ok && proc.Alive()
-		if !ok && name == Controller {
-			s.Detail = "not started: " + strings.TrimSpace(firstLines(LogTail(l, name, 1), 1))
-		}
 		if s.Alive {
 			s.Ready, s.Detail = probe(ctx, probes[name])
 		}
@@ -61,6 +57,7 @@ func readinessProbes(c Config, l Layout) map[string]func(context.Context) (bool,
 		ControllerManager: HTTPOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", c.Ports.ControllerManager)),
 		Scheduler:         HTTPOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", c.Ports.Scheduler)),
 		Kubelet:           HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", c.Ports.KubeletHealthz)),
+		Controller:        controllerReady(c),
 		Containerd: func(context.Context) (bool, error) {
 			_, err := os.Stat(l.ContainerdSocket)
 			return err == nil, err
@@ -80,8 +77,12 @@ func readinessProbes(c Config, l Layout) map[string]func(context.Context) (bool,
 	return probes
 }
 
-// Healthy reports whether every started component is alive and ready; kubox-controller may be
-// absent (it is skipped while it does not build), every other component must run.
+// controllerReady probes kubox-controller's /readyz.
+func controllerReady(c Config) func(context.Context) (bool, error) {
+	return HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", c.Ports.ControllerHealth))
+}
+
+// Healthy reports whether every component is alive and ready.
 func Healthy(ctx context.Context, c Config, l Layout) (bool, []ComponentStatus) {
 	if _, err := os.Stat(l.Root); err != nil {
 		return false, nil
@@ -91,9 +92,6 @@ func Healthy(ctx context.Context, c Config, l Layout) (bool, []ComponentStatus) 
 		return false, st
 	}
 	for _, s := range st {
-		if s.Name == Controller && !s.Started {
-			continue
-		}
 		if !s.Alive || !s.Ready {
 			return false, st
 		}

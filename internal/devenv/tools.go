@@ -65,7 +65,7 @@ func toolsScript(repo string, args ...string) (string, error) {
 }
 
 // BuildController builds bin/kubox-controller from the checkout. A failure is returned with the
-// compiler's output so `up` can say why it runs without the controller.
+// first lines of the compiler's output.
 func BuildController(repo string) (string, error) {
 	bin := filepath.Join(repo, "bin", "kubox-controller")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kubox-controller")

@@ -217,15 +217,9 @@ func (e *env) controller(ctx context.Context) error {
 	e.p.Say("building bin/kubox-controller from the checkout")
 	bin, err := BuildController(e.c.RepoDir)
 	if err != nil {
-		msg := fmt.Sprintf("NOT starting kubox-controller: it does not build yet:\n%s\n", err)
-		e.p.Say("%s", strings.TrimSpace(msg))
-		return os.WriteFile(e.l.LogFile(Controller), []byte(msg), 0o644)
+		return err
 	}
-	// the controller has no health port we choose; it counts as started once it stays up 3 s
-	t0 := time.Now()
-	return e.run(ctx, ControllerComponent(bin, e.l), 20*time.Second, func(context.Context) (bool, error) {
-		return time.Since(t0) > 3*time.Second, nil
-	})
+	return e.run(ctx, ControllerComponent(bin, e.c, e.l), 60*time.Second, controllerReady(e.c))
 }
 
 // run starts comp and waits until ready reports true, failing early when the process exits.

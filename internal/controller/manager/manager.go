@@ -6,6 +6,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -128,4 +129,22 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
 	}
 	return nil
+}
+
+// inClusterNamespaceFile is where a Pod finds its namespace; controller-runtime reads it when
+// leaderElection.namespace is empty.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// CheckLeaderElection fails early, with the fix, when leader election is on without a namespace
+// outside a cluster, where controller-runtime cannot find one.
+func CheckLeaderElection(cfg *configv1alpha1.ControllerConfiguration) error {
+	if !ptr.Deref(cfg.LeaderElection.Enabled, true) || cfg.LeaderElection.Namespace != "" {
+		return nil
+	}
+	if _, err := os.Stat(inClusterNamespaceFile); err == nil {
+		return nil
+	}
+	return fmt.Errorf("leader election needs a namespace for its Lease outside a cluster: " +
+		"set leaderElection.namespace in the --config file or --leader-election-namespace, " +
+		"or turn leader election off with --leader-elect=false")
 }
