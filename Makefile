@@ -57,7 +57,7 @@ build: ## Build every binary into bin/
 
 ##@ Test
 .PHONY: test
-test: test-unit test-integration ## Run every test tier this machine can run
+test: test-unit test-integration test-e2e ## Run every test tier: unit, integration, end-to-end (needs root)
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no API server)
@@ -68,8 +68,24 @@ test-integration: ## Integration tests against the repo's own etcd and kube-apis
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 20m ./test/integration/...
 
 ##@ Run
+# The state folder of `kubox dev up` as root, where its kubeconfig and kubectl are.
+DEV_STATE   ?= /var/lib/kubox-dev
+DEV_KUBECTL  = $(DEV_STATE)/bin/kubectl --kubeconfig $(DEV_STATE)/kubeconfig
+DEV_SAMPLE  ?= config/samples/sandbox.yaml
+
 .PHONY: dev
-dev: ## Run a local control plane with kubox and a sample Sandbox in the foreground (Ctrl-C stops it)
+dev: kubox ## Run kubox on a real local node (runc + gVisor) and show a sample Sandbox; needs root
+	$(KUBOX) dev up --state-dir $(DEV_STATE) $(KUBOX_DEV_ARGS)
+	$(DEV_KUBECTL) apply -f $(DEV_SAMPLE)
+	$(DEV_KUBECTL) wait --for=condition=Ready --timeout=180s -f $(DEV_SAMPLE)
+	$(DEV_KUBECTL) get -f $(DEV_SAMPLE) -o wide
+	$(DEV_KUBECTL) get pod,service -l agents.x-k8s.io/sandbox-name-hash -o wide
+	@echo; echo "kubox is running. Use it:  export KUBECONFIG=$(DEV_STATE)/kubeconfig; PATH=$(DEV_STATE)/bin:\$$PATH"
+	@echo "  kubectl exec sample -- cat /proc/version    # the gVisor kernel"
+	@echo "Stop it: make dev-down    Status: make dev-status"
+
+.PHONY: dev-sim
+dev-sim: ## Run a simulated control plane (kwok, no root) with kubox and the sample in the foreground; Ctrl-C stops it
 	$(TOOLS) etcd kubernetes kwok
 	go build -o bin/kubox-controller ./cmd/kubox-controller
 	hack/dev.sh

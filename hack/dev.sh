@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# hack/dev.sh: `make dev`. Runs a throwaway control plane with kubox in the foreground:
+# hack/dev.sh: `make dev-sim`. Runs a throwaway control plane with kubox in the foreground:
 #
 #   etcd, kube-apiserver, kube-controller-manager (garbage collector, service accounts, node
 #   lifecycle, EndpointSlices), kube-scheduler and kwok with one fake node, then the kubox CRDs,
 #   bin/kubox-controller and the sample Sandbox (config/samples/sandbox.yaml).
 #
 # Pods are SIMULATED by kwok: they are scheduled and reported Running with an IP, but no container
-# runs, no image is pulled, and `kubectl exec/logs` do not work. Use `make dev-up` for a real node.
+# runs, no image is pulled, and `kubectl exec/logs` do not work. Use `make dev` for a real node with runc and gVisor.
 #
 # Everything listens on 127.0.0.1 only, on ports that stay clear of the usual defaults (etcd
 # 17379/17380, kube-apiserver 17443, ...; see below). State, logs and the kubeconfig live in a
@@ -244,7 +244,7 @@ log "starting kube-controller-manager and kube-scheduler"
 start kube-controller-manager "$k8s_dir/kube-controller-manager" \
 	--kubeconfig="$KC" --authentication-kubeconfig="$KC" --authorization-kubeconfig="$KC" \
 	--authentication-skip-lookup --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
-	--controllers=garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,node-lifecycle-controller,endpointslice-controller,namespace-controller \
+	--controllers=garbage-collector-controller,persistentvolume-binder-controller,serviceaccount-controller,serviceaccount-token-controller,node-lifecycle-controller,endpointslice-controller,namespace-controller \
 	--use-service-account-credentials=false \
 	--service-account-private-key-file="$state/pki/sa.key" --root-ca-file="$state/pki/apiserver.crt"
 start kube-scheduler "$k8s_dir/kube-scheduler" \
@@ -274,6 +274,28 @@ node_untainted() { [ -z "$(k get node "$NODE" -o jsonpath='{.spec.taints}')" ]; 
 wait_for "node $NODE to be Ready" kwok node_ready
 wait_for "node $NODE to lose its not-ready taint" kube-controller-manager node_untainted
 wait_for "the default ServiceAccount" kube-controller-manager k get serviceaccount default -n default
+# What the sample asks for: RuntimeClass gvisor (kwok runs nothing, so the handler is never used)
+# and a volume for its workspace claim, a hostPath PersistentVolume inside the state folder.
+mkdir -p "$state/volumes/pv-0"
+k apply -f - >/dev/null <<EOF
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: gvisor
+handler: runsc
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: dev-sim-pv-0
+spec:
+  capacity:
+    storage: 10Gi
+  accessModes: ["ReadWriteOnce"]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath:
+    path: $state/volumes/pv-0
+EOF
 log "control plane ready"
 
 # --- kubox ---------------------------------------------------------------------------------------
@@ -312,10 +334,10 @@ fi
 
 # --- report --------------------------------------------------------------------------------------
 echo
-k get sandbox,pod,svc -o wide
+k get sandbox,pod,svc,pvc -o wide
 cat <<EOF
 
-kubox dev is up. Pods are SIMULATED by kwok on the fake node $NODE: they are scheduled and report
+make dev-sim is up. Pods are SIMULATED by kwok on the fake node $NODE: they are scheduled and report
 Running with an IP, but no container runs, no image is pulled, and kubectl exec/logs do not work.
 
 From another terminal:
