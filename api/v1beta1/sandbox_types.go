@@ -247,4 +247,3 @@ type SandboxList struct {
 	// items are the sandboxes.
 	Items []Sandbox `json:"items"`
 }
-

@@ -1,0 +1,110 @@
+package v1alpha1
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+func TestValidate(t *testing.T) {
+	type fieldErr struct {
+		Type  field.ErrorType
+		Field string
+	}
+	cases := map[string]struct {
+		mutate func(*ControllerConfiguration)
+		want   []fieldErr
+	}{
+		"defaults are valid": {mutate: func(*ControllerConfiguration) {}},
+		"a valid custom configuration": {mutate: func(c *ControllerConfiguration) {
+			c.ClusterDomain = "corp.example.com"
+			c.ClientConnection.QPS = ptr.To[float32](0.5)
+			c.ClientConnection.Burst = ptr.To[int32](1)
+			c.Controllers.Sandbox.Workers = ptr.To[int32](1)
+			c.LeaderElection.Namespace = "kubox-system"
+		}},
+		"workers at the upper bound": {mutate: func(c *ControllerConfiguration) { c.Controllers.Sandbox.Workers = ptr.To[int32](1000) }},
+		"negative qps turns rate limiting off": {mutate: func(c *ControllerConfiguration) {
+			c.ClientConnection.QPS = ptr.To[float32](-1)
+		}},
+		"clusterDomain not a DNS subdomain": {
+			mutate: func(c *ControllerConfiguration) { c.ClusterDomain = "Cluster_Local" },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "clusterDomain"}},
+		},
+		"clusterDomain empty": {
+			mutate: func(c *ControllerConfiguration) { c.ClusterDomain = "" },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "clusterDomain"}},
+		},
+		"qps NaN": {
+			mutate: func(c *ControllerConfiguration) { c.ClientConnection.QPS = ptr.To(float32(math.NaN())) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "clientConnection.qps"}},
+		},
+		"qps +Inf": {
+			mutate: func(c *ControllerConfiguration) { c.ClientConnection.QPS = ptr.To(float32(math.Inf(1))) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "clientConnection.qps"}},
+		},
+		"burst zero": {
+			mutate: func(c *ControllerConfiguration) { c.ClientConnection.Burst = ptr.To[int32](0) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "clientConnection.burst"}},
+		},
+		"workers zero": {
+			mutate: func(c *ControllerConfiguration) { c.Controllers.Sandbox.Workers = ptr.To[int32](0) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "controllers.sandbox.workers"}},
+		},
+		"workers above 1000": {
+			mutate: func(c *ControllerConfiguration) { c.Controllers.Sandbox.Workers = ptr.To[int32](1001) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "controllers.sandbox.workers"}},
+		},
+		"leader election namespace not a DNS label": {
+			mutate: func(c *ControllerConfiguration) { c.LeaderElection.Namespace = "kubox.system" },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "leaderElection.namespace"}},
+		},
+		"every problem is reported": {
+			mutate: func(c *ControllerConfiguration) {
+				c.ClusterDomain = "-bad-"
+				c.ClientConnection.Burst = ptr.To[int32](-1)
+				c.Controllers.Sandbox.Workers = ptr.To[int32](-3)
+				c.LeaderElection.Namespace = "UPPER"
+			},
+			want: []fieldErr{
+				{field.ErrorTypeInvalid, "clusterDomain"},
+				{field.ErrorTypeInvalid, "clientConnection.burst"},
+				{field.ErrorTypeInvalid, "controllers.sandbox.workers"},
+				{field.ErrorTypeInvalid, "leaderElection.namespace"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := defaulted()
+			tc.mutate(c)
+			var got []fieldErr
+			for _, e := range Validate(c) {
+				got = append(got, fieldErr{e.Type, e.Field})
+				if e.Detail == "" {
+					t.Errorf("%s: error without a detail saying what is allowed", e.Field)
+				}
+			}
+			// A field may have several complaints (a domain can break more than one rule): compare
+			// the set of fields, in order of first appearance.
+			if diff := cmp.Diff(tc.want, dedupe(got)); diff != "" {
+				t.Errorf("Validate fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func dedupe[T comparable](xs []T) []T {
+	var out []T
+	seen := map[T]bool{}
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
