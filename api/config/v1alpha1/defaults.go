@@ -1,6 +1,11 @@
 package v1alpha1
 
-import "k8s.io/utils/ptr"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
 
 // Defaults of ControllerConfiguration.
 const (
@@ -11,7 +16,26 @@ const (
 	DefaultMetricsAddress           = ":8080"
 	DefaultHealthAddress            = ":8081"
 	DefaultLeaderElectionID         = "kubox-controller.kubox.dev"
+
+	DefaultTemplateWorkers                       int32 = 1
+	DefaultWarmPoolWorkers                       int32 = 4
+	DefaultClaimWorkers                          int32 = 50
+	DefaultWarmPoolMaxBatchSize                  int32 = 300
+	DefaultWarmPoolReadinessGracePeriod                = 5 * time.Minute
+	DefaultWarmPoolUnschedulableRecheckInterval        = time.Minute
+	DefaultAllowedLabelDomain                          = "sandbox.users.io"
+	DefaultRouterNamespace                             = "kubox-system"
+	DefaultClusterDNSNamespace                         = "kube-system"
 )
+
+// DefaultRouterPodLabels and DefaultClusterDNSPodLabels select the router's and the cluster DNS's
+// pods by default.
+func DefaultRouterPodLabels() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": "kubox-router"}
+}
+
+// DefaultClusterDNSPodLabels selects CoreDNS and kube-dns pods.
+func DefaultClusterDNSPodLabels() map[string]string { return map[string]string{"k8s-app": "kube-dns"} }
 
 // SetDefaults fills every unset field of c with its default.
 func SetDefaults(c *ControllerConfiguration) {
@@ -40,5 +64,50 @@ func SetDefaults(c *ControllerConfiguration) {
 	}
 	if c.LeaderElection.ID == "" {
 		c.LeaderElection.ID = DefaultLeaderElectionID
+	}
+	setExtensionDefaults(&c.Controllers)
+	setNetworkPolicyDefaults(&c.NetworkPolicy)
+}
+
+func setExtensionDefaults(c *Controllers) {
+	if c.Extensions == nil {
+		c.Extensions = ptr.To(true)
+	}
+	if c.SandboxTemplate.Workers == nil {
+		c.SandboxTemplate.Workers = ptr.To(DefaultTemplateWorkers)
+	}
+	wp := &c.SandboxWarmPool
+	if wp.Workers == nil {
+		wp.Workers = ptr.To(DefaultWarmPoolWorkers)
+	}
+	if wp.MaxBatchSize == nil {
+		wp.MaxBatchSize = ptr.To(DefaultWarmPoolMaxBatchSize)
+	}
+	if wp.ReadinessGracePeriod == nil {
+		wp.ReadinessGracePeriod = &metav1.Duration{Duration: DefaultWarmPoolReadinessGracePeriod}
+	}
+	if wp.UnschedulableRecheckInterval == nil {
+		wp.UnschedulableRecheckInterval = &metav1.Duration{Duration: DefaultWarmPoolUnschedulableRecheckInterval}
+	}
+	if c.SandboxClaim.Workers == nil {
+		c.SandboxClaim.Workers = ptr.To(DefaultClaimWorkers)
+	}
+	if c.SandboxClaim.AllowedLabelDomains == nil {
+		c.SandboxClaim.AllowedLabelDomains = []string{DefaultAllowedLabelDomain}
+	}
+}
+
+func setNetworkPolicyDefaults(np *NetworkPolicySettings) {
+	if np.Router.Namespace == "" {
+		np.Router.Namespace = DefaultRouterNamespace
+	}
+	if np.Router.PodLabels == nil {
+		np.Router.PodLabels = DefaultRouterPodLabels()
+	}
+	if np.ClusterDNS.Namespace == "" {
+		np.ClusterDNS.Namespace = DefaultClusterDNSNamespace
+	}
+	if np.ClusterDNS.PodLabels == nil {
+		np.ClusterDNS.PodLabels = DefaultClusterDNSPodLabels()
 	}
 }

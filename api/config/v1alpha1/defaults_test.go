@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,10 +16,28 @@ func defaulted() *ControllerConfiguration {
 		TypeMeta:         metav1.TypeMeta{APIVersion: "config.kubox.dev/v1alpha1", Kind: "ControllerConfiguration"},
 		ClusterDomain:    "cluster.local",
 		ClientConnection: ClientConnection{QPS: ptr.To[float32](-1), Burst: ptr.To[int32](100)},
-		Controllers:      Controllers{Sandbox: ControllerSettings{Workers: ptr.To[int32](100)}},
-		Metrics:          Metrics{BindAddress: ":8080"},
-		Health:           Health{BindAddress: ":8081"},
-		LeaderElection:   LeaderElection{Enabled: ptr.To(true), ID: "kubox-controller.kubox.dev"},
+		Controllers: Controllers{
+			Sandbox:         ControllerSettings{Workers: ptr.To[int32](100)},
+			Extensions:      ptr.To(true),
+			SandboxTemplate: ControllerSettings{Workers: ptr.To[int32](1)},
+			SandboxWarmPool: WarmPoolSettings{
+				ControllerSettings:           ControllerSettings{Workers: ptr.To[int32](4)},
+				MaxBatchSize:                 ptr.To[int32](300),
+				ReadinessGracePeriod:         &metav1.Duration{Duration: 5 * time.Minute},
+				UnschedulableRecheckInterval: &metav1.Duration{Duration: time.Minute},
+			},
+			SandboxClaim: ClaimSettings{
+				ControllerSettings:  ControllerSettings{Workers: ptr.To[int32](50)},
+				AllowedLabelDomains: []string{"sandbox.users.io"},
+			},
+		},
+		Metrics:        Metrics{BindAddress: ":8080"},
+		Health:         Health{BindAddress: ":8081"},
+		LeaderElection: LeaderElection{Enabled: ptr.To(true), ID: "kubox-controller.kubox.dev"},
+		NetworkPolicy: NetworkPolicySettings{
+			Router:     PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-router"}},
+			ClusterDNS: PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}},
+		},
 	}
 }
 
@@ -41,15 +60,32 @@ func TestSetDefaults(t *testing.T) {
 				LeaderElection:   LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"},
 			},
 			want: func() *ControllerConfiguration {
-				return &ControllerConfiguration{
-					TypeMeta:         metav1.TypeMeta{APIVersion: "config.kubox.dev/v1alpha1", Kind: "ControllerConfiguration"},
-					ClusterDomain:    "corp.example.com",
-					ClientConnection: ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0)},
-					Controllers:      Controllers{Sandbox: ControllerSettings{Workers: ptr.To[int32](0)}},
-					Metrics:          Metrics{BindAddress: "0"},
-					Health:           Health{BindAddress: "127.0.0.1:9000"},
-					LeaderElection:   LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"},
-				}
+				c := defaulted()
+				c.ClusterDomain = "corp.example.com"
+				c.ClientConnection = ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0)}
+				c.Controllers.Sandbox.Workers = ptr.To[int32](0)
+				c.Metrics.BindAddress = "0"
+				c.Health.BindAddress = "127.0.0.1:9000"
+				c.LeaderElection = LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"}
+				return c
+			},
+		},
+		"extension settings given are kept, including an empty label-domain list": {
+			in: &ControllerConfiguration{
+				Controllers: Controllers{
+					Extensions:      ptr.To(false),
+					SandboxWarmPool: WarmPoolSettings{MaxBatchSize: ptr.To[int32](5)},
+					SandboxClaim:    ClaimSettings{AllowedLabelDomains: []string{}},
+				},
+				NetworkPolicy: NetworkPolicySettings{Router: PeerSelector{Namespace: "router-ns"}},
+			},
+			want: func() *ControllerConfiguration {
+				c := defaulted()
+				c.Controllers.Extensions = ptr.To(false)
+				c.Controllers.SandboxWarmPool.MaxBatchSize = ptr.To[int32](5)
+				c.Controllers.SandboxClaim.AllowedLabelDomains = []string{}
+				c.NetworkPolicy.Router.Namespace = "router-ns"
+				return c
 			},
 		},
 		"idempotent": {

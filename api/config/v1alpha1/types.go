@@ -33,6 +33,10 @@ type ControllerConfiguration struct {
 	// leaderElection configures leader election between controller replicas.
 	// +optional
 	LeaderElection LeaderElection `json:"leaderElection,omitempty"`
+
+	// networkPolicy configures the NetworkPolicy a SandboxTemplate gets by default.
+	// +optional
+	NetworkPolicy NetworkPolicySettings `json:"networkPolicy,omitempty"`
 }
 
 // ClientConnection limits requests to the Kubernetes API.
@@ -50,9 +54,79 @@ type ClientConnection struct {
 
 // Controllers holds per-controller settings.
 type Controllers struct {
-	// sandbox configures the Sandbox controller.
+	// sandbox configures the Sandbox controller. Default workers: 100.
 	// +optional
 	Sandbox ControllerSettings `json:"sandbox,omitempty"`
+
+	// extensions turns the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers on.
+	// Default: true.
+	// +optional
+	Extensions *bool `json:"extensions,omitempty"`
+
+	// sandboxTemplate configures the SandboxTemplate controller. Default workers: 1.
+	// +optional
+	SandboxTemplate ControllerSettings `json:"sandboxTemplate,omitempty"`
+
+	// sandboxWarmPool configures the SandboxWarmPool controller. Default workers: 4.
+	// +optional
+	SandboxWarmPool WarmPoolSettings `json:"sandboxWarmPool,omitempty"`
+
+	// sandboxClaim configures the SandboxClaim controller. Default workers: 50.
+	// +optional
+	SandboxClaim ClaimSettings `json:"sandboxClaim,omitempty"`
+}
+
+// WarmPoolSettings configures the SandboxWarmPool controller.
+type WarmPoolSettings struct {
+	ControllerSettings `json:",inline"`
+
+	// maxBatchSize is the most members one pass of a pool creates. Default: 300.
+	// +optional
+	MaxBatchSize *int32 `json:"maxBatchSize,omitempty"`
+
+	// readinessGracePeriod is how long a member may stay not Ready before it is replaced (members
+	// whose Pod is unschedulable are held and reported instead). Default: 5m.
+	// +optional
+	ReadinessGracePeriod *metav1.Duration `json:"readinessGracePeriod,omitempty"`
+
+	// unschedulableRecheckInterval is how often a pool with unschedulable members is looked at
+	// again. Default: 1m.
+	// +optional
+	UnschedulableRecheckInterval *metav1.Duration `json:"unschedulableRecheckInterval,omitempty"`
+}
+
+// ClaimSettings configures the SandboxClaim controller.
+type ClaimSettings struct {
+	ControllerSettings `json:",inline"`
+
+	// allowedLabelDomains are the domains a label in a claim's additionalPodMetadata may have
+	// (the key's prefix, or a subdomain of it). Default: [sandbox.users.io], as agent-sandbox.
+	// +optional
+	AllowedLabelDomains []string `json:"allowedLabelDomains,omitempty"`
+}
+
+// NetworkPolicySettings configures the secure-default NetworkPolicy of a SandboxTemplate.
+type NetworkPolicySettings struct {
+	// router selects the pods allowed to reach sandboxes (the kubox router).
+	// Default: namespace kubox-system, pods labelled app.kubernetes.io/name=kubox-router.
+	// +optional
+	Router PeerSelector `json:"router,omitempty"`
+
+	// clusterDNS selects the cluster's DNS servers, which sandboxes may query.
+	// Default: namespace kube-system, pods labelled k8s-app=kube-dns.
+	// +optional
+	ClusterDNS PeerSelector `json:"clusterDNS,omitempty"`
+}
+
+// PeerSelector selects pods in one namespace.
+type PeerSelector struct {
+	// namespace is the pods' namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// podLabels are labels the pods have.
+	// +optional
+	PodLabels map[string]string `json:"podLabels,omitempty"`
 }
 
 // ControllerSettings holds the settings every controller has.

@@ -20,13 +20,59 @@ func Validate(c *ControllerConfiguration) field.ErrorList {
 	if b := *c.ClientConnection.Burst; b <= 0 {
 		errs = append(errs, field.Invalid(cc.Child("burst"), b, "must be greater than 0"))
 	}
-	if w := *c.Controllers.Sandbox.Workers; w <= 0 || w > 1000 {
-		errs = append(errs, field.Invalid(field.NewPath("controllers", "sandbox", "workers"), w,
-			"must be between 1 and 1000"))
-	}
+	errs = append(errs, validateControllers(&c.Controllers, field.NewPath("controllers"))...)
+	errs = append(errs, validatePeer(&c.NetworkPolicy.Router, field.NewPath("networkPolicy", "router"))...)
+	errs = append(errs, validatePeer(&c.NetworkPolicy.ClusterDNS, field.NewPath("networkPolicy", "clusterDNS"))...)
 	if c.LeaderElection.Namespace != "" {
 		for _, msg := range validation.IsDNS1123Label(c.LeaderElection.Namespace) {
 			errs = append(errs, field.Invalid(field.NewPath("leaderElection", "namespace"), c.LeaderElection.Namespace, msg))
+		}
+	}
+	return errs
+}
+
+func validateControllers(c *Controllers, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, ctl := range []struct {
+		name    string
+		workers int32
+	}{
+		{"sandbox", *c.Sandbox.Workers}, {"sandboxTemplate", *c.SandboxTemplate.Workers},
+		{"sandboxWarmPool", *c.SandboxWarmPool.Workers}, {"sandboxClaim", *c.SandboxClaim.Workers},
+	} {
+		if ctl.workers <= 0 || ctl.workers > 1000 {
+			errs = append(errs, field.Invalid(p.Child(ctl.name, "workers"), ctl.workers, "must be between 1 and 1000"))
+		}
+	}
+	wp := p.Child("sandboxWarmPool")
+	if b := *c.SandboxWarmPool.MaxBatchSize; b <= 0 {
+		errs = append(errs, field.Invalid(wp.Child("maxBatchSize"), b, "must be greater than 0"))
+	}
+	if d := c.SandboxWarmPool.ReadinessGracePeriod.Duration; d <= 0 {
+		errs = append(errs, field.Invalid(wp.Child("readinessGracePeriod"), d.String(), "must be greater than 0"))
+	}
+	if d := c.SandboxWarmPool.UnschedulableRecheckInterval.Duration; d <= 0 {
+		errs = append(errs, field.Invalid(wp.Child("unschedulableRecheckInterval"), d.String(), "must be greater than 0"))
+	}
+	for i, d := range c.SandboxClaim.AllowedLabelDomains {
+		for _, msg := range validation.IsDNS1123Subdomain(d) {
+			errs = append(errs, field.Invalid(p.Child("sandboxClaim", "allowedLabelDomains").Index(i), d, msg))
+		}
+	}
+	return errs
+}
+
+func validatePeer(s *PeerSelector, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(s.Namespace) {
+		errs = append(errs, field.Invalid(p.Child("namespace"), s.Namespace, msg))
+	}
+	for k, v := range s.PodLabels {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(p.Child("podLabels").Key(k), k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(p.Child("podLabels").Key(k), v, msg))
 		}
 	}
 	return errs

@@ -58,6 +58,46 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *ControllerConfiguration) { c.Controllers.Sandbox.Workers = ptr.To[int32](1001) },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "controllers.sandbox.workers"}},
 		},
+		"extension workers out of range": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Controllers.SandboxTemplate.Workers = ptr.To[int32](0)
+				c.Controllers.SandboxWarmPool.Workers = ptr.To[int32](1001)
+				c.Controllers.SandboxClaim.Workers = ptr.To[int32](-1)
+			},
+			want: []fieldErr{
+				{field.ErrorTypeInvalid, "controllers.sandboxTemplate.workers"},
+				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.workers"},
+				{field.ErrorTypeInvalid, "controllers.sandboxClaim.workers"},
+			},
+		},
+		"warm pool settings not positive": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Controllers.SandboxWarmPool.MaxBatchSize = ptr.To[int32](0)
+				c.Controllers.SandboxWarmPool.ReadinessGracePeriod.Duration = 0
+				c.Controllers.SandboxWarmPool.UnschedulableRecheckInterval.Duration = -1
+			},
+			want: []fieldErr{
+				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.maxBatchSize"},
+				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.readinessGracePeriod"},
+				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.unschedulableRecheckInterval"},
+			},
+		},
+		"allowed label domain not a DNS subdomain": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Controllers.SandboxClaim.AllowedLabelDomains = []string{"ok.example.com", "Not_OK"}
+			},
+			want: []fieldErr{{field.ErrorTypeInvalid, "controllers.sandboxClaim.allowedLabelDomains[1]"}},
+		},
+		"network policy peers invalid": {
+			mutate: func(c *ControllerConfiguration) {
+				c.NetworkPolicy.Router.Namespace = "Bad NS"
+				c.NetworkPolicy.ClusterDNS.PodLabels = map[string]string{"k8s-app": "not a value"}
+			},
+			want: []fieldErr{
+				{field.ErrorTypeInvalid, "networkPolicy.router.namespace"},
+				{field.ErrorTypeInvalid, "networkPolicy.clusterDNS.podLabels[k8s-app]"},
+			},
+		},
 		"leader election namespace not a DNS label": {
 			mutate: func(c *ControllerConfiguration) { c.LeaderElection.Namespace = "kubox.system" },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "leaderElection.namespace"}},

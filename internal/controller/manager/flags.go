@@ -3,7 +3,9 @@ package manager
 import (
 	"flag"
 	"fmt"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
@@ -25,6 +27,13 @@ type Flags struct {
 	qps              float64
 	burst            int
 	sandboxWorkers   int
+	extensions       bool
+	templateWorkers  int
+	poolWorkers      int
+	claimWorkers     int
+	poolBatch        int
+	poolGrace        time.Duration
+	poolRecheck      time.Duration
 }
 
 // BindFlags defines the flags on fs.
@@ -49,7 +58,25 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		"Overrides clientConnection.burst: requests allowed above qps for a short time.")
 	fs.IntVar(&f.sandboxWorkers, "sandbox-concurrent-workers", int(configv1alpha1.DefaultSandboxWorkers),
 		"Overrides controllers.sandbox.workers: Sandboxes reconciled at once.")
+	bindExtensionFlags(fs, f)
 	return f
+}
+
+func bindExtensionFlags(fs *flag.FlagSet, f *Flags) {
+	fs.BoolVar(&f.extensions, "extensions", true,
+		"Overrides controllers.extensions: run the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers.")
+	fs.IntVar(&f.templateWorkers, "sandbox-template-concurrent-workers", int(configv1alpha1.DefaultTemplateWorkers),
+		"Overrides controllers.sandboxTemplate.workers.")
+	fs.IntVar(&f.poolWorkers, "sandbox-warm-pool-concurrent-workers", int(configv1alpha1.DefaultWarmPoolWorkers),
+		"Overrides controllers.sandboxWarmPool.workers.")
+	fs.IntVar(&f.claimWorkers, "sandbox-claim-concurrent-workers", int(configv1alpha1.DefaultClaimWorkers),
+		"Overrides controllers.sandboxClaim.workers.")
+	fs.IntVar(&f.poolBatch, "sandbox-warm-pool-max-batch-size", int(configv1alpha1.DefaultWarmPoolMaxBatchSize),
+		"Overrides controllers.sandboxWarmPool.maxBatchSize: the most members one pass of a pool creates.")
+	fs.DurationVar(&f.poolGrace, "sandbox-warm-pool-readiness-grace-period", configv1alpha1.DefaultWarmPoolReadinessGracePeriod,
+		"Overrides controllers.sandboxWarmPool.readinessGracePeriod: how long a member may stay not Ready before it is replaced.")
+	fs.DurationVar(&f.poolRecheck, "sandbox-warm-pool-unschedulable-recheck-interval", configv1alpha1.DefaultWarmPoolUnschedulableRecheckInterval,
+		"Overrides controllers.sandboxWarmPool.unschedulableRecheckInterval.")
 }
 
 // Version reports whether --version was given.
@@ -87,5 +114,26 @@ func (f *Flags) apply(name string, cfg *configv1alpha1.ControllerConfiguration) 
 		cfg.ClientConnection.Burst = ptr.To(int32(f.burst))
 	case "sandbox-concurrent-workers":
 		cfg.Controllers.Sandbox.Workers = ptr.To(int32(f.sandboxWorkers))
+	default:
+		f.applyExtension(name, &cfg.Controllers)
+	}
+}
+
+func (f *Flags) applyExtension(name string, c *configv1alpha1.Controllers) {
+	switch name {
+	case "extensions":
+		c.Extensions = ptr.To(f.extensions)
+	case "sandbox-template-concurrent-workers":
+		c.SandboxTemplate.Workers = ptr.To(int32(f.templateWorkers))
+	case "sandbox-warm-pool-concurrent-workers":
+		c.SandboxWarmPool.Workers = ptr.To(int32(f.poolWorkers))
+	case "sandbox-claim-concurrent-workers":
+		c.SandboxClaim.Workers = ptr.To(int32(f.claimWorkers))
+	case "sandbox-warm-pool-max-batch-size":
+		c.SandboxWarmPool.MaxBatchSize = ptr.To(int32(f.poolBatch))
+	case "sandbox-warm-pool-readiness-grace-period":
+		c.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: f.poolGrace}
+	case "sandbox-warm-pool-unschedulable-recheck-interval":
+		c.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: f.poolRecheck}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +65,10 @@ metrics:
 		"flags given win over the file, flags not given leave it": {
 			args: []string{"--config", file, "--sandbox-concurrent-workers=3", "--leader-elect=false",
 				"--leader-election-namespace=kube-system", "--kube-api-qps=20", "--kube-api-burst=40",
-				"--health-probe-bind-address=127.0.0.1:1", "--cluster-domain=flag.example"},
+				"--health-probe-bind-address=127.0.0.1:1", "--cluster-domain=flag.example",
+				"--extensions=false", "--sandbox-template-concurrent-workers=2", "--sandbox-warm-pool-concurrent-workers=3",
+				"--sandbox-claim-concurrent-workers=9", "--sandbox-warm-pool-max-batch-size=11",
+				"--sandbox-warm-pool-readiness-grace-period=30s", "--sandbox-warm-pool-unschedulable-recheck-interval=2m"},
 			want: func(c *configv1alpha1.ControllerConfiguration) {
 				c.ClusterDomain = "flag.example"
 				c.Controllers.Sandbox.Workers = ptr.To[int32](3)
@@ -74,6 +78,13 @@ metrics:
 				c.LeaderElection.Namespace = "kube-system"
 				c.ClientConnection.QPS = ptr.To[float32](20)
 				c.ClientConnection.Burst = ptr.To[int32](40)
+				c.Controllers.Extensions = ptr.To(false)
+				c.Controllers.SandboxTemplate.Workers = ptr.To[int32](2)
+				c.Controllers.SandboxWarmPool.Workers = ptr.To[int32](3)
+				c.Controllers.SandboxClaim.Workers = ptr.To[int32](9)
+				c.Controllers.SandboxWarmPool.MaxBatchSize = ptr.To[int32](11)
+				c.Controllers.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: 30 * time.Second}
+				c.Controllers.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: 2 * time.Minute}
 			},
 		},
 	}
