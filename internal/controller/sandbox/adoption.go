@@ -34,6 +34,14 @@ func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj 
 	if err := controllerutil.SetControllerReference(sb, obj, r.scheme); err != nil {
 		return fmt.Errorf("setting the owner of %s %s: %w", kind, obj.GetName(), err)
 	}
+	// The informer caches hold only objects with the name-hash label: without it, an adopted
+	// object stays invisible to the controller (a PVC would escape its retention policy).
+	lbls := obj.GetLabels()
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[sandboxv1beta1.SandboxNameHashLabel] = sandboxv1beta1.NameHash(sb.Name)
+	obj.SetLabels(lbls)
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("adopting %s %s: %w", kind, obj.GetName(), err)

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -53,8 +54,11 @@ func (r *Reconciler) observePods(ctx context.Context, sb *sandboxv1beta1.Sandbox
 		obs.pod = &pods[0]
 	}
 	if obs.ownedPods > 1 {
-		r.recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventMultiplePods, "CheckPods",
-			"%d Pods are controlled by this Sandbox; nothing is created until only one is left", obs.ownedPods)
+		// One event when the Sandbox enters the state, not one per pass while it stays there.
+		if ready := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady); ready == nil ||
+			ready.Reason != sandboxv1beta1.SandboxReasonMultiplePods {
+			r.recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventMultiplePods, "CheckPods", "%s", multiplePodsMessage(obs.ownedPods))
+		}
 	}
 	return nil
 }

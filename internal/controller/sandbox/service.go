@@ -120,22 +120,23 @@ func (r *Reconciler) buildService(sb *sandboxv1beta1.Sandbox) (*corev1.Service, 
 	return svc, nil
 }
 
-// servicePorts derives the Service's ports from the container ports of every container and
-// restartable init container (sidecar), deduplicated by port and protocol. The first explicit
-// name wins; unnamed ports are called p-<port>-<protocol>, suffixed on a collision.
+// servicePorts derives the Service's ports from the container ports of every container and then
+// every restartable init container (sidecar), deduplicated by port and protocol. The first
+// explicit name wins, unless another port already has it; unnamed ports are called
+// p-<port>-<protocol>, suffixed on a collision.
 func servicePorts(spec *corev1.PodSpec) []corev1.ServicePort {
 	type key struct {
 		port  int32
 		proto corev1.Protocol
 	}
-	var containers []corev1.Container
+	containers := append([]corev1.Container(nil), spec.Containers...)
 	for _, c := range spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			containers = append(containers, c)
 		}
 	}
-	containers = append(containers, spec.Containers...)
 	seen := map[key]int{}
+	named := map[string]bool{}
 	var ports []corev1.ServicePort
 	for _, c := range containers {
 		for _, p := range c.Ports {
@@ -143,15 +144,22 @@ func servicePorts(spec *corev1.PodSpec) []corev1.ServicePort {
 			if proto == "" {
 				proto = corev1.ProtocolTCP
 			}
+			name := p.Name
+			if named[name] {
+				name = "" // Service port names must be unique: this one gets a generated name
+			}
 			k := key{p.ContainerPort, proto}
 			if i, ok := seen[k]; ok {
-				if ports[i].Name == "" {
-					ports[i].Name = p.Name
+				if ports[i].Name == "" && name != "" {
+					ports[i].Name, named[name] = name, true
 				}
 				continue
 			}
+			if name != "" {
+				named[name] = true
+			}
 			seen[k] = len(ports)
-			ports = append(ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort, Protocol: proto,
+			ports = append(ports, corev1.ServicePort{Name: name, Port: p.ContainerPort, Protocol: proto,
 				TargetPort: intstr.FromInt32(p.ContainerPort)})
 		}
 	}

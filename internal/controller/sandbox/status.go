@@ -79,18 +79,17 @@ func readyCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condition 
 	case obs.expired:
 		return notReady(sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired")
 	case obs.ownedPods > 1:
-		return notReady(sandboxv1beta1.SandboxReasonMultiplePods,
-			fmt.Sprintf("%d Pods are controlled by this Sandbox; delete all but one", obs.ownedPods))
+		return notReady(sandboxv1beta1.SandboxReasonMultiplePods, multiplePodsMessage(obs.ownedPods))
 	case obs.err != nil:
 		return notReady(sandboxv1beta1.SandboxReasonReconcilerError, "Error seen: "+obs.err.Error())
-	case suspended(sb) && obs.pod != nil:
+	case suspended(sb) && (obs.pod != nil || obs.foreignPod):
 		return notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspending")
 	case suspended(sb):
 		return notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended")
 	case obs.pod != nil && obs.pod.Status.Phase == corev1.PodSucceeded:
-		return notReady(sandboxv1beta1.SandboxReasonPodSucceeded, "Pod has succeeded")
+		return notReady(sandboxv1beta1.SandboxReasonPodSucceeded, podSucceededMessage)
 	case obs.pod != nil && obs.pod.Status.Phase == corev1.PodFailed:
-		return notReady(sandboxv1beta1.SandboxReasonPodFailed, podFailedMessage(obs.pod))
+		return notReady(sandboxv1beta1.SandboxReasonPodFailed, podFailedMessage)
 	}
 	podMsg, podReady := podReadiness(obs.pod)
 	svcMsg, svcReady := serviceReadiness(sb, obs.service)
@@ -132,34 +131,45 @@ func suspendedCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condit
 	c := metav1.Condition{Type: sandboxv1beta1.SandboxConditionSuspended}
 	switch {
 	case !suspended(sb):
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonNotSuspended, "Sandbox is running"
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonNotSuspended, "Sandbox is not suspended"
 	case obs.err != nil && obs.pod == nil && !obs.foreignPod:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, sandboxv1beta1.SandboxReasonPodStateUnknown,
-			"The Pod's state could not be read: "+obs.err.Error()
+			"Pod state is unknown. Sandbox suspension cannot be confirmed"
 	case obs.foreignPod:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodNotOwned,
-			fmt.Sprintf("Pod %s is not controlled by this Sandbox and was left running; delete it or remove its owner", sb.Name)
+			"Refused to delete pod because it is not owned by this sandbox"
 	case obs.pod != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodTerminating, "Pod is terminating"
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodTerminating,
+			"Pod is terminating. Sandbox is suspending"
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod is terminated"
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated,
+			"Pod has been terminated. Sandbox is suspended"
 	}
 	return c
 }
 
 func podScheduledCondition(obs *observed) *metav1.Condition {
+	if obs.pod == nil && obs.err != nil && obs.ownedPods <= 1 {
+		// The pass failed before it saw the Pod, so its scheduling is not known.
+		return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionPodScheduled, Status: metav1.ConditionUnknown,
+			Reason: sandboxv1beta1.SandboxReasonPodSchedulingUnknown, Message: "Pod state is unknown. Pod scheduling cannot be determined"}
+	}
 	if obs.pod == nil || obs.ownedPods != 1 {
 		return nil
 	}
 	c := metav1.Condition{Type: sandboxv1beta1.SandboxConditionPodScheduled, Status: metav1.ConditionUnknown,
-		Reason: sandboxv1beta1.SandboxReasonPodSchedulingUnknown, Message: "Pod has no PodScheduled condition yet"}
+		Reason: sandboxv1beta1.SandboxReasonPodSchedulingUnknown, Message: "Pod has not reported a PodScheduled condition yet"}
 	for _, pc := range obs.pod.Status.Conditions {
 		if pc.Type != corev1.PodScheduled {
 			continue
 		}
 		c.Status, c.Reason, c.Message = metav1.ConditionStatus(pc.Status), pc.Reason, pc.Message
-		if c.Reason == "" {
+		switch {
+		case c.Reason != "":
+		case c.Status == metav1.ConditionTrue:
 			c.Reason = sandboxv1beta1.SandboxReasonPodScheduled
+		default:
+			c.Reason = sandboxv1beta1.SandboxReasonPodSchedulingUnknown
 		}
 	}
 	return &c
@@ -172,19 +182,24 @@ func finishedCondition(obs *observed) *metav1.Condition {
 	switch obs.pod.Status.Phase {
 	case corev1.PodSucceeded:
 		return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionFinished, Status: metav1.ConditionTrue,
-			Reason: sandboxv1beta1.SandboxReasonPodSucceeded, Message: "Pod has succeeded"}
+			Reason: sandboxv1beta1.SandboxReasonPodSucceeded, Message: podSucceededMessage}
 	case corev1.PodFailed:
 		return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionFinished, Status: metav1.ConditionTrue,
-			Reason: sandboxv1beta1.SandboxReasonPodFailed, Message: podFailedMessage(obs.pod)}
+			Reason: sandboxv1beta1.SandboxReasonPodFailed, Message: podFailedMessage}
 	}
 	return nil
 }
 
-func podFailedMessage(pod *corev1.Pod) string {
-	if pod.Status.Message != "" {
-		return "Pod has failed: " + pod.Status.Message
-	}
-	return "Pod has failed"
+// Messages of the Ready and Finished conditions for a terminal Pod, as agent-sandbox writes them.
+const (
+	podSucceededMessage = "Pod completed successfully"
+	podFailedMessage    = "Pod failed"
+)
+
+// multiplePodsMessage is the Ready message, and the event note, when n Pods are controlled by the
+// Sandbox, as agent-sandbox writes it.
+func multiplePodsMessage(n int) string {
+	return fmt.Sprintf("multiple Pods (%d) are controlled by this Sandbox; refusing to choose or create a Pod", n)
 }
 
 func podIPs(pod *corev1.Pod) []string {

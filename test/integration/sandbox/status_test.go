@@ -1,0 +1,189 @@
+package sandbox
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
+)
+
+// TestStatusFollowsThePod drives one Pod from creation through scheduling to Ready and then to
+// Succeeded, as a scheduler and kubelet would, and checks every status field and condition the
+// Sandbox reports on the way, with agent-sandbox's types, reasons and messages.
+func TestStatusFollowsThePod(t *testing.T) {
+	t.Parallel()
+	ns := startController(t)
+	const name = "life"
+	create(t, testutil.MakeSandbox(name, ns).Service(true).Container("main", testutil.DefaultImage, 8080).Obj())
+	selector := sandboxv1beta1.SandboxNameHashLabel + "=" + sandboxv1beta1.NameHash(name)
+	fqdn := fmt.Sprintf("%s.%s.svc.%s", name, ns, clusterDomain)
+
+	// The API server creates the Pod Pending; no scheduler has looked at it yet.
+	sb := waitForConditions(t, ns, name,
+		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod exists with phase: Pending; Service Exists"),
+		notSuspended,
+		scheduledCond(metav1.ConditionUnknown, sandboxv1beta1.SandboxReasonPodSchedulingUnknown, "Pod has not reported a PodScheduled condition yet"),
+		absent(sandboxv1beta1.SandboxConditionFinished),
+	)
+	want := sandboxv1beta1.SandboxStatus{
+		Service:            name,
+		ServiceFQDN:        fqdn,
+		LabelSelector:      selector,
+		ObservedGeneration: sb.Generation,
+	}
+	if diff := cmp.Diff(want, liveStatus(sb)); diff != "" {
+		t.Errorf("Status of a Sandbox with a Pending Pod (-want +got):\n%s", diff)
+	}
+	if got := sb.Annotations[sandboxv1beta1.PodNameAnnotation]; got != name {
+		t.Errorf("Sandbox annotation %s=%q; want the Pod's name, %q", sandboxv1beta1.PodNameAnnotation, got, name)
+	}
+
+	t.Log("The scheduler finds no node")
+	updatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
+		setPodCondition(st, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient memory."})
+	})
+	waitForConditions(t, ns, name,
+		scheduledCond(metav1.ConditionFalse, corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient memory."),
+		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod exists with phase: Pending; Service Exists"),
+	)
+
+	t.Log("The scheduler binds the Pod: PodScheduled=True without a reason")
+	bindPod(t, ns, name, "node-a")
+	waitForConditions(t, ns, name,
+		scheduledCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodScheduled, ""),
+		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod exists with phase: Pending; Service Exists"),
+	)
+	waitForSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) (bool, string) {
+		return sb.Status.NodeName == "node-a", describe(sb)
+	})
+
+	t.Log("The containers start, not yet ready")
+	updatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
+		st.Phase = corev1.PodRunning
+		setPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"})
+	})
+	waitForConditions(t, ns, name,
+		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod is Running but not Ready; Service Exists"))
+
+	t.Log("Ready, but the Pod has no IP yet")
+	updatePodStatus(t, ns, name, runReady())
+	waitForConditions(t, ns, name,
+		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod is Ready but has no podIPs yet; Service Exists"))
+
+	t.Log("Ready with a dual-stack IP pair")
+	updatePodStatus(t, ns, name, runReady("10.1.2.3", "fd00::1:2:3"))
+	sb = waitForConditions(t, ns, name,
+		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service Exists"),
+		notSuspended,
+		scheduledCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodScheduled, ""),
+		absent(sandboxv1beta1.SandboxConditionFinished),
+	)
+	want.PodIPs = []string{"10.1.2.3", "fd00::1:2:3"}
+	want.NodeName = "node-a"
+	if diff := cmp.Diff(want, liveStatus(sb)); diff != "" {
+		t.Errorf("Status of a Ready Sandbox (-want +got):\n%s", diff)
+	}
+
+	t.Log("A spec change moves observedGeneration, on the status and on every condition")
+	updateSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) {
+		sb.Spec.PodTemplate.Metadata.Labels = map[string]string{"touched": "yes"}
+	})
+	sb = waitForConditions(t, ns, name,
+		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service Exists"),
+		notSuspended,
+		scheduledCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodScheduled, ""),
+	)
+	if sb.Generation < 2 {
+		t.Errorf("Sandbox generation %d after a spec change; want at least 2", sb.Generation)
+	}
+
+	t.Log("The Pod completes")
+	updatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
+		st.Phase = corev1.PodSucceeded
+		setPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodCompleted"})
+	})
+	waitForConditions(t, ns, name,
+		notReady(sandboxv1beta1.SandboxReasonPodSucceeded, "Pod completed successfully"),
+		finishedCond(sandboxv1beta1.SandboxReasonPodSucceeded, "Pod completed successfully"),
+		notSuspended,
+	)
+
+	t.Log("Suspending removes the finished Pod (a terminal Pod goes at once) and the Finished condition")
+	updateSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) { sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended })
+	sb = waitForConditions(t, ns, name,
+		notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended"),
+		suspendedCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod has been terminated. Sandbox is suspended"),
+		absent(sandboxv1beta1.SandboxConditionFinished),
+		absent(sandboxv1beta1.SandboxConditionPodScheduled),
+	)
+	if len(sb.Status.PodIPs) != 0 || sb.Status.NodeName != "" {
+		t.Errorf("Suspended Sandbox reports podIPs %v and nodeName %q; want neither", sb.Status.PodIPs, sb.Status.NodeName)
+	}
+	if sb.Status.Service != name || sb.Status.ServiceFQDN != fqdn {
+		t.Errorf("Suspended Sandbox reports service %q (%q); want the Service it keeps, %q (%q)",
+			sb.Status.Service, sb.Status.ServiceFQDN, name, fqdn)
+	}
+}
+
+// liveStatus is the Sandbox status without its conditions, which tests check on their own.
+func liveStatus(sb *sandboxv1beta1.Sandbox) sandboxv1beta1.SandboxStatus {
+	st := *sb.Status.DeepCopy()
+	st.Conditions = nil
+	return st
+}
+
+// TestPodFailed checks the conditions of a Sandbox whose Pod failed, and that no replacement Pod is
+// made: the Sandbox reports the terminal Pod, as agent-sandbox does.
+func TestPodFailed(t *testing.T) {
+	t.Parallel()
+	ns := startController(t)
+	const name = "fails"
+	create(t, testutil.MakeSandbox(name, ns).Obj())
+	pod := waitForPod(t, ns, name)
+
+	updatePodStatus(t, ns, name, runReady("10.0.0.9"))
+	waitForConditions(t, ns, name,
+		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"),
+		absent(sandboxv1beta1.SandboxConditionFinished),
+	)
+
+	updatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
+		st.Phase = corev1.PodFailed
+		st.Reason, st.Message = "OOMKilled", "The container used more memory than its limit"
+		setPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodFailed"})
+	})
+	waitForConditions(t, ns, name,
+		notReady(sandboxv1beta1.SandboxReasonPodFailed, "Pod failed"),
+		finishedCond(sandboxv1beta1.SandboxReasonPodFailed, "Pod failed"),
+		notSuspended,
+	)
+	got := waitForPod(t, ns, name)
+	if got.UID != pod.UID {
+		t.Errorf("Pod %s was replaced after it failed (uid %s, now %s); want the failed Pod kept", name, pod.UID, got.UID)
+	}
+}
+
+// TestNoService checks readiness without spec.service: no Service is made or required.
+func TestNoService(t *testing.T) {
+	t.Parallel()
+	ns := startController(t)
+	const name = "bare"
+	create(t, testutil.MakeSandbox(name, ns).Container("main", testutil.DefaultImage, 8080).Obj())
+	waitForConditions(t, ns, name,
+		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod exists with phase: Pending"))
+	updatePodStatus(t, ns, name, runReady("10.0.0.4"))
+	sb := waitForConditions(t, ns, name,
+		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"))
+	if sb.Status.Service != "" || sb.Status.ServiceFQDN != "" {
+		t.Errorf("Sandbox without spec.service reports service %q (%q); want none", sb.Status.Service, sb.Status.ServiceFQDN)
+	}
+	if found, err := get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); found || err != nil {
+		t.Errorf("Service %s exists (%t, err %v) for a Sandbox without spec.service; want none", name, found, err)
+	}
+}
