@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,14 +91,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.expired(sb) {
 		return ctrl.Result{}, r.expire(ctx, sb)
 	}
+	// Every phase runs even when an earlier one failed, so one child's error (a PVC that cannot
+	// be read) does not hide what the others show (the Pod's IPs) from the status.
 	obs := &observed{}
+	var errs []error
 	for _, phase := range []func(context.Context, *sandboxv1beta1.Sandbox, *observed) error{
 		r.reconcilePVCs, r.reconcilePod, r.reconcileService,
 	} {
-		if obs.err = phase(ctx, sb, obs); obs.err != nil {
-			break
+		if err := phase(ctx, sb, obs); err != nil {
+			errs = append(errs, err)
 		}
 	}
+	obs.err = errors.Join(errs...)
 	if err := r.writeStatus(ctx, sb, obs); err != nil {
 		return ctrl.Result{}, err
 	}
