@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
@@ -35,6 +36,7 @@ func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(sandboxv1beta1.AddToScheme(s))
+	utilruntime.Must(extv1beta1.AddToScheme(s))
 	return s
 }
 
@@ -127,6 +129,21 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 		mgr.GetEventRecorder(sandbox.Name), clock.RealClock{}, cfg.ClusterDomain)
 	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
+	}
+	if !ptr.Deref(cfg.Controllers.Extensions, true) {
+		return nil
+	}
+	return setupExtensions(mgr, cfg, opts)
+}
+
+// setupExtensions registers the SandboxTemplate, SandboxWarmPool and SandboxClaim reconcilers.
+func setupExtensions(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
+	for _, setup := range []func(ctrl.Manager, *configv1alpha1.ControllerConfiguration, controller.Options) error{
+		// One entry per extension controller package: <package>.Setup.
+	} {
+		if err := setup(mgr, cfg, opts); err != nil {
+			return err
+		}
 	}
 	return nil
 }
