@@ -65,7 +65,6 @@ test-unit: ## Unit tests (no API server)
 
 .PHONY: test-integration
 test-integration: ## Integration tests against the repo's own etcd and kube-apiserver
-	$(TOOLS) kubernetes kwok >/dev/null
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m ./test/integration/...
 
 ##@ Benchmarks
@@ -74,6 +73,7 @@ bench: bench-claims bench-e2e ## Every benchmark: claims on a kwok cluster, then
 
 .PHONY: bench-claims
 bench-claims: ## Claim latency, throughput and API writes per claim against a 300-member warm pool (kwok nodes)
+	$(TOOLS) kubernetes kwok
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) go run ./test/bench/claims $(BENCH_ARGS)
 
 ##@ Run
