@@ -69,8 +69,8 @@ type SandboxBlueprint struct {
 
 	// volumeClaimTemplates lists PersistentVolumeClaims created for the sandbox and mounted into
 	// its Pod as volumes of the same name (replacing a same-named volume of the pod spec). The
-	// claims outlive a suspended Pod. The list cannot change after the sandbox is created, and
-	// names must be unique.
+	// claims outlive a suspended Pod. Names must be unique. On a Sandbox, the list cannot change
+	// after the Sandbox is created.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16

@@ -17,15 +17,15 @@ const (
 	DefaultHealthAddress            = ":8081"
 	DefaultLeaderElectionID         = "kubox-controller.kubox.dev"
 
-	DefaultTemplateWorkers                       int32 = 1
-	DefaultWarmPoolWorkers                       int32 = 4
-	DefaultClaimWorkers                          int32 = 50
-	DefaultWarmPoolMaxBatchSize                  int32 = 300
-	DefaultWarmPoolReadinessGracePeriod                = 5 * time.Minute
-	DefaultWarmPoolUnschedulableRecheckInterval        = time.Minute
-	DefaultAllowedLabelDomain                          = "sandbox.users.io"
-	DefaultRouterNamespace                             = "kubox-system"
-	DefaultClusterDNSNamespace                         = "kube-system"
+	DefaultTemplateWorkers                      int32 = 1
+	DefaultWarmPoolWorkers                      int32 = 4
+	DefaultClaimWorkers                         int32 = 50
+	DefaultWarmPoolMaxBatchSize                 int32 = 300
+	DefaultWarmPoolReadinessGracePeriod               = 5 * time.Minute
+	DefaultWarmPoolUnschedulableRecheckInterval       = time.Minute
+	DefaultAllowedLabelDomain                         = "sandbox.users.io"
+	DefaultRouterNamespace                            = "kubox-system"
+	DefaultClusterDNSNamespace                        = "kube-system"
 )
 
 // DefaultRouterPodLabels and DefaultClusterDNSPodLabels select the router's and the cluster DNS's

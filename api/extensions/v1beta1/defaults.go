@@ -1,0 +1,77 @@
+package v1beta1
+
+import (
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Defaults the CRD applies, for code that handles objects the API server has not defaulted (built
+// in Go, or stored before a field existed). The CRD's default markers hold the same values; the
+// integration tests check that they agree.
+const (
+	// DefaultWarmPoolReplicas is spec.replicas of a SandboxWarmPool that does not set it.
+	DefaultWarmPoolReplicas int32 = 1
+	// DefaultProgressDeadlineSeconds is spec.progressDeadlineSeconds of a SandboxWarmPool that
+	// does not set it.
+	DefaultProgressDeadlineSeconds int32 = 600
+	// DefaultMaxSurge is updateStrategy.rollingUpdate.maxSurge when unset.
+	DefaultMaxSurge = "25%"
+	// DefaultMaxUnavailable is updateStrategy.rollingUpdate.maxUnavailable when unset.
+	DefaultMaxUnavailable = "25%"
+)
+
+// DesiredReplicas is spec.replicas, or DefaultWarmPoolReplicas when it is unset.
+func (s *SandboxWarmPoolSpec) DesiredReplicas() int32 {
+	if s.Replicas == nil {
+		return DefaultWarmPoolReplicas
+	}
+	return *s.Replicas
+}
+
+// ProgressDeadline is spec.progressDeadlineSeconds as a duration, or the default when it is unset.
+func (s *SandboxWarmPoolSpec) ProgressDeadline() time.Duration {
+	seconds := DefaultProgressDeadlineSeconds
+	if s.ProgressDeadlineSeconds != nil {
+		seconds = *s.ProgressDeadlineSeconds
+	}
+	return time.Duration(seconds) * time.Second
+}
+
+// StrategyType is updateStrategy.type, or OnReplenish when it is unset.
+func (s *WarmPoolUpdateStrategy) StrategyType() WarmPoolUpdateStrategyType {
+	if s.Type == "" {
+		return WarmPoolUpdateStrategyOnReplenish
+	}
+	return s.Type
+}
+
+// RollingUpdateBounds returns maxSurge and maxUnavailable resolved against replicas, as for a
+// Deployment: surge percentages round up, unavailability percentages round down, and when both
+// come to 0 maxUnavailable is 1, so that the rollout can progress. Unset values take their
+// defaults. An invalid value, which the CRD rejects, resolves to 0.
+func (s *WarmPoolUpdateStrategy) RollingUpdateBounds(replicas int32) (maxSurge, maxUnavailable int32) {
+	surge, unavailable := intstr.FromString(DefaultMaxSurge), intstr.FromString(DefaultMaxUnavailable)
+	if ru := s.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			surge = *ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			unavailable = *ru.MaxUnavailable
+		}
+	}
+	maxSurge, maxUnavailable = scaled(surge, replicas, true), scaled(unavailable, replicas, false)
+	if maxSurge == 0 && maxUnavailable == 0 {
+		maxUnavailable = 1
+	}
+	return maxSurge, maxUnavailable
+}
+
+func scaled(v intstr.IntOrString, replicas int32, roundUp bool) int32 {
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(replicas), roundUp)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return int32(min(n, math.MaxInt32))
+}

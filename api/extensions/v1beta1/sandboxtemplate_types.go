@@ -1,0 +1,138 @@
+package v1beta1
+
+import (
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+// NetworkPolicyManagement says whether the controller manages a template's NetworkPolicy.
+// +kubebuilder:validation:Enum=Managed;Unmanaged
+type NetworkPolicyManagement string
+
+const (
+	// NetworkPolicyManagementManaged makes the controller keep one NetworkPolicy per template.
+	NetworkPolicyManagementManaged NetworkPolicyManagement = "Managed"
+	// NetworkPolicyManagementUnmanaged makes the controller create no NetworkPolicy and delete
+	// the one it owns.
+	NetworkPolicyManagementUnmanaged NetworkPolicyManagement = "Unmanaged"
+)
+
+// EnvVarsInjectionPolicy says whether claims may set environment variables in sandboxes built
+// from a template.
+// +kubebuilder:validation:Enum=Allowed;Overrides;Disallowed
+type EnvVarsInjectionPolicy string
+
+const (
+	// EnvVarsInjectionPolicyAllowed lets a claim add variables the template does not define.
+	EnvVarsInjectionPolicyAllowed EnvVarsInjectionPolicy = "Allowed"
+	// EnvVarsInjectionPolicyOverrides lets a claim add variables and replace the template's.
+	EnvVarsInjectionPolicyOverrides EnvVarsInjectionPolicy = "Overrides"
+	// EnvVarsInjectionPolicyDisallowed rejects a claim that sets any variable.
+	EnvVarsInjectionPolicyDisallowed EnvVarsInjectionPolicy = "Disallowed"
+)
+
+// VolumeClaimTemplatesPolicy says whether claims may add volume claim templates to sandboxes
+// built from a template.
+// +kubebuilder:validation:Enum=Disallowed;Allowed;Overrides
+type VolumeClaimTemplatesPolicy string
+
+const (
+	// VolumeClaimTemplatesPolicyDisallowed rejects a claim that sets any volume claim template.
+	VolumeClaimTemplatesPolicyDisallowed VolumeClaimTemplatesPolicy = "Disallowed"
+	// VolumeClaimTemplatesPolicyAllowed lets a claim add templates whose names the template does
+	// not use.
+	VolumeClaimTemplatesPolicyAllowed VolumeClaimTemplatesPolicy = "Allowed"
+	// VolumeClaimTemplatesPolicyOverrides lets a claim add templates and replace the template's
+	// own by name.
+	VolumeClaimTemplatesPolicyOverrides VolumeClaimTemplatesPolicy = "Overrides"
+)
+
+// NetworkPolicySpec holds the rules of a template's NetworkPolicy. The controller sets the pod
+// selector (the template's sandboxes) and the policy types (Ingress and Egress) itself.
+type NetworkPolicySpec struct {
+	// ingress lists the traffic allowed into the template's sandboxes. An empty or absent list
+	// allows no incoming traffic.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty"`
+
+	// egress lists the traffic allowed out of the template's sandboxes. An empty or absent list
+	// allows no outgoing traffic.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Egress []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
+}
+
+// SandboxTemplateSpec is the blueprint of the sandboxes built from a template, and what claims
+// may change in it.
+type SandboxTemplateSpec struct {
+	sandboxv1beta1.SandboxBlueprint `json:",inline"`
+
+	// networkPolicy holds the ingress and egress rules of the NetworkPolicy the controller keeps
+	// for the template's sandboxes when networkPolicyManagement is Managed. Unset, that policy is
+	// a secure default: ingress only from the sandbox router; egress to cluster DNS and to the
+	// public internet, but not to private, link-local or cloud metadata addresses. Ignored when
+	// networkPolicyManagement is Unmanaged.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// networkPolicyManagement is Managed (the default): the controller keeps one NetworkPolicy,
+	// named <template>-network-policy, selecting the template's sandboxes; or Unmanaged: it
+	// creates none and deletes the one it owns, leaving network policy to the cluster's
+	// administrators.
+	// +optional
+	// +kubebuilder:default=Managed
+	NetworkPolicyManagement NetworkPolicyManagement `json:"networkPolicyManagement,omitempty"`
+
+	// envVarsInjectionPolicy says whether a claim's env may set variables in the sandbox:
+	// Disallowed (the default) fails a claim that sets any; Allowed lets it add variables the
+	// template does not define; Overrides also lets it replace the template's values.
+	// +optional
+	// +kubebuilder:default=Disallowed
+	EnvVarsInjectionPolicy EnvVarsInjectionPolicy `json:"envVarsInjectionPolicy,omitempty"`
+
+	// volumeClaimTemplatesPolicy says whether a claim's volumeClaimTemplates may change the
+	// sandbox's: Disallowed (the default) fails a claim that sets any; Allowed lets it add
+	// templates with new names; Overrides also lets it replace the template's own by name.
+	// +optional
+	// +kubebuilder:default=Disallowed
+	VolumeClaimTemplatesPolicy VolumeClaimTemplatesPolicy `json:"volumeClaimTemplatesPolicy,omitempty"`
+}
+
+// SandboxTemplate is a reusable sandbox blueprint: the Pod, volumes and Service of every sandbox
+// built from it by warm pools and claims, the NetworkPolicy that confines those sandboxes, and
+// what a claim may add to them.
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:resource:scope=Namespaced,shortName=sandboxtemplate,categories=kubox
+// +kubebuilder:printcolumn:name="Network Policy",type="string",JSONPath=".spec.networkPolicyManagement",description="Whether the controller manages the template's NetworkPolicy"
+// +kubebuilder:printcolumn:name="Env Vars",type="string",JSONPath=".spec.envVarsInjectionPolicy",description="Whether claims may set environment variables",priority=1
+// +kubebuilder:printcolumn:name="Volumes",type="string",JSONPath=".spec.volumeClaimTemplatesPolicy",description="Whether claims may add volume claim templates",priority=1
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:validation:XValidation:rule="self.spec.networkPolicyManagement == 'Unmanaged' || size(self.metadata.name) <= 238",message="metadata.name must be at most 238 characters while spec.networkPolicyManagement is Managed: the template's NetworkPolicy is named <name>-network-policy, which must fit in 253"
+type SandboxTemplate struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the blueprint of the template's sandboxes and the policies for claims.
+	// +required
+	Spec SandboxTemplateSpec `json:"spec"`
+}
+
+// SandboxTemplateList is a list of SandboxTemplates.
+// +kubebuilder:object:root=true
+type SandboxTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the templates.
+	Items []SandboxTemplate `json:"items"`
+}

@@ -1,0 +1,249 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+)
+
+// Messages of the SandboxTemplate CRD's CEL rules.
+const msgTemplateName = "metadata.name must be at most 238 characters while spec.networkPolicyManagement is Managed"
+
+// agentSandboxTemplateManifest is a SandboxTemplate as agent-sandbox's documentation writes one.
+const agentSandboxTemplateManifest = `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: python-runtime-template
+spec:
+  podTemplate:
+    metadata:
+      labels:
+        app: python-runtime
+    spec:
+      containers:
+      - name: python-runtime
+        image: registry.invalid/python-runtime-sandbox:latest-main
+        ports:
+        - containerPort: 8888
+  networkPolicy:
+    ingress:
+    - from:
+      - podSelector:
+          matchLabels:
+            app: sandbox-router
+    egress: []
+`
+
+// templateDefaulted is the part of a SandboxTemplate's spec the API server defaults.
+type templateDefaulted struct {
+	NetworkPolicyManagement    extv1beta1.NetworkPolicyManagement
+	EnvVarsInjectionPolicy     extv1beta1.EnvVarsInjectionPolicy
+	VolumeClaimTemplatesPolicy extv1beta1.VolumeClaimTemplatesPolicy
+}
+
+func templateDefaultedOf(tpl *extv1beta1.SandboxTemplate) templateDefaulted {
+	return templateDefaulted{
+		NetworkPolicyManagement:    tpl.Spec.NetworkPolicyManagement,
+		EnvVarsInjectionPolicy:     tpl.Spec.EnvVarsInjectionPolicy,
+		VolumeClaimTemplatesPolicy: tpl.Spec.VolumeClaimTemplatesPolicy,
+	}
+}
+
+func TestSandboxTemplateDefaults(t *testing.T) {
+	ns := env.NewNamespace(t)
+	cases := map[string]struct {
+		template *templateWrapper
+		want     templateDefaulted
+	}{
+		"unset fields": {
+			template: makeTemplate("unset", ns),
+			want: templateDefaulted{
+				NetworkPolicyManagement:    extv1beta1.NetworkPolicyManagementManaged,
+				EnvVarsInjectionPolicy:     extv1beta1.EnvVarsInjectionPolicyDisallowed,
+				VolumeClaimTemplatesPolicy: extv1beta1.VolumeClaimTemplatesPolicyDisallowed,
+			},
+		},
+		"set fields are kept": {
+			template: makeTemplate("set", ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged).
+				EnvVarsInjectionPolicy(extv1beta1.EnvVarsInjectionPolicyOverrides).
+				VolumeClaimTemplatesPolicy(extv1beta1.VolumeClaimTemplatesPolicyAllowed),
+			want: templateDefaulted{
+				NetworkPolicyManagement:    extv1beta1.NetworkPolicyManagementUnmanaged,
+				EnvVarsInjectionPolicy:     extv1beta1.EnvVarsInjectionPolicyOverrides,
+				VolumeClaimTemplatesPolicy: extv1beta1.VolumeClaimTemplatesPolicyAllowed,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			tpl := tc.template.Obj()
+			if err := env.Client.Create(ctx, tpl); err != nil {
+				t.Fatalf("Creating template: %v", err)
+			}
+			got := &extv1beta1.SandboxTemplate{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tpl), got); err != nil {
+				t.Fatalf("Reading template back: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, templateDefaultedOf(got)); diff != "" {
+				t.Errorf("Defaulted fields as stored (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAgentSandboxTemplateManifest(t *testing.T) {
+	ns := env.NewNamespace(t)
+	ctx := t.Context()
+	if err := env.Client.Create(ctx, fromYAML(t, ns, agentSandboxTemplateManifest)); err != nil {
+		t.Fatalf("Creating agent-sandbox's SandboxTemplate: %v", err)
+	}
+	got := &extv1beta1.SandboxTemplate{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "python-runtime-template"}, got); err != nil {
+		t.Fatalf("Reading it back: %v", err)
+	}
+	want := templateDefaulted{
+		NetworkPolicyManagement:    extv1beta1.NetworkPolicyManagementManaged,
+		EnvVarsInjectionPolicy:     extv1beta1.EnvVarsInjectionPolicyDisallowed,
+		VolumeClaimTemplatesPolicy: extv1beta1.VolumeClaimTemplatesPolicyDisallowed,
+	}
+	if diff := cmp.Diff(want, templateDefaultedOf(got)); diff != "" {
+		t.Errorf("Defaulted fields (-want +got):\n%s", diff)
+	}
+	// An empty egress list (deny all egress) and an absent one mean the same, and the policy is
+	// kept: it is the presence of networkPolicy that replaces the secure default.
+	if got.Spec.NetworkPolicy == nil || len(got.Spec.NetworkPolicy.Ingress) != 1 || len(got.Spec.NetworkPolicy.Egress) != 0 {
+		t.Errorf("networkPolicy = %+v; want one ingress rule and no egress rule", got.Spec.NetworkPolicy)
+	}
+}
+
+func TestSandboxTemplateCreateValidation(t *testing.T) {
+	ns := env.NewNamespace(t)
+	longName := func(n int) string { return "t" + strings.Repeat("a", n-1) }
+	cases := map[string]struct {
+		obj      client.Object
+		wantErrs []string // empty: the object is accepted
+	}{
+		"managed, name of 238 characters": {
+			obj: makeTemplate(longName(238), ns).Obj(),
+		},
+		"managed, name of 239 characters": {
+			obj:      makeTemplate(longName(239), ns).Obj(),
+			wantErrs: []string{msgTemplateName},
+		},
+		"unmanaged, name of 253 characters": {
+			obj: makeTemplate(longName(253), ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged).Obj(),
+		},
+		"name with dots": {
+			obj: makeTemplate("python.v2", ns).Obj(),
+		},
+		"network policy rules": {
+			obj: makeTemplate("rules", ns).NetworkPolicy(&extv1beta1.NetworkPolicySpec{
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
+					PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "router"}},
+				}}}},
+				Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{
+					IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8"}},
+				}}}},
+			}).Obj(),
+		},
+		"65 ingress rules": {
+			obj: makeTemplate("many-rules", ns).NetworkPolicy(&extv1beta1.NetworkPolicySpec{
+				Ingress: make([]networkingv1.NetworkPolicyIngressRule, 65),
+			}).Obj(),
+			wantErrs: []string{"spec.networkPolicy.ingress", "must have at most 64 items"},
+		},
+		"unknown networkPolicyManagement": {
+			obj:      makeTemplate("np-auto", ns).NetworkPolicyManagement("Auto").Obj(),
+			wantErrs: []string{"spec.networkPolicyManagement", `Unsupported value: "Auto"`},
+		},
+		"unknown envVarsInjectionPolicy": {
+			obj:      makeTemplate("env-always", ns).EnvVarsInjectionPolicy("Always").Obj(),
+			wantErrs: []string{"spec.envVarsInjectionPolicy", `Unsupported value: "Always"`},
+		},
+		"unknown volumeClaimTemplatesPolicy": {
+			obj:      makeTemplate("vct-merge", ns).VolumeClaimTemplatesPolicy("Merge").Obj(),
+			wantErrs: []string{"spec.volumeClaimTemplatesPolicy", `Unsupported value: "Merge"`},
+		},
+		"volume claim templates with distinct names": {
+			obj: makeTemplate("vct-distinct", ns).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("cache", "1Gi").Obj(),
+		},
+		"volume claim templates with the same name": {
+			obj:      makeTemplate("vct-same", ns).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("data", "2Gi").Obj(),
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTUnique},
+		},
+		"volume claim template with an invalid name": {
+			obj:      makeTemplate("vct-invalid", ns).VolumeClaimTemplate("Data", "1Gi").Obj(),
+			wantErrs: []string{"spec.volumeClaimTemplates[0]", msgVCTName},
+		},
+		"no podTemplate": {
+			obj: fromYAML(t, ns, `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: no-pod-template
+spec:
+  envVarsInjectionPolicy: Allowed
+`),
+			wantErrs: []string{"spec.podTemplate: Required value"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := env.Client.Create(t.Context(), tc.obj)
+			checkErr(t, "Creating template "+tc.obj.GetName(), err, tc.wantErrs)
+		})
+	}
+}
+
+func TestSandboxTemplateUpdateValidation(t *testing.T) {
+	ns := env.NewNamespace(t)
+	long := "t" + strings.Repeat("a", 238) // 239 characters
+	cases := map[string]struct {
+		template *templateWrapper
+		update   func(*extv1beta1.SandboxTemplate)
+		wantErrs []string // empty: the update is accepted
+	}{
+		"managing the network policy of a template with a long name": {
+			template: makeTemplate(long, ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged),
+			update: func(tpl *extv1beta1.SandboxTemplate) {
+				tpl.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementManaged
+			},
+			wantErrs: []string{msgTemplateName},
+		},
+		// A template's volume claim templates, unlike a Sandbox's, may change: they apply to
+		// sandboxes built afterwards.
+		"changing volume claim templates": {
+			template: makeTemplate("vct-change", ns).VolumeClaimTemplate("data", "1Gi"),
+			update: func(tpl *extv1beta1.SandboxTemplate) {
+				tpl.Spec.VolumeClaimTemplates[0].Metadata.Name = "workspace"
+			},
+		},
+		"changing the pod template and policies": {
+			template: makeTemplate("change", ns),
+			update: func(tpl *extv1beta1.SandboxTemplate) {
+				tpl.Spec.PodTemplate.Spec.Containers[0].Image = "registry.invalid/other:2"
+				tpl.Spec.EnvVarsInjectionPolicy = extv1beta1.EnvVarsInjectionPolicyAllowed
+				tpl.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			tpl := tc.template.Obj()
+			if err := env.Client.Create(ctx, tpl); err != nil {
+				t.Fatalf("Creating template: %v", err)
+			}
+			tc.update(tpl)
+			checkErr(t, "Updating template", env.Client.Update(ctx, tpl), tc.wantErrs)
+		})
+	}
+}
