@@ -62,7 +62,8 @@ func newDevUp(f *devFlags) *cobra.Command {
 Steps: check the host (root, cgroup controllers, free ports, free pod subnet), install missing
 Debian packages (runc, containernetworking-plugins, busybox-static, iproute2, patch), build the
 pinned binaries that are not cached yet (10-40 minutes the first time on 2 cores, depending on load; seconds
-after), build the local images (kubox.local/busybox:dev, kubox.local/pause:dev), then start
+after), build the local images (kubox.local/busybox:dev, kubox.local/pause:dev,
+kubox.local/python:dev), then start
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd and the kubelet, register
 the RuntimeClasses runc and gvisor and the default StorageClass "standard", apply
 config/crd/bases and start bin/kubox-controller.
@@ -131,10 +132,11 @@ environment is not healthy.`,
 func newDevImages(f *devFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "images",
-		Short: "Build the local images (busybox, pause) into the image cache and print where they are",
+		Short: "Build the local images (busybox, pause, python) into the image cache and print where they are",
 		Long: `Build the single-layer images the local node uses, without a registry or a base image:
-kubox.local/busybox:dev (Debian's busybox-static with a symlink per applet) and
-kubox.local/pause:dev (hack/images/pause, the pod sandbox image). They are written as
+kubox.local/busybox:dev (Debian's busybox-static with a symlink per applet),
+kubox.local/pause:dev (hack/images/pause, the pod sandbox image) and kubox.local/python:dev
+(a Debian bookworm rootfs with python3, made by mmdebstrap; needs root). They are written as
 docker-archive tarballs into ~/.cache/kubox/images/<key>/, keyed by their inputs; a complete
 folder is reused. "kubox dev up" does this itself and imports them into containerd.`,
 		Args: cobra.NoArgs,
@@ -148,7 +150,8 @@ folder is reused. "kubox dev up" does this itself and imports them into containe
 				return err
 			}
 			state := map[bool]string{true: "cached", false: "built"}[cached]
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n%s %s\n(%s)\n", devenv.BusyboxImage, imgs.Busybox, devenv.SandboxImage, imgs.Pause, state)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n%s %s\n%s %s\n(%s)\n", devenv.BusyboxImage, imgs.Busybox,
+				devenv.SandboxImage, imgs.Pause, devenv.PythonImage, imgs.Python, state)
 			return err
 		},
 	}

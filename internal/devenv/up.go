@@ -90,12 +90,13 @@ func (e *env) tools() error {
 }
 
 func (e *env) images() error {
-	imgs, cached, err := BuildImages(e.c.RepoDir, e.c.ImagesDir, "/bin/busybox")
+	imgs, cached, err := BuildImagesProgress(e.p, e.c.RepoDir, e.c.ImagesDir, "/bin/busybox")
 	if err != nil {
 		return err
 	}
 	e.imgs = imgs
-	e.p.Say("images %s (%s): %s, %s", map[bool]string{true: "cached", false: "built"}[cached], imgs.Dir, BusyboxImage, SandboxImage)
+	e.p.Say("images %s (%s): %s, %s, %s", map[bool]string{true: "cached", false: "built"}[cached], e.c.ImagesDir,
+		BusyboxImage, SandboxImage, PythonImage)
 	return nil
 }
 
@@ -181,12 +182,13 @@ func (e *env) node(ctx context.Context, plan map[string]Component) error {
 	if err := e.run(ctx, plan[Containerd], 30*time.Second, e.ctrReady); err != nil {
 		return err
 	}
-	for _, img := range []string{e.imgs.Pause, e.imgs.Busybox} {
+	start := time.Now()
+	for _, img := range []string{e.imgs.Pause, e.imgs.Busybox, e.imgs.Python} {
 		if _, err := e.ctr("images", "import", img); err != nil {
 			return fmt.Errorf("import %s into containerd: %w", img, err)
 		}
 	}
-	e.p.Say("images imported into containerd (namespace k8s.io)")
+	e.p.Say("images imported into containerd (namespace k8s.io) in %s", time.Since(start).Round(100*time.Millisecond))
 	if err := e.run(ctx, plan[Kubelet], 60*time.Second, HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", e.c.Ports.KubeletHealthz))); err != nil {
 		return err
 	}
@@ -288,9 +290,9 @@ kubox dev environment
   node        %[4]s, IP %[5]s; pods on bridge %[6]s %[7]s, reachable from this host by pod IP
   runtimes    RuntimeClass runc (default) and gvisor (handler runsc)
   storage     StorageClass %[8]s (default; hostPath volumes under /tmp/hostpath_pv)
-  images      %[9]s, %[10]s (use imagePullPolicy: Never or IfNotPresent)
+  images      %[9]s, %[10]s, %[14]s (use imagePullPolicy: Never or IfNotPresent)
   state       %[11]s   logs %[12]s/<component>.log   pidfiles %[13]s
   status      kubox dev status        stop and remove: kubox dev down
 `, l.Kubeconfig, l.Bin, c.Ports.APIServer, c.NodeName, c.NodeIP(), c.Bridge, c.PodSubnet,
-		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids)
+		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids, PythonImage)
 }
