@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
 // ControllerUIDKey indexes objects by the UID of their controller owner reference.
@@ -24,8 +26,19 @@ func ControllerUID(obj client.Object) []string {
 
 // Setup registers every index on the manager's field indexer.
 func Setup(ctx context.Context, fi client.FieldIndexer) error {
-	if err := fi.IndexField(ctx, &corev1.Pod{}, ControllerUIDKey, ControllerUID); err != nil {
-		return fmt.Errorf("indexing Pods by controller UID: %w", err)
+	for _, obj := range []client.Object{&corev1.Pod{}, &sandboxv1beta1.Sandbox{}} {
+		if err := fi.IndexField(ctx, obj, ControllerUIDKey, ControllerUID); err != nil {
+			return fmt.Errorf("indexing %T by controller UID: %w", obj, err)
+		}
+	}
+	// One entry per controller whose indexes live in a file of their own: setup<Kind>.
+	for _, setup := range []func(context.Context, client.FieldIndexer) error{
+		setupSandboxClaim,
+		setupSandboxWarmPool,
+	} {
+		if err := setup(ctx, fi); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -28,6 +29,9 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
+	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
+	"github.com/kubox-dev/kubox/internal/controller/sandboxtemplate"
+	"github.com/kubox-dev/kubox/internal/controller/sandboxwarmpool"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
 
@@ -63,7 +67,8 @@ func managedLabelSelector() labels.Selector {
 }
 
 // CacheOptions scopes the Pod, Service and PersistentVolumeClaim informers to objects carrying
-// the name-hash label, so the cache holds kubox's objects and not the rest of the cluster's,
+// the name-hash label (and the NetworkPolicy informer to the templates' policies, labelled with
+// the template-ref hash), so the cache holds kubox's objects and not the rest of the cluster's,
 // strips managedFields from everything, and keeps of each Pod only what the Sandbox status needs.
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: managedLabelSelector()}
@@ -75,6 +80,7 @@ func CacheOptions() cache.Options {
 			&corev1.Pod{}:                   pods,
 			&corev1.Service{}:               managed,
 			&corev1.PersistentVolumeClaim{}: managed,
+			&networkingv1.NetworkPolicy{}:   sandboxtemplate.NetworkPolicyCache(),
 		},
 	}
 }
@@ -140,6 +146,9 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 func setupExtensions(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
 	for _, setup := range []func(ctrl.Manager, *configv1alpha1.ControllerConfiguration, controller.Options) error{
 		// One entry per extension controller package: <package>.Setup.
+		sandboxtemplate.Setup,
+		sandboxwarmpool.Setup,
+		sandboxclaim.Setup,
 	} {
 		if err := setup(mgr, cfg, opts); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -154,12 +155,19 @@ func TestCacheOptionsScopeChildrenByNameHashLabel(t *testing.T) {
 	opts := CacheOptions()
 	labelled := labels.Set{sandboxv1beta1.SandboxNameHashLabel: "374de8f5"}
 	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
+			np := labels.Set{sandboxv1beta1.SandboxTemplateRefHashLabel: "374de8f5"}
+			if by.Label == nil || !by.Label.Matches(np) || by.Label.Matches(labelled) {
+				t.Errorf("NetworkPolicy cache selector %v must select exactly policies with %s", by.Label, sandboxv1beta1.SandboxTemplateRefHashLabel)
+			}
+			continue
+		}
 		if by.Label == nil || !by.Label.Matches(labelled) || by.Label.Matches(labels.Set{"app": "x"}) {
 			t.Errorf("%T: cache selector %v must select exactly objects with %s", obj, by.Label, sandboxv1beta1.SandboxNameHashLabel)
 		}
 	}
-	if len(opts.ByObject) != 3 {
-		t.Errorf("ByObject has %d entries, want Pods, Services and PersistentVolumeClaims", len(opts.ByObject))
+	if len(opts.ByObject) != 4 {
+		t.Errorf("ByObject has %d entries, want Pods, Services, PersistentVolumeClaims and NetworkPolicies", len(opts.ByObject))
 	}
 	if opts.DefaultTransform == nil {
 		t.Error("DefaultTransform is nil; managedFields would be cached")

@@ -1,0 +1,81 @@
+package sandboxclaim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+func TestValidateAdditionalPodMetadata(t *testing.T) {
+	tpl := sandboxv1beta1.PodMetadata{
+		Labels:      map[string]string{"sandbox.users.io/team": "a"},
+		Annotations: map[string]string{"example.com/owner": "ops"},
+	}
+	domains := []string{"sandbox.users.io", "example.com"}
+	md := func(labels, annotations map[string]string) extv1beta1.AdditionalPodMetadata {
+		return extv1beta1.AdditionalPodMetadata{Labels: labels, Annotations: annotations}
+	}
+	cases := map[string]struct {
+		md          extv1beta1.AdditionalPodMetadata
+		wantMessage string // "" means valid; otherwise a substring of the InvalidMetadata message
+	}{
+		"nothing is valid": {},
+		"labels in allowed domains and subdomains, and the template's own values, are valid": {
+			md: md(map[string]string{"sandbox.users.io/user": "u1", "eu.example.com/zone": "z", "sandbox.users.io/team": "a"},
+				map[string]string{"example.com/owner": "ops", "safe": "yes", extv1beta1.SafeToEvictAnnotation: "false"}),
+		},
+		"a label without a domain is rejected": {
+			md: md(map[string]string{"app": "sandbox-router"}, nil), wantMessage: "key app is not in an allowed label domain",
+		},
+		"a label in another domain is rejected": {
+			md: md(map[string]string{"evil.io/x": "1"}, nil), wantMessage: "key evil.io/x is not in an allowed label domain",
+		},
+		"a domain that merely ends like an allowed one is rejected": {
+			md: md(map[string]string{"notexample.com/x": "1"}, nil), wantMessage: "key notexample.com/x",
+		},
+		"a reserved label is rejected": {
+			md: md(map[string]string{"agents.x-k8s.io/claim-uid": "x"}, nil), wantMessage: "agents.x-k8s.io/claim-uid is reserved",
+		},
+		"a label overriding the template's value is rejected": {
+			md: md(map[string]string{"sandbox.users.io/team": "b"}, nil), wantMessage: `would override the value "a"`,
+		},
+		"an annotation overriding the template's value is rejected": {
+			md: md(nil, map[string]string{"example.com/owner": "me"}), wantMessage: `would override the value "ops"`,
+		},
+		"a reserved annotation is rejected": {
+			md: md(nil, map[string]string{"kubernetes.io/x": "1"}), wantMessage: "kubernetes.io/x is reserved",
+		},
+		"the first offending key, in order, is named": {
+			md: md(map[string]string{"z.io/b": "1", "a.io/a": "1"}, nil), wantMessage: "key a.io/a",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := validateAdditionalPodMetadata(tc.md, tpl, domains, "python")
+			switch {
+			case tc.wantMessage == "" && f != nil:
+				t.Errorf("validateAdditionalPodMetadata() = %v; want valid", f)
+			case tc.wantMessage != "" && (f == nil || f.reason != "InvalidMetadata" || !strings.Contains(f.message, tc.wantMessage)):
+				t.Errorf("validateAdditionalPodMetadata() = %v; want InvalidMetadata containing %q", f, tc.wantMessage)
+			}
+		})
+	}
+}
+
+func TestWithAdditionalPodMetadata(t *testing.T) {
+	tpl := sandboxv1beta1.PodMetadata{Labels: map[string]string{"a": "1"}}
+	got := withAdditionalPodMetadata(tpl, extv1beta1.AdditionalPodMetadata{
+		Labels: map[string]string{"b": "2"}, Annotations: map[string]string{"c": "3"},
+	})
+	want := sandboxv1beta1.PodMetadata{Labels: map[string]string{"a": "1", "b": "2"}, Annotations: map[string]string{"c": "3"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("withAdditionalPodMetadata() mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"a": "1"}, tpl.Labels); diff != "" {
+		t.Errorf("the template's labels were changed (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,126 @@
+package sandboxclaim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/blueprint"
+)
+
+// createPendingRetry is how soon a claim whose Sandbox name was taken by an object that vanished
+// before it could be read tries again.
+const createPendingRetry = 200 * time.Millisecond
+
+// acquireCold implements the cold path: it creates a Sandbox named like the claim from the
+// template, with the claim's env, volume claim templates and pod metadata merged in as the
+// template allows. A Sandbox of that name that the claim does not control is never touched: the
+// claim reports AdoptionConflict.
+func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxClaim, src *source, obs *observed) error {
+	sb, f := buildColdSandbox(claim, src.template)
+	if f != nil {
+		obs.failure = f
+		return nil
+	}
+	existing := &sandboxv1beta1.Sandbox{}
+	found, err := r.getCached(ctx, claim.Namespace, claim.Name, existing)
+	if err != nil {
+		return err
+	}
+	if found {
+		r.takeExisting(claim, existing, obs)
+		return nil
+	}
+	if err := controllerutil.SetControllerReference(claim, sb, r.scheme); err != nil {
+		return fmt.Errorf("setting the owner of Sandbox %s: %w", sb.Name, err)
+	}
+	cctx, span := r.tracer.Start(ctx, spanCreate)
+	err = r.client.Create(cctx, sb, client.FieldOwner(FieldManager))
+	span.End()
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// The cache had not seen it yet.
+		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}, existing)
+		switch {
+		case apierrors.IsNotFound(err):
+			obs.failure = fail(extv1beta1.ClaimReasonSandboxCreatePending,
+				"Sandbox %s was being created or deleted by someone else; retrying", claim.Name)
+			obs.requeueSoon(createPendingRetry)
+		case err != nil:
+			return fmt.Errorf("reading existing Sandbox %s: %w", claim.Name, err)
+		default:
+			r.takeExisting(claim, existing, obs)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("creating Sandbox %s: %w", sb.Name, err)
+	}
+	now := r.clock.Now()
+	r.memory.expect(claim.UID, sb.Name)
+	r.timeline.bound(claim.UID, now)
+	obs.sandbox = sb
+	obs.acquired = &acquisition{launchType: extv1beta1.LaunchTypeCold, template: src.template.Name, warmPool: src.poolName(), at: now}
+	obs.events = append(obs.events, claimEvent{related: sb, eventType: corev1.EventTypeNormal, reason: EventSandboxProvisioned, action: "Create",
+		note: fmt.Sprintf("Created Sandbox %s from SandboxTemplate %s", sb.Name, src.template.Name)})
+	return nil
+}
+
+// takeExisting uses the Sandbox named like the claim when the claim controls it (this controller
+// created it and the index has not caught up), and otherwise reports the conflict.
+func (r *Reconciler) takeExisting(claim *extv1beta1.SandboxClaim, existing *sandboxv1beta1.Sandbox, obs *observed) {
+	if metav1.IsControlledBy(existing, claim) {
+		obs.sandbox = existing
+		r.memory.expect(claim.UID, existing.Name)
+		return
+	}
+	owner := "nothing"
+	if ref := metav1.GetControllerOf(existing); ref != nil {
+		owner = fmt.Sprintf("%s %s", ref.Kind, ref.Name)
+	}
+	obs.failure = fail(extv1beta1.ClaimReasonAdoptionConflict,
+		"Sandbox %s already exists and is controlled by %s, not by this claim; it is left alone: delete it, or use another claim name",
+		existing.Name, owner)
+}
+
+// buildColdSandbox returns the Sandbox the cold path creates for claim from tpl (without its
+// owner reference), or the failure that forbids it: the claim's env or volume claim templates
+// that the template's policies do not allow.
+func buildColdSandbox(claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTemplate) (*sandboxv1beta1.Sandbox, *failure) {
+	bp := blueprint.FromTemplate(tpl)
+	if f := mergeEnv(&bp.PodTemplate.Spec, claim.Spec.Env, tpl.Spec.EnvVarsInjectionPolicy, tpl.Name); f != nil {
+		return nil, f
+	}
+	vcts, f := mergeVolumeClaimTemplates(bp.VolumeClaimTemplates, claim.Spec.VolumeClaimTemplates, tpl.Spec.VolumeClaimTemplatesPolicy, tpl.Name)
+	if f != nil {
+		return nil, f
+	}
+	bp.VolumeClaimTemplates = vcts
+	bp.PodTemplate.Metadata = withAdditionalPodMetadata(bp.PodTemplate.Metadata, claim.Spec.AdditionalPodMetadata)
+	annotations := map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tpl.Name}
+	if tc := claim.Annotations[sandboxv1beta1.TraceContextAnnotation]; tc != "" {
+		annotations[sandboxv1beta1.TraceContextAnnotation] = tc
+	}
+	return &sandboxv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      claim.Name,
+			Namespace: claim.Namespace,
+			Labels: map[string]string{
+				sandboxv1beta1.ClaimUIDLabel:               string(claim.UID),
+				sandboxv1beta1.LaunchTypeLabel:             extv1beta1.LaunchTypeCold,
+				sandboxv1beta1.SandboxTemplateRefHashLabel: sandboxv1beta1.NameHash(tpl.Name),
+				sandboxv1beta1.CreatedByLabel:              extv1beta1.CreatedByController,
+			},
+			Annotations: annotations,
+		},
+		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: bp},
+	}, nil
+}

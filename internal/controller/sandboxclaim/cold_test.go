@@ -1,0 +1,84 @@
+package sandboxclaim
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
+)
+
+func TestBuildColdSandbox(t *testing.T) {
+	tpl := makeTemplate().EnvPolicy(extv1beta1.EnvVarsInjectionPolicyAllowed).VCTPolicy(extv1beta1.VolumeClaimTemplatesPolicyAllowed).
+		PodLabel("sandbox.users.io/team", "a").VolumeClaimTemplate("workspace", "1Gi").Obj()
+	claim := makeClaim().Env("TOKEN", "x", "").VolumeClaimTemplate("cache", "2Gi").PodLabel("sandbox.users.io/user", "u1").
+		Annotation("opentelemetry.io/trace-context", `{"traceparent":"t"}`).Obj()
+
+	got, f := buildColdSandbox(claim, tpl)
+	if f != nil {
+		t.Fatalf("buildColdSandbox() failure = %v", f)
+	}
+	spec := testutil.MakeSandbox("blueprint", testNS).Obj().Spec.PodTemplate.Spec
+	spec.AutomountServiceAccountToken = ptr.To(false)
+	spec.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", Value: "x"}}
+	want := &sandboxv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: testClaim, Namespace: testNS,
+			Labels: map[string]string{
+				"agents.x-k8s.io/claim-uid":                 string(testClaimUID),
+				"agents.x-k8s.io/launch-type":               "cold",
+				"agents.x-k8s.io/sandbox-template-ref-hash": sandboxv1beta1.NameHash(testTemplate),
+				"agents.x-k8s.io/created-by":                "controller",
+			},
+			Annotations: map[string]string{
+				"agents.x-k8s.io/sandbox-template-ref": testTemplate,
+				"opentelemetry.io/trace-context":       `{"traceparent":"t"}`,
+			},
+		},
+		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{
+			PodTemplate: sandboxv1beta1.PodTemplate{
+				Metadata: sandboxv1beta1.PodMetadata{Labels: map[string]string{"sandbox.users.io/team": "a", "sandbox.users.io/user": "u1"}},
+				Spec:     spec,
+			},
+			VolumeClaimTemplates: []sandboxv1beta1.PersistentVolumeClaimTemplate{
+				testutil.MakeVolumeClaimTemplate("workspace", "1Gi"), testutil.MakeVolumeClaimTemplate("cache", "2Gi"),
+			},
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("buildColdSandbox() mismatch (-want +got):\n%s", diff)
+	}
+	if len(tpl.Spec.PodTemplate.Spec.Containers[0].Env) != 0 || len(tpl.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("buildColdSandbox() changed the template: %+v", tpl.Spec)
+	}
+}
+
+func TestBuildColdSandboxFailures(t *testing.T) {
+	cases := map[string]struct {
+		claim      *extv1beta1.SandboxClaim
+		template   *extv1beta1.SandboxTemplate
+		wantReason string
+	}{
+		"env the template does not allow": {
+			claim: makeClaim().Env("TOKEN", "x", "").Obj(), template: makeTemplate().Obj(),
+			wantReason: extv1beta1.ClaimReasonEnvVarsInjectionRejected,
+		},
+		"volume claim templates the template does not allow": {
+			claim: makeClaim().VolumeClaimTemplate("cache", "1Gi").Obj(), template: makeTemplate().Obj(),
+			wantReason: extv1beta1.ClaimReasonVolumeClaimTemplatesError,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sb, f := buildColdSandbox(tc.claim, tc.template)
+			if sb != nil || f == nil || f.reason != tc.wantReason {
+				t.Errorf("buildColdSandbox() = %v, %v; want no sandbox and reason %s", sb, f, tc.wantReason)
+			}
+		})
+	}
+}

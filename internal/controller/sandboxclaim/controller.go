@@ -1,0 +1,226 @@
+package sandboxclaim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/metrics"
+)
+
+// Name is the controller's name in logs, metrics and events.
+const Name = "sandboxclaim"
+
+// FieldManager is the field manager of every object the controller writes.
+const FieldManager = "kubox-sandboxclaim-controller"
+
+// Event reasons.
+const (
+	// EventSandboxAdopted: a ready member of the claim's warm pool was bound to the claim.
+	EventSandboxAdopted = "SandboxAdopted"
+	// EventSandboxProvisioned: a Sandbox was created for the claim (cold start).
+	EventSandboxProvisioned = "SandboxProvisioned"
+	// EventClaimExpired: the claim reached its expiry; its shutdownPolicy was applied.
+	EventClaimExpired = "ClaimExpired"
+	// EventDuplicateSandboxDeleted: the claim had two sandboxes, acquired by two controller
+	// replicas at once; the one its status does not name was deleted.
+	EventDuplicateSandboxDeleted = "DuplicateSandboxDeleted"
+)
+
+// conflictRetry is how soon a claim whose status write met a newer version is looked at again,
+// should that version's own event not come first.
+const conflictRetry = 250 * time.Millisecond
+
+// Reconciler reconciles SandboxClaims.
+type Reconciler struct {
+	client              client.Client
+	apiReader           client.Reader
+	scheme              *runtime.Scheme
+	recorder            events.EventRecorder
+	clock               clock.PassiveClock
+	tracer              trace.Tracer
+	allowedLabelDomains []string
+
+	reservations *reservations
+	memory       *claimMemory
+	timeline     *timeline
+	hashes       *templateHashes
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// NewReconciler returns a Reconciler. c reads from the informer cache; apiReader reads from the
+// API server, only when the cache cannot say whether a claim's sandbox still exists.
+// allowedLabelDomains are the domains a label of a claim's additionalPodMetadata may have.
+func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
+	clk clock.PassiveClock, tp trace.TracerProvider, allowedLabelDomains []string) *Reconciler {
+	return &Reconciler{
+		client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
+		tracer:              tp.Tracer(TracerName),
+		allowedLabelDomains: allowedLabelDomains,
+		reservations:        newReservations(clk),
+		memory:              newClaimMemory(clk),
+		timeline:            newTimeline(clk),
+		hashes:              newTemplateHashes(),
+	}
+}
+
+// Setup registers the SandboxClaim controller and its metrics with mgr, with cfg's settings and
+// the global OpenTelemetry tracer provider (a no-op unless the binary configures an exporter).
+func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
+	if err := metrics.RegisterClaimMetrics(); err != nil {
+		return fmt.Errorf("registering the %s metrics: %w", Name, err)
+	}
+	opts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.SandboxClaim.Workers, configv1alpha1.DefaultClaimWorkers))
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder(Name),
+		clock.RealClock{}, otel.GetTracerProvider(), cfg.Controllers.SandboxClaim.AllowedLabelDomains)
+	if err := r.SetupWithManager(mgr, opts); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims/finalizers,verbs=update
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxwarmpools;sandboxtemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile gives one claim a sandbox, mirrors its readiness and enforces its lifecycle.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	claim := &extv1beta1.SandboxClaim{}
+	if err := r.client.Get(ctx, req.NamespacedName, claim); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if claim.DeletionTimestamp != nil || r.memory.cacheBehind(claim.UID, claim.ResourceVersion) {
+		// Being deleted: its sandbox goes with it. Cache behind this controller's own status
+		// write: the newer version's event comes next.
+		return ctrl.Result{}, nil
+	}
+	ctx, span := r.startSpan(ctx, claim)
+	defer span.End()
+	r.timeline.reconciled(claim)
+
+	obs := &observed{}
+	for _, phase := range []func(context.Context, *extv1beta1.SandboxClaim, *observed) error{
+		r.observeSandbox, r.reconcileLifecycle, r.acquireSandbox,
+	} {
+		if err := phase(ctx, claim, obs); err != nil {
+			obs.err = err
+			break
+		}
+	}
+	if obs.deleted {
+		return ctrl.Result{}, nil
+	}
+	res, err := r.writeStatus(ctx, claim, obs)
+	if obs.err != nil {
+		span.SetStatus(codes.Error, obs.err.Error())
+		return ctrl.Result{}, obs.err
+	}
+	return res, err
+}
+
+// acquireSandbox gives a claim that has none, and may have one, a sandbox: a warm pool member
+// when the claim names a pool and sets no env or volume claim templates, and one created cold
+// otherwise, or when the pool has no ready fresh member.
+func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) error {
+	if obs.sandbox != nil || obs.failure != nil || obs.waiting || obs.expiredAt != nil || obs.deleted {
+		return nil
+	}
+	src, f, err := r.resolveSource(ctx, claim)
+	if err != nil {
+		return err
+	}
+	if f != nil {
+		obs.failure = f
+		return nil
+	}
+	if f := validateAdditionalPodMetadata(claim.Spec.AdditionalPodMetadata, src.template.Spec.PodTemplate.Metadata,
+		r.allowedLabelDomains, src.template.Name); f != nil {
+		obs.failure = f
+		return nil
+	}
+	if src.pool != nil && len(claim.Spec.Env) == 0 && len(claim.Spec.VolumeClaimTemplates) == 0 {
+		if settled, err := r.acquireWarm(ctx, claim, src, obs); err != nil || settled {
+			return err
+		}
+	}
+	if err := r.acquireCold(ctx, claim, src, obs); err != nil {
+		return err
+	}
+	if a := obs.acquired; a != nil {
+		metrics.CountClaimCreation(metrics.ClaimCreation{Namespace: claim.Namespace, Template: a.template,
+			LaunchType: a.launchType, WarmPool: a.warmPool, Ready: a.ready, CreatedBy: claim.Labels[sandboxv1beta1.CreatedByLabel]})
+	}
+	return nil
+}
+
+// writeStatus computes the claim's status from obs and writes it when it changed, with the
+// resourceVersion the pass read: a conflict means a newer claim, whose event requeues it. Then it
+// emits the pass's events and, on the claim's first Ready, its latency metrics.
+func (r *Reconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) (ctrl.Result, error) {
+	if obs.sandbox != nil && isSandboxReady(obs.sandbox) {
+		r.timeline.sandboxReady(claim.UID)
+	}
+	defer r.emit(claim, obs)
+	res := ctrl.Result{RequeueAfter: obs.requeueAfter}
+	st := computeStatus(claim, obs, metav1.NewTime(r.clock.Now()))
+	if equality.Semantic.DeepEqual(st, claim.Status) {
+		return res, nil
+	}
+	wasReady := isReady(claim.Status.Conditions)
+	base := claim.ResourceVersion
+	claim.Status = st
+	wctx, span := r.tracer.Start(ctx, spanWriteStatus)
+	err := r.client.Status().Update(wctx, claim, client.FieldOwner(FieldManager))
+	span.End()
+	switch {
+	case apierrors.IsConflict(err):
+		ctrl.LoggerFrom(ctx).V(1).Info("Status write met a newer SandboxClaim; retrying", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, nil
+	case err != nil:
+		return res, fmt.Errorf("writing the status of SandboxClaim %s: %w", claim.Name, err)
+	}
+	r.memory.statusWritten(claim.UID, base)
+	if !wasReady && isReady(st.Conditions) {
+		r.recordFirstReady(claim, obs.sandbox, r.clock.Now())
+	}
+	return res, nil
+}
+
+// claimEvent is an event a pass emits once it has written the status.
+type claimEvent struct {
+	related   runtime.Object
+	eventType string
+	reason    string
+	action    string
+	note      string
+}
+
+func (r *Reconciler) emit(claim *extv1beta1.SandboxClaim, obs *observed) {
+	for _, e := range obs.events {
+		r.recorder.Eventf(claim, e.related, e.eventType, e.reason, e.action, "%s", e.note)
+	}
+}

@@ -1,0 +1,137 @@
+package sandboxclaim
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+// observed is what one reconcile pass saw of a claim's sandbox and what it did about it.
+type observed struct {
+	// sandbox is the Sandbox the claim controls, or nil.
+	sandbox *sandboxv1beta1.Sandbox
+	// sandboxName is the name of the sandbox the claim was bound to, when that sandbox is gone
+	// (with failure SandboxMissing).
+	sandboxName string
+	// failure says why the claim has no sandbox, with one of the claim reasons; nil when none.
+	failure *failure
+	// waiting is true when the pass could not decide yet (a bind in flight in another worker, the
+	// cache behind a write of this controller): the status is left as it is and the claim is
+	// looked at again shortly.
+	waiting bool
+	// expiredAt is when the claim expired, when it did under shutdownPolicy Retain.
+	expiredAt *time.Time
+	// deleted is true when the pass deleted the claim (shutdownPolicy Delete or
+	// DeleteForeground): there is no status to write.
+	deleted bool
+	// acquired describes the sandbox this pass bound or created, for events and metrics.
+	acquired *acquisition
+	// events are emitted once the status is written.
+	events []claimEvent
+	// requeueAfter is when the claim must be looked at again without any event (expiry), 0 for never.
+	requeueAfter time.Duration
+	// err is the pass's error, reported as Ready=False/ReconcilerError.
+	err error
+}
+
+// failure is a reason, one of the claim reasons of extv1beta1, and a message saying what to do.
+type failure struct {
+	reason  string
+	message string
+}
+
+func (f *failure) Error() string { return f.reason + ": " + f.message }
+
+func fail(reason, format string, args ...any) *failure {
+	return &failure{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// acquisition is a sandbox a pass bound from a pool (warm) or created (cold).
+type acquisition struct {
+	launchType string
+	template   string
+	warmPool   string
+	ready      bool
+	at         time.Time
+}
+
+// requeueSoon keeps the earliest positive delay of d and the one already in obs.
+func (obs *observed) requeueSoon(d time.Duration) {
+	if d > 0 && (obs.requeueAfter == 0 || d < obs.requeueAfter) {
+		obs.requeueAfter = d
+	}
+}
+
+// computeStatus returns the claim's status given what this pass observed. It is a pure function of
+// the claim and obs, except that condition transition times are kept while a condition's status
+// does not change, and the Finished condition, once mirrored, outlives the sandbox (it starts
+// ttlSecondsAfterFinished).
+func computeStatus(claim *extv1beta1.SandboxClaim, obs *observed, now metav1.Time) extv1beta1.SandboxClaimStatus {
+	if obs.waiting && obs.sandbox == nil && obs.failure == nil && obs.err == nil && obs.expiredAt == nil {
+		return *claim.Status.DeepCopy()
+	}
+	st := extv1beta1.SandboxClaimStatus{
+		ObservedGeneration: claim.Generation,
+		Conditions:         append([]metav1.Condition(nil), claim.Status.Conditions...),
+		Sandbox:            extv1beta1.ClaimSandboxStatus{Name: claim.Status.Sandbox.Name},
+	}
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = claim.Generation
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = now
+		}
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+
+	if sb := obs.sandbox; sb != nil {
+		st.Sandbox.Name = sb.Name
+		if obs.expiredAt == nil && sb.DeletionTimestamp == nil {
+			st.Sandbox.PodIPs = append([]string(nil), sb.Status.PodIPs...)
+		}
+		if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionFinished); c != nil {
+			set(metav1.Condition{Type: extv1beta1.ClaimConditionFinished, Status: c.Status, Reason: c.Reason,
+				Message: c.Message, LastTransitionTime: c.LastTransitionTime})
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, extv1beta1.ClaimConditionFinished)
+		}
+	} else if obs.sandboxName != "" {
+		st.Sandbox.Name = obs.sandboxName
+	}
+	set(readyCondition(obs))
+	return st
+}
+
+// readyCondition is the claim's Ready condition: a claim reason when the claim has expired, has
+// failed or has no sandbox, and otherwise its sandbox's Ready condition as it is.
+func readyCondition(obs *observed) metav1.Condition {
+	notReady := func(reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: extv1beta1.ClaimConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+	}
+	switch {
+	case obs.expiredAt != nil:
+		return notReady(extv1beta1.ClaimReasonClaimExpired, fmt.Sprintf(
+			"Claim expired at %s; its sandbox was deleted (shutdownPolicy Retain)", obs.expiredAt.UTC().Format(time.RFC3339)))
+	case obs.failure != nil:
+		return notReady(obs.failure.reason, obs.failure.message)
+	case obs.err != nil:
+		return notReady(extv1beta1.ClaimReasonReconcilerError, "Error seen: "+obs.err.Error())
+	case obs.sandbox == nil:
+		return notReady(extv1beta1.ClaimReasonSandboxNotReady, "Claim has no sandbox yet")
+	}
+	c := meta.FindStatusCondition(obs.sandbox.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
+	if c == nil {
+		return notReady(extv1beta1.ClaimReasonSandboxNotReady,
+			fmt.Sprintf("Sandbox %s has not reported whether it is ready yet", obs.sandbox.Name))
+	}
+	return metav1.Condition{Type: extv1beta1.ClaimConditionReady, Status: c.Status, Reason: c.Reason, Message: c.Message}
+}
+
+// isReady reports whether conditions hold Ready=True.
+func isReady(conditions []metav1.Condition) bool {
+	return meta.IsStatusConditionTrue(conditions, extv1beta1.ClaimConditionReady)
+}

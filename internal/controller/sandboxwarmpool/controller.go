@@ -1,0 +1,207 @@
+package sandboxwarmpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/expectations"
+)
+
+// Name is the controller's name in logs, metrics and events.
+const Name = "sandboxwarmpool"
+
+// FieldManager is the field manager of every object the controller writes.
+const FieldManager = "kubox-sandboxwarmpool-controller"
+
+// Event reasons. WarmPoolNotProgressing and WarmPoolProgressing are agent-sandbox's.
+const (
+	// EventMembersUnschedulable: members cannot be scheduled; the pool holds them (Warning).
+	EventMembersUnschedulable = "WarmPoolNotProgressing"
+	// EventMembersSchedulable: no member is unschedulable any more.
+	EventMembersSchedulable = "WarmPoolProgressing"
+	// EventProgressDeadlineExceeded: the pool made no progress for progressDeadlineSeconds (Warning).
+	EventProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// EventReplacedNotReady: members not Ready past the grace period were deleted to be replaced.
+	EventReplacedNotReady = "ReplacedNotReadyMembers"
+	// EventDeletedStale: members built from an older template were deleted (Recreate, RollingUpdate).
+	EventDeletedStale = "DeletedStaleMembers"
+	// EventAdopted: an orphaned member was adopted.
+	EventAdopted = "Adopted"
+	// EventFailedCreate: creating members failed (Warning).
+	EventFailedCreate = "FailedCreate"
+	// EventFailedDelete: deleting members failed (Warning).
+	EventFailedDelete = "FailedDelete"
+)
+
+// Settings are the controller's settings from the configuration file.
+type Settings struct {
+	// MaxBatchSize is the most members one pass of a pool creates.
+	MaxBatchSize int32
+	// ReadinessGracePeriod is how long a member may stay not Ready before it is replaced.
+	ReadinessGracePeriod time.Duration
+	// UnschedulableRecheckInterval is how often a pool holding unschedulable members is looked at.
+	UnschedulableRecheckInterval time.Duration
+}
+
+// SettingsFrom returns the settings of cfg, which has its defaults set.
+func SettingsFrom(cfg *configv1alpha1.ControllerConfiguration) Settings {
+	wp := cfg.Controllers.SandboxWarmPool
+	s := Settings{
+		MaxBatchSize:                 ptr.Deref(wp.MaxBatchSize, configv1alpha1.DefaultWarmPoolMaxBatchSize),
+		ReadinessGracePeriod:         configv1alpha1.DefaultWarmPoolReadinessGracePeriod,
+		UnschedulableRecheckInterval: configv1alpha1.DefaultWarmPoolUnschedulableRecheckInterval,
+	}
+	if wp.ReadinessGracePeriod != nil {
+		s.ReadinessGracePeriod = wp.ReadinessGracePeriod.Duration
+	}
+	if wp.UnschedulableRecheckInterval != nil {
+		s.UnschedulableRecheckInterval = wp.UnschedulableRecheckInterval.Duration
+	}
+	return s
+}
+
+// Reconciler reconciles SandboxWarmPools.
+type Reconciler struct {
+	client       client.Client
+	scheme       *runtime.Scheme
+	recorder     events.EventRecorder
+	clock        clock.PassiveClock
+	expectations *expectations.Expectations
+	settings     Settings
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// NewReconciler returns a Reconciler. c reads from the informer cache; exp must be the
+// expectations the controller's Sandbox event handler feeds (SetupWithManager wires both).
+func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, clk clock.PassiveClock,
+	exp *expectations.Expectations, settings Settings) *Reconciler {
+	return &Reconciler{client: c, scheme: scheme, recorder: recorder, clock: clk, expectations: exp, settings: settings}
+}
+
+// Setup registers the SandboxWarmPool controller with mgr, configured by cfg.
+func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
+	opts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.SandboxWarmPool.Workers, configv1alpha1.DefaultWarmPoolWorkers))
+	r := NewReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorder(Name), clock.RealClock{},
+		expectations.New(clock.RealClock{}, expectations.DefaultTimeout), SettingsFrom(cfg))
+	if err := r.SetupWithManager(mgr, opts); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxwarmpools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxwarmpools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxwarmpools/finalizers,verbs=update
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxtemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile keeps one pool's members at spec.replicas, ready and up to date, and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pool := &extv1beta1.SandboxWarmPool{}
+	if err := r.client.Get(ctx, req.NamespacedName, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.Forget(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if pool.DeletionTimestamp != nil {
+		// The members go with the pool, through their owner references.
+		return ctrl.Result{}, nil
+	}
+	obs, err := r.observe(ctx, pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if ok, expiresIn := r.expectations.Satisfied(poolKey(pool)); !ok {
+		// Earlier creates or deletes are not in the cache yet: acting now would count them
+		// wrong. Their events bring the pool back; the timer is for an event that never comes.
+		obs.wakeIn(expiresIn)
+	} else {
+		for _, phase := range []func(context.Context, *extv1beta1.SandboxWarmPool, *observed) error{
+			r.adoptOrphans, r.manageMembers,
+		} {
+			if err := phase(ctx, pool, obs); err != nil {
+				obs.errs = append(obs.errs, err)
+			}
+		}
+	}
+	if err := r.writeStatus(ctx, pool, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(obs.errs) > 0 {
+		return ctrl.Result{}, errors.Join(obs.errs...)
+	}
+	return ctrl.Result{RequeueAfter: obs.requeueAfter}, nil
+}
+
+// manageMembers plans the pass (plan.go) and carries it out: deletions first, then creations.
+func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed) error {
+	maxSurge, maxUnavailable := pool.Spec.UpdateStrategy.RollingUpdateBounds(pool.Spec.DesiredReplicas())
+	p := makePlan(planInput{
+		replicas:       int(pool.Spec.DesiredReplicas()),
+		strategy:       pool.Spec.UpdateStrategy.StrategyType(),
+		maxSurge:       int(maxSurge),
+		maxUnavailable: int(maxUnavailable),
+		maxBatch:       int(r.settings.MaxBatchSize),
+		templateFound:  obs.template != nil,
+		members:        obs.members,
+		now:            r.clock.Now(),
+		grace:          r.settings.ReadinessGracePeriod,
+	})
+	obs.wakeIn(p.graceEndsIn)
+	if len(p.held) > 0 {
+		obs.wakeIn(r.settings.UnschedulableRecheckInterval)
+	}
+	if err := r.deleteMembers(ctx, pool, obs, p.deletions); err != nil {
+		return err
+	}
+	obs.recordDeletions(p.deletions, r.settings.ReadinessGracePeriod, pool.Spec.UpdateStrategy.StrategyType())
+	return r.createMembers(ctx, pool, obs, p.create)
+}
+
+// writeStatus computes the status from obs and writes it when it changed, with the
+// resourceVersion the pass read, so a concurrent write makes it fail and retry. Then it records
+// the pass's events, and those of the condition changes it wrote.
+func (r *Reconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed) error {
+	st, prog := computeStatus(pool, obs, r.clock.Now())
+	obs.wakeIn(prog.deadlineIn)
+	transitions := conditionEvents(pool.Status, st, prog)
+	if !equality.Semantic.DeepEqual(st, pool.Status) {
+		pool.Status = st
+		if err := r.client.Status().Update(ctx, pool, client.FieldOwner(FieldManager)); err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("writing the status of SandboxWarmPool %s: %w", pool.Name, err)
+			}
+			// A newer version exists or the pool is gone; its own event requeues it. The
+			// transitions were not written, so they are not announced either.
+			ctrl.LoggerFrom(ctx).V(1).Info("Status write skipped", "reason", err.Error())
+			transitions = nil
+		}
+	}
+	for _, e := range append(obs.events, transitions...) {
+		r.recorder.Eventf(pool, nil, e.eventType, e.reason, e.action, "%s", e.note)
+	}
+	return nil
+}
+
+// poolKey is the expectations key of pool.
+func poolKey(pool *extv1beta1.SandboxWarmPool) string {
+	return client.ObjectKeyFromObject(pool).String()
+}

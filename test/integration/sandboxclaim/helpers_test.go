@@ -1,0 +1,362 @@
+package sandboxclaim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/manager"
+	"github.com/kubox-dev/kubox/test/integration/framework"
+)
+
+// quiet is how long a test watches for something that must not happen. A short window makes such
+// a check weaker, never flaky.
+const quiet = 2 * time.Second
+
+// burstTimeout bounds the races' waits, which move hundreds of objects on a shared machine.
+const burstTimeout = 4 * time.Minute
+
+// startController creates a namespace for t, starts the kubelet stand-in in it, and starts every
+// kubox reconciler watching it, set up as kubox-controller sets them up.
+func startController(t *testing.T) string {
+	t.Helper()
+	ns := env.NewNamespace(t)
+	startKubelet(t, ns)
+	startManager(t, ns)
+	return ns
+}
+
+// startManager starts every kubox reconciler watching ns, with the field indexes, the production
+// caches and the default configuration; it stops when t ends.
+func startManager(t *testing.T, ns string) {
+	t.Helper()
+	env.StartManager(t, ns, func(mgr ctrl.Manager) error {
+		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		cfg := &configv1alpha1.ControllerConfiguration{}
+		configv1alpha1.SetDefaults(cfg)
+		return manager.SetupReconcilers(mgr, cfg, controller.Options{SkipNameValidation: ptr.To(true)})
+	}, func(o *ctrl.Options) {
+		c := manager.CacheOptions()
+		c.DefaultNamespaces = o.Cache.DefaultNamespaces
+		o.Cache = c
+	})
+}
+
+// kubelet is the test's stand-in for the kubelet: it marks every Pod of its namespace that has no
+// phase yet (or Pending) Running and Ready with an IP of its own. Pods a test moved on (Succeeded)
+// are left alone.
+type kubelet struct {
+	ns     string
+	c      client.WithWatch
+	nextIP atomic.Uint32
+	done   sync.Map // pod UID → struct{}
+}
+
+// startKubelet starts a kubelet stand-in for ns until t ends.
+func startKubelet(t *testing.T, ns string) {
+	t.Helper()
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatalf("Creating a watching client: %v", err)
+	}
+	k := &kubelet{ns: ns, c: c}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { k.run(ctx) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+}
+
+func (k *kubelet) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		pods := &corev1.PodList{}
+		if err := k.c.List(ctx, pods, client.InNamespace(k.ns)); err != nil {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		for i := range pods.Items {
+			k.start(ctx, &pods.Items[i])
+		}
+		w, err := k.c.Watch(ctx, &corev1.PodList{}, client.InNamespace(k.ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pods.ResourceVersion}})
+		if err != nil {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				k.start(ctx, pod)
+			}
+		}
+		w.Stop()
+	}
+}
+
+// start reports pod Running and Ready, once.
+func (k *kubelet) start(ctx context.Context, pod *corev1.Pod) {
+	if pod.DeletionTimestamp != nil || (pod.Status.Phase != "" && pod.Status.Phase != corev1.PodPending) {
+		return
+	}
+	if _, seen := k.done.LoadOrStore(pod.UID, struct{}{}); seen {
+		return
+	}
+	n := k.nextIP.Add(1)
+	ip := fmt.Sprintf("10.%d.%d.%d", (n>>16)&0xff, (n>>8)&0xff, n&0xff)
+	now := metav1.Now()
+	patch := map[string]any{"status": map[string]any{
+		"phase": corev1.PodRunning,
+		"conditions": []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
+		"podIP":  ip,
+		"podIPs": []corev1.PodIP{{IP: ip}},
+	}}
+	b, _ := json.Marshal(patch)
+	if err := k.c.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, b)); err != nil {
+		k.done.Delete(pod.UID) // try again on its next event
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// finishPod plays the kubelet for a Pod whose containers exited: phase Succeeded, not ready.
+func finishPod(t *testing.T, ns, name string) {
+	t.Helper()
+	patch := []byte(`{"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False","reason":"PodCompleted"}]}}`)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := env.Client.Status().Patch(t.Context(), pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("Finishing Pod %s: %v", name, err)
+	}
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(t.Context(), obj); err != nil {
+		t.Fatalf("Creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// get reads obj's current state; it reports false when the object is gone.
+func get(t *testing.T, obj client.Object) (bool, error) {
+	t.Helper()
+	err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func getClaim(t *testing.T, ns, name string) *extv1beta1.SandboxClaim {
+	t.Helper()
+	c := &extv1beta1.SandboxClaim{}
+	if err := env.Client.Get(t.Context(), key(ns, name), c); err != nil {
+		t.Fatalf("Reading SandboxClaim %s: %v", name, err)
+	}
+	return c
+}
+
+func getSandbox(t *testing.T, ns, name string) *sandboxv1beta1.Sandbox {
+	t.Helper()
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := env.Client.Get(t.Context(), key(ns, name), sb); err != nil {
+		t.Fatalf("Reading Sandbox %s: %v", name, err)
+	}
+	return sb
+}
+
+func getPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := env.Client.Get(t.Context(), key(ns, name), pod); err != nil {
+		t.Fatalf("Reading Pod %s: %v", name, err)
+	}
+	return pod
+}
+
+// describeClaim summarizes a claim's status for failure messages.
+func describeClaim(c *extv1beta1.SandboxClaim) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "claim %s generation %d, status{observedGeneration %d, sandbox %q, podIPs %v, conditions [",
+		c.Name, c.Generation, c.Status.ObservedGeneration, c.Status.Sandbox.Name, c.Status.Sandbox.PodIPs)
+	for _, cond := range c.Status.Conditions {
+		fmt.Fprintf(&b, " %s=%s/%s %q (gen %d)", cond.Type, cond.Status, cond.Reason, cond.Message, cond.ObservedGeneration)
+	}
+	b.WriteString(" ]}")
+	return b.String()
+}
+
+// waitForClaim waits until ok accepts the stored claim and returns it.
+func waitForClaim(t *testing.T, ns, name string, ok func(*extv1beta1.SandboxClaim) bool) *extv1beta1.SandboxClaim {
+	t.Helper()
+	c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	framework.Eventually(t, func() (bool, string) {
+		found, err := get(t, c)
+		switch {
+		case err != nil:
+			return false, err.Error()
+		case !found:
+			return false, "claim " + name + " does not exist"
+		}
+		return ok(c), describeClaim(c)
+	})
+	return c
+}
+
+// readyCondition returns the claim's Ready condition, or nil.
+func readyCondition(c *extv1beta1.SandboxClaim) *metav1.Condition {
+	return meta.FindStatusCondition(c.Status.Conditions, extv1beta1.ClaimConditionReady)
+}
+
+// hasReady reports whether the claim's Ready condition, of the claim's generation, has status
+// and reason (any reason when reason is empty).
+func hasReady(status metav1.ConditionStatus, reason string) func(*extv1beta1.SandboxClaim) bool {
+	return func(c *extv1beta1.SandboxClaim) bool {
+		r := readyCondition(c)
+		return r != nil && r.Status == status && (reason == "" || r.Reason == reason) &&
+			r.ObservedGeneration == c.Generation && c.Status.ObservedGeneration == c.Generation
+	}
+}
+
+// waitReady waits until the claim is Ready and returns it.
+func waitReady(t *testing.T, ns, name string) *extv1beta1.SandboxClaim {
+	t.Helper()
+	return waitForClaim(t, ns, name, hasReady(metav1.ConditionTrue, ""))
+}
+
+// waitNotReady waits until the claim is Ready=False with reason and returns it.
+func waitNotReady(t *testing.T, ns, name, reason string) *extv1beta1.SandboxClaim {
+	t.Helper()
+	return waitForClaim(t, ns, name, hasReady(metav1.ConditionFalse, reason))
+}
+
+// waitForPoolReady waits until the pool has n ready members.
+func waitForPoolReady(t *testing.T, ns, pool string, n int) {
+	t.Helper()
+	framework.WaitFor(t, burstTimeout, func() (bool, string) {
+		members, err := poolMembers(t, ns, pool)
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for _, sb := range members {
+			if meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) {
+				ready++
+			}
+		}
+		return ready == n && len(members) == n, fmt.Sprintf("pool %s has %d members, %d ready; want %d ready", pool, len(members), ready, n)
+	})
+}
+
+// sandboxes lists the Sandboxes of ns.
+func sandboxes(t *testing.T, ns string) ([]sandboxv1beta1.Sandbox, error) {
+	t.Helper()
+	list := &sandboxv1beta1.SandboxList{}
+	err := env.Client.List(t.Context(), list, client.InNamespace(ns))
+	return list.Items, err
+}
+
+// poolMembers lists the Sandboxes the pool controls.
+func poolMembers(t *testing.T, ns, pool string) ([]sandboxv1beta1.Sandbox, error) {
+	t.Helper()
+	all, err := sandboxes(t, ns)
+	var out []sandboxv1beta1.Sandbox
+	for _, sb := range all {
+		if ref := metav1.GetControllerOf(&sb); ref != nil && ref.Kind == "SandboxWarmPool" && ref.Name == pool {
+			out = append(out, sb)
+		}
+	}
+	return out, err
+}
+
+// isBoundTo reports whether sb is bound to claim: controlled by it, with the reference a garbage
+// collector follows, and nothing else, and labelled with its UID.
+func isBoundTo(sb *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim) (bool, string) {
+	refs := sb.OwnerReferences
+	ok := len(refs) == 1 && refs[0].UID == claim.UID && refs[0].Kind == "SandboxClaim" &&
+		refs[0].APIVersion == extv1beta1.GroupVersion.String() && refs[0].Name == claim.Name &&
+		ptr.Deref(refs[0].Controller, false) && ptr.Deref(refs[0].BlockOwnerDeletion, false) &&
+		sb.Labels[sandboxv1beta1.ClaimUIDLabel] == string(claim.UID)
+	return ok, fmt.Sprintf("Sandbox %s: owner references %+v, claim-uid label %q; want only SandboxClaim %s (uid %s) as controller",
+		sb.Name, refs, sb.Labels[sandboxv1beta1.ClaimUIDLabel], claim.Name, claim.UID)
+}
+
+// claimEvents lists the events.k8s.io/v1 events about the claim called name.
+func claimEvents(t *testing.T, ns, name string) ([]eventsv1.Event, error) {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := env.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "SandboxClaim" && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// waitForEvent waits for an event of type and reason about the claim whose note contains
+// noteSubstr.
+func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) {
+	t.Helper()
+	framework.Eventually(t, func() (bool, string) {
+		evs, err := claimEvents(t, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range evs {
+			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Note, noteSubstr) {
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprintf("%s/%s %q", e.Type, e.Reason, e.Note))
+		}
+		return false, fmt.Sprintf("events about SandboxClaim %s: %v; want %s/%s containing %q", name, seen, eventType, reason, noteSubstr)
+	})
+}
+
+// noSandboxNamed checks, for quiet, that no Sandbox called name appears.
+func noSandboxNamed(t *testing.T, ns, name string) {
+	t.Helper()
+	framework.Consistently(t, quiet, func() (bool, string) {
+		found, err := get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		if err != nil {
+			return false, err.Error()
+		}
+		return !found, "Sandbox " + name + " exists"
+	})
+}

@@ -1,0 +1,149 @@
+package sandboxclaim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/manager"
+	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
+	"github.com/kubox-dev/kubox/test/integration/framework"
+)
+
+// writeLog records the API writes the controllers' client makes, as "VERB kind/name[/subresource]
+// by fieldManager".
+type writeLog struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (l *writeLog) add(verb string, obj client.Object, sub, fieldManager string) {
+	gvk, err := apiutil.GVKForObject(obj, env.Scheme)
+	kind := gvk.Kind
+	if err != nil {
+		kind = fmt.Sprintf("%T", obj)
+	}
+	w := fmt.Sprintf("%s %s/%s", verb, kind, obj.GetName())
+	if sub != "" {
+		w += "/" + sub
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writes = append(l.writes, w+" by "+fieldManager)
+}
+
+// take returns the writes recorded since the last take.
+func (l *writeLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.writes
+	l.writes = nil
+	return w
+}
+
+// countingClient wraps the manager's client so every write lands in log.
+func countingClient(log *writeLog) client.NewClientFunc {
+	return func(config *rest.Config, options client.Options) (client.Client, error) {
+		c, err := client.NewWithWatch(config, options)
+		if err != nil {
+			return nil, err
+		}
+		return interceptor.NewClient(c, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				o := (&client.CreateOptions{}).ApplyOptions(opts)
+				log.add("CREATE", obj, "", o.FieldManager)
+				return c.Create(ctx, obj, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				o := (&client.UpdateOptions{}).ApplyOptions(opts)
+				log.add("UPDATE", obj, "", o.FieldManager)
+				return c.Update(ctx, obj, opts...)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				o := (&client.PatchOptions{}).ApplyOptions(opts)
+				log.add("PATCH", obj, "", o.FieldManager)
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				log.add("DELETE", obj, "", "")
+				return c.Delete(ctx, obj, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				o := (&client.SubResourceUpdateOptions{}).ApplyOptions(opts)
+				log.add("UPDATE", obj, sub, o.FieldManager)
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				o := (&client.SubResourcePatchOptions{}).ApplyOptions(opts)
+				log.add("PATCH", obj, sub, o.FieldManager)
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}), nil
+	}
+}
+
+// TestWarmClaimCostsTwoWrites checks the warm path's budget: the claim controller writes twice
+// for a warm claim (the bind and the claim's status), and never again once it is Ready. The other
+// controllers' writes it causes (the Sandbox's status and Pod labels, the pool's refill) are off
+// the claim's critical path; the test logs them.
+func TestWarmClaimCostsTwoWrites(t *testing.T) {
+	ns := env.NewNamespace(t)
+	startKubelet(t, ns)
+	log := &writeLog{}
+	env.StartManager(t, ns, func(mgr ctrl.Manager) error {
+		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		cfg := &configv1alpha1.ControllerConfiguration{}
+		configv1alpha1.SetDefaults(cfg)
+		return manager.SetupReconcilers(mgr, cfg, controller.Options{SkipNameValidation: ptr.To(true)})
+	}, func(o *ctrl.Options) {
+		c := manager.CacheOptions()
+		c.DefaultNamespaces = o.Cache.DefaultNamespaces
+		o.Cache = c
+		o.NewClient = countingClient(log)
+	})
+	create(t, makeTemplate("python", ns).Obj())
+	create(t, makePool("pool", ns, "python", 1).Obj())
+	waitForPoolReady(t, ns, "pool", 1)
+	time.Sleep(quiet) // let the pool and its member settle, then start counting
+	log.take()
+
+	create(t, makeClaim("c1", ns, "pool").Obj())
+	claim := waitReady(t, ns, "c1")
+	framework.Consistently(t, quiet, func() (bool, string) { return hasReady("True", "")(getClaim(t, ns, "c1")), "claim lost Ready" })
+	writes := log.take()
+
+	var byClaimController, others []string
+	for _, w := range writes {
+		if strings.HasSuffix(w, " by "+sandboxclaim.FieldManager) {
+			byClaimController = append(byClaimController, w)
+		} else {
+			others = append(others, w)
+		}
+	}
+	want := []string{
+		"PATCH Sandbox/" + claim.Status.Sandbox.Name + " by " + sandboxclaim.FieldManager,
+		"UPDATE SandboxClaim/c1/status by " + sandboxclaim.FieldManager,
+	}
+	if diff := cmp.Diff(want, byClaimController); diff != "" {
+		t.Errorf("claim controller writes for one warm claim mismatch (-want +got):\n%s", diff)
+	}
+	slices.Sort(others)
+	t.Logf("Writes by the other controllers, off the claim's critical path (%d): %v", len(others), others)
+}

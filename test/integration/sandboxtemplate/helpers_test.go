@@ -1,0 +1,283 @@
+package sandboxtemplate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/manager"
+	"github.com/kubox-dev/kubox/internal/testutil"
+	"github.com/kubox-dev/kubox/test/integration/framework"
+)
+
+// quiet is how long a test watches for something that must not happen. A short window makes such
+// a check weaker, never flaky.
+const quiet = time.Second
+
+// startController creates a namespace for t and starts every controller watching it, set up as
+// kubox-controller sets them up, with the default configuration changed by configure (if any).
+func startController(t *testing.T, configure func(*configv1alpha1.ControllerConfiguration)) string {
+	t.Helper()
+	ns := env.NewNamespace(t)
+	env.StartManager(t, ns, func(mgr ctrl.Manager) error {
+		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		cfg := &configv1alpha1.ControllerConfiguration{}
+		configv1alpha1.SetDefaults(cfg)
+		if configure != nil {
+			configure(cfg)
+		}
+		return manager.SetupReconcilers(mgr, cfg, controller.Options{SkipNameValidation: ptr.To(true)})
+	}, func(o *ctrl.Options) {
+		c := manager.CacheOptions()
+		c.DefaultNamespaces = o.Cache.DefaultNamespaces
+		o.Cache = c
+	})
+	return ns
+}
+
+// templateWrapper builds a SandboxTemplate whose blueprint is testutil.MakeSandbox's.
+type templateWrapper struct {
+	extv1beta1.SandboxTemplate
+}
+
+func makeTemplate(name, ns string) *templateWrapper {
+	return &templateWrapper{extv1beta1.SandboxTemplate{
+		TypeMeta:   metav1.TypeMeta{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxTemplate"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: extv1beta1.SandboxTemplateSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{
+			PodTemplate: testutil.MakeSandbox("blueprint", ns).Obj().Spec.PodTemplate,
+		}},
+	}}
+}
+
+func (w *templateWrapper) Obj() *extv1beta1.SandboxTemplate { return w.DeepCopy() }
+
+func (w *templateWrapper) Unmanaged() *templateWrapper {
+	w.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementUnmanaged
+	return w
+}
+
+func (w *templateWrapper) Rules(ingress []networkingv1.NetworkPolicyIngressRule, egress []networkingv1.NetworkPolicyEgressRule) *templateWrapper {
+	w.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{Ingress: ingress, Egress: egress}
+	return w
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(t.Context(), obj); err != nil {
+		t.Fatalf("Creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// update changes the stored object named like obj with mutate, retrying on conflicts (the
+// controller writes it too), and leaves the result in obj.
+func update[T client.Object](t *testing.T, obj T, mutate func(T)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return env.Client.Update(t.Context(), obj)
+	})
+	if err != nil {
+		t.Fatalf("Updating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func template(ns, name string) *extv1beta1.SandboxTemplate {
+	return &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// policyOf is an empty NetworkPolicy named like template's.
+func policyOf(ns, template string) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: extv1beta1.NetworkPolicyName(template)}}
+}
+
+// get reads obj's current state from the API server; it reports false when the object is gone.
+func get(t *testing.T, obj client.Object) (bool, error) {
+	t.Helper()
+	err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// waitForObject waits until the object named like obj exists and ok (if any) accepts it.
+func waitForObject[T client.Object](t *testing.T, obj T, ok func(T) (bool, string)) T {
+	t.Helper()
+	framework.Eventually(t, func() (bool, string) {
+		found, err := get(t, obj)
+		switch {
+		case err != nil:
+			return false, err.Error()
+		case !found:
+			return false, fmt.Sprintf("%T %s does not exist", obj, obj.GetName())
+		case ok == nil:
+			return true, ""
+		}
+		return ok(obj)
+	})
+	return obj
+}
+
+// waitGone waits until the object named like obj no longer exists.
+func waitGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	framework.Eventually(t, func() (bool, string) {
+		found, err := get(t, obj)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !found, fmt.Sprintf("%T %s still exists", obj, obj.GetName())
+	})
+}
+
+// waitForPolicy waits until the template's NetworkPolicy exists, is controlled by the template
+// (whose current UID it reads) and has spec want and the template's label, and returns it.
+func waitForPolicy(t *testing.T, ns, tplName string, want networkingv1.NetworkPolicySpec) *networkingv1.NetworkPolicy {
+	t.Helper()
+	tpl := template(ns, tplName)
+	return waitForObject(t, policyOf(ns, tplName), func(np *networkingv1.NetworkPolicy) (bool, string) {
+		if found, err := get(t, tpl); !found || err != nil {
+			return false, fmt.Sprintf("SandboxTemplate %s not readable (found %v, err %v)", tplName, found, err)
+		}
+		if ok, msg := isControlledBy(np, tpl); !ok {
+			return false, msg
+		}
+		if got := np.Labels[sandboxv1beta1.SandboxTemplateRefHashLabel]; got != sandboxv1beta1.NameHash(tplName) {
+			return false, fmt.Sprintf("label %s=%q; want %q", sandboxv1beta1.SandboxTemplateRefHashLabel, got, sandboxv1beta1.NameHash(tplName))
+		}
+		if diff := cmp.Diff(want, np.Spec); diff != "" {
+			return false, fmt.Sprintf("spec (-want +got):\n%s", diff)
+		}
+		return true, ""
+	})
+}
+
+// isControlledBy reports whether tpl is obj's controller, with the reference a garbage collector
+// follows: kind SandboxTemplate, controller and blockOwnerDeletion set.
+func isControlledBy(obj metav1.Object, tpl *extv1beta1.SandboxTemplate) (bool, string) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return false, fmt.Sprintf("%s has no controller (owner references %v)", obj.GetName(), obj.GetOwnerReferences())
+	}
+	ok := ref.UID == tpl.UID && ref.Kind == "SandboxTemplate" && ref.APIVersion == extv1beta1.GroupVersion.String() &&
+		ref.Name == tpl.Name && ptr.Deref(ref.BlockOwnerDeletion, false)
+	return ok, fmt.Sprintf("%s has controller reference %+v; want SandboxTemplate %s (uid %s)", obj.GetName(), *ref, tpl.Name, tpl.UID)
+}
+
+// templateEvents lists the events.k8s.io/v1 events about the SandboxTemplate called name.
+func templateEvents(t *testing.T, ns, name string) ([]eventsv1.Event, error) {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := env.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "SandboxTemplate" && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// waitForEvent waits for an event of type and reason about the template whose note contains
+// noteSubstr.
+func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) {
+	t.Helper()
+	framework.Eventually(t, func() (bool, string) {
+		evs, err := templateEvents(t, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range evs {
+			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Note, noteSubstr) {
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprintf("%s/%s %q", e.Type, e.Reason, e.Note))
+		}
+		return false, fmt.Sprintf("events about SandboxTemplate %s: %v; want %s/%s containing %q", name, seen, eventType, reason, noteSubstr)
+	})
+}
+
+// The expected policies, written out from API.md rather than taken from the controller.
+
+func labelSelector(kv ...string) *metav1.LabelSelector {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return &metav1.LabelSelector{MatchLabels: m}
+}
+
+func protocol(p corev1.Protocol) *corev1.Protocol { return &p }
+
+func port(p int32) *intstr.IntOrString { v := intstr.FromInt32(p); return &v }
+
+// policySpec is a template's policy: its pods, both directions, the given rules.
+func policySpec(tplName string, ingress []networkingv1.NetworkPolicyIngressRule, egress []networkingv1.NetworkPolicyEgressRule) networkingv1.NetworkPolicySpec {
+	return networkingv1.NetworkPolicySpec{
+		PodSelector: *labelSelector(sandboxv1beta1.SandboxTemplateRefHashLabel, sandboxv1beta1.NameHash(tplName)),
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		Ingress:     ingress,
+		Egress:      egress,
+	}
+}
+
+// secureDefault is the policy of a template without rules: ingress from the router only; egress
+// to cluster DNS on port 53 and to public addresses.
+func secureDefault(tplName string, router, dns configv1alpha1.PeerSelector) networkingv1.NetworkPolicySpec {
+	peer := func(p configv1alpha1.PeerSelector) networkingv1.NetworkPolicyPeer {
+		return networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: labelSelector("kubernetes.io/metadata.name", p.Namespace),
+			PodSelector:       &metav1.LabelSelector{MatchLabels: p.PodLabels},
+		}
+	}
+	return policySpec(tplName,
+		[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{peer(router)}}},
+		[]networkingv1.NetworkPolicyEgressRule{
+			{
+				To: []networkingv1.NetworkPolicyPeer{peer(dns)},
+				Ports: []networkingv1.NetworkPolicyPort{
+					{Protocol: protocol(corev1.ProtocolUDP), Port: port(53)},
+					{Protocol: protocol(corev1.ProtocolTCP), Port: port(53)},
+				},
+			},
+			{To: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{
+					"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "127.0.0.0/8", "168.63.129.16/32",
+				}}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10", "::1/128"}}},
+			}},
+		})
+}
+
+// defaultRouter and defaultDNS are the peers of the default configuration.
+var (
+	defaultRouter = configv1alpha1.PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-router"}}
+	defaultDNS    = configv1alpha1.PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}}
+)

@@ -1,0 +1,92 @@
+package sandboxwarmpool
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/test/integration/framework"
+)
+
+// TestNotReadyMemberIsReplaced checks that a member not Ready within the readiness grace period
+// is deleted and replaced, and that the replacement is kept once Ready.
+func TestNotReadyMemberIsReplaced(t *testing.T) {
+	t.Parallel()
+	ns := startController(t, gracePeriod(2*time.Second, time.Minute))
+	k := startKubelet(t, ns)
+	k.setFate(func(*corev1.Pod) fate { return leavePending })
+	create(t, makeTemplate("tpl", ns).Obj())
+	create(t, makePool("pool", ns, "tpl").Replicas(1).Obj())
+	pool := waitForPool(t, ns, "pool", poolState{Replicas: 1, Updated: 1,
+		ReadyReason: extv1beta1.WarmPoolReasonReplicasNotReady, ProgressReason: extv1beta1.WarmPoolReasonReplicasUpdating})
+	stuck := members(t, ns, pool)[0]
+
+	// From now on Pods start, but the stuck one stays Pending: only its replacement gets Ready.
+	k.setFate(func(pod *corev1.Pod) fate {
+		if pod.Name == stuck.Name {
+			return leavePending
+		}
+		return runReady
+	})
+	pool = waitForPool(t, ns, "pool", full(1))
+	if ms := members(t, ns, pool); slices.Contains(uids(ms), stuck.UID) {
+		t.Errorf("The stuck member %s is still in the pool", stuck.Name)
+	}
+	waitForEvent(t, ns, "pool", corev1.EventTypeNormal, "ReplacedNotReadyMembers", stuck.Name)
+	replacement := members(t, ns, pool)
+	framework.Consistently(t, quiet, func() (bool, string) {
+		got := uids(members(t, ns, pool))
+		return slices.Equal(got, uids(replacement)), fmt.Sprintf("members %v; want the Ready replacement %v", got, uids(replacement))
+	})
+}
+
+// TestUnschedulableMembersAreHeld checks that members whose Pods cannot be scheduled are kept past
+// the grace period rather than replaced over and over, that the pool reports them, and that it
+// recovers when they are scheduled.
+func TestUnschedulableMembersAreHeld(t *testing.T) {
+	t.Parallel()
+	const grace = 2 * time.Second
+	ns := startController(t, gracePeriod(grace, time.Second))
+	k := startKubelet(t, ns)
+	k.setFate(func(*corev1.Pod) fate { return unschedulable })
+	create(t, makeTemplate("tpl", ns).Obj())
+	create(t, makePool("pool", ns, "tpl").Replicas(2).Obj())
+
+	held := poolState{Replicas: 2, Updated: 2, ReadyReason: extv1beta1.WarmPoolReasonMembersUnschedulable,
+		ProgressReason: extv1beta1.WarmPoolReasonReplicasUpdating}
+	waitForPool(t, ns, "pool", held)
+	var pool *extv1beta1.SandboxWarmPool
+	var ms []sandboxv1beta1.Sandbox
+	framework.Eventually(t, func() (bool, string) {
+		pool = getPool(t, ns, "pool")
+		ms = members(t, ns, pool)
+		if len(ms) != 2 {
+			return false, fmt.Sprintf("%d members", len(ms))
+		}
+		names := []string{ms[0].Name, ms[1].Name}
+		slices.Sort(names)
+		want := fmt.Sprintf("0 of 2 members are ready; 2 cannot be scheduled (%s, %s): %s; "+
+			"the pool keeps them, rather than replacing them, until the cluster can place them", names[0], names[1], unschedulableMessage)
+		c := condition(t, pool, extv1beta1.WarmPoolConditionReady)
+		return c.Message == want, fmt.Sprintf("Ready message %q; want %q", c.Message, want)
+	})
+	waitForEvent(t, ns, "pool", corev1.EventTypeWarning, "WarmPoolNotProgressing", unschedulableMessage)
+
+	// Grace periods and rechecks pass: the same members stay.
+	framework.Consistently(t, 2*grace, func() (bool, string) {
+		got := uids(members(t, ns, pool))
+		return slices.Equal(got, uids(ms)), fmt.Sprintf("members %v; want the held ones %v", got, uids(ms))
+	})
+
+	k.setFate(func(*corev1.Pod) fate { return runReady })
+	pool = waitForPool(t, ns, "pool", full(2))
+	if got := uids(members(t, ns, pool)); !slices.Equal(got, uids(ms)) {
+		t.Errorf("Members %v after they were scheduled; want the held ones %v", got, uids(ms))
+	}
+	waitForEvent(t, ns, "pool", corev1.EventTypeNormal, "WarmPoolProgressing", "")
+}
