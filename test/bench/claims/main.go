@@ -169,7 +169,12 @@ func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteC
 		cancel()
 		return nil, fmt.Errorf("the controller's caches did not sync: %v", <-done)
 	}
-	return func() { cancel(); <-done }, nil
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "kubox controllers stopped: %v\n", err)
+		}
+	}, nil
 }
 
 // watcher records when each claim was first seen Ready, from an informer of the benchmark's own
@@ -217,13 +222,6 @@ func newWatcher(ctx context.Context, cl *harness.Cluster) (*watcher, error) {
 		return nil, fmt.Errorf("the benchmark's claim informer did not sync")
 	}
 	return w, nil
-}
-
-func (w *watcher) readyAt(name string) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t, ok := w.ready[name]
-	return t, ok
 }
 
 // waitReady waits until every claim in names is Ready and returns when each became so.

@@ -165,10 +165,11 @@ func (c *Cluster) Stop() error {
 		done := make(chan error, 1)
 		go func() { done <- p.Wait() }()
 		select {
-		case <-done:
+		case err := <-done:
+			logExit(p, err)
 		case <-time.After(10 * time.Second):
 			_ = p.Process.Kill()
-			<-done
+			logExit(p, <-done)
 		}
 	}
 	errs = append(errs, c.Env.Stop())
@@ -185,4 +186,12 @@ func Tool(repo, tool, file string) (string, error) {
 		return "", fmt.Errorf("hack/tools/install.sh dir %s: %w", tool, err)
 	}
 	return filepath.Join(strings.TrimSpace(string(out)), file), nil
+}
+
+// logExit ignores the exit status of a process stopped by a signal: it is expected.
+func logExit(p *exec.Cmd, err error) {
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		fmt.Fprintf(os.Stderr, "waiting for %s: %v\n", p.Path, err)
+	}
 }
