@@ -91,18 +91,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.expired(sb) {
 		return ctrl.Result{}, r.expire(ctx, sb)
 	}
-	// Every phase runs even when an earlier one failed, so one child's error (a PVC that cannot
-	// be read) does not hide what the others show (the Pod's IPs) from the status.
+	// A failed PVC phase keeps the Pod from being created (it would mount a claim that is not
+	// the Sandbox's), but the Pod is still observed and the Service reconciled, so one child's
+	// error does not hide what the others show (the Pod's IPs) from the status.
 	obs := &observed{}
-	var errs []error
-	for _, phase := range []func(context.Context, *sandboxv1beta1.Sandbox, *observed) error{
-		r.reconcilePVCs, r.reconcilePod, r.reconcileService,
-	} {
-		if err := phase(ctx, sb, obs); err != nil {
-			errs = append(errs, err)
-		}
+	pvcErr := r.reconcilePVCs(ctx, sb, obs)
+	podPhase := r.reconcilePod
+	if pvcErr != nil {
+		podPhase = r.observePods
 	}
-	obs.err = errors.Join(errs...)
+	podErr := podPhase(ctx, sb, obs)
+	obs.err = errors.Join(pvcErr, podErr, r.reconcileService(ctx, sb, obs))
 	if err := r.writeStatus(ctx, sb, obs); err != nil {
 		return ctrl.Result{}, err
 	}
