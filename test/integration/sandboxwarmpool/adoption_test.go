@@ -18,8 +18,10 @@ import (
 // labelled Sandbox that another controller owns, or that a claim once took, is left alone.
 func TestOrphansAreAdopted(t *testing.T) {
 	t.Parallel()
-	ns := startController(t, nil)
-	startKubelet(t, ns)
+	// The orphans exist before the controllers start, so the pool's first pass sees them (a
+	// pool created while its informer has not yet delivered an orphan fills itself with new
+	// members instead, and later replaces the stale orphan).
+	ns := env.NewNamespace(t)
 	create(t, makeTemplate("tpl", ns).Obj())
 	poolLabel := sandboxv1beta1.NameHash("pool")
 	orphan := testutil.MakeSandbox("orphan", ns).Label(sandboxv1beta1.WarmPoolSandboxLabel, poolLabel).Obj()
@@ -30,6 +32,8 @@ func TestOrphansAreAdopted(t *testing.T) {
 	for _, sb := range []*sandboxv1beta1.Sandbox{orphan, foreign, claimed} {
 		create(t, sb)
 	}
+	startControllerIn(t, ns, nil)
+	startKubelet(t, ns)
 
 	create(t, makePool("pool", ns, "tpl").Replicas(2).Obj())
 	pool := waitForPool(t, ns, "pool", poolState{Replicas: 2, Ready: 2, Updated: 1,

@@ -40,6 +40,14 @@ const quiet = 2 * time.Second
 func startController(t *testing.T, configure func(*configv1alpha1.ControllerConfiguration), opts ...framework.ManagerOption) string {
 	t.Helper()
 	ns := env.NewNamespace(t)
+	startControllerIn(t, ns, configure, opts...)
+	return ns
+}
+
+// startControllerIn starts the controllers on an existing namespace, so a test can create objects
+// that the controllers' caches hold from their first list.
+func startControllerIn(t *testing.T, ns string, configure func(*configv1alpha1.ControllerConfiguration), opts ...framework.ManagerOption) {
+	t.Helper()
 	env.StartManager(t, ns, func(mgr ctrl.Manager) error {
 		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
 			return err
@@ -55,7 +63,6 @@ func startController(t *testing.T, configure func(*configv1alpha1.ControllerConf
 		c.DefaultNamespaces = o.Cache.DefaultNamespaces
 		o.Cache = c
 	}}, opts...)...)
-	return ns
 }
 
 // gracePeriod sets the readiness grace period and the unschedulable recheck interval.
