@@ -86,6 +86,7 @@ func run(o options) error {
 		return err
 	}
 	defer func() {
+		cancel() // stops the benchmark's informer first: its open watches hold the API server's shutdown
 		if err := cl.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping the cluster: %v\n", err)
 		}
