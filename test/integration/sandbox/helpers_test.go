@@ -14,14 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/indexer"
-	"github.com/kubox-dev/kubox/internal/controller/manager"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -45,18 +41,7 @@ func startController(t *testing.T) string {
 // startControllerIn starts the Sandbox controller watching ns, which already exists.
 func startControllerIn(t *testing.T, ns string) {
 	t.Helper()
-	env.StartManager(t, ns, func(mgr ctrl.Manager) error {
-		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
-			return err
-		}
-		cfg := &configv1alpha1.ControllerConfiguration{}
-		configv1alpha1.SetDefaults(cfg)
-		return manager.SetupReconcilers(mgr, cfg, controller.Options{SkipNameValidation: ptr.To(true)})
-	}, func(o *ctrl.Options) {
-		c := manager.CacheOptions()
-		c.DefaultNamespaces = o.Cache.DefaultNamespaces
-		o.Cache = c
-	})
+	env.StartKubox(t, ns, nil)
 }
 
 func create(t *testing.T, obj client.Object) {

@@ -18,15 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/indexer"
-	"github.com/kubox-dev/kubox/internal/controller/manager"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -51,18 +46,7 @@ func startController(t *testing.T) string {
 // caches and the default configuration; it stops when t ends.
 func startManager(t *testing.T, ns string) {
 	t.Helper()
-	env.StartManager(t, ns, func(mgr ctrl.Manager) error {
-		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
-			return err
-		}
-		cfg := &configv1alpha1.ControllerConfiguration{}
-		configv1alpha1.SetDefaults(cfg)
-		return manager.SetupReconcilers(mgr, cfg, controller.Options{SkipNameValidation: ptr.To(true)})
-	}, func(o *ctrl.Options) {
-		c := manager.CacheOptions()
-		c.DefaultNamespaces = o.Cache.DefaultNamespaces
-		o.Cache = c
-	})
+	env.StartKubox(t, ns, nil)
 }
 
 // kubelet is the test's stand-in for the kubelet: it marks every Pod of its namespace that has no

@@ -18,15 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/indexer"
-	"github.com/kubox-dev/kubox/internal/controller/manager"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -48,21 +44,7 @@ func startController(t *testing.T, configure func(*configv1alpha1.ControllerConf
 // that the controllers' caches hold from their first list.
 func startControllerIn(t *testing.T, ns string, configure func(*configv1alpha1.ControllerConfiguration), opts ...framework.ManagerOption) {
 	t.Helper()
-	env.StartManager(t, ns, func(mgr ctrl.Manager) error {
-		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
-			return err
-		}
-		cfg := &configv1alpha1.ControllerConfiguration{}
-		configv1alpha1.SetDefaults(cfg)
-		if configure != nil {
-			configure(cfg)
-		}
-		return manager.SetupReconcilers(mgr, cfg, controller.Options{SkipNameValidation: ptr.To(true)})
-	}, append([]framework.ManagerOption{func(o *ctrl.Options) {
-		c := manager.CacheOptions()
-		c.DefaultNamespaces = o.Cache.DefaultNamespaces
-		o.Cache = c
-	}}, opts...)...)
+	env.StartKubox(t, ns, configure, opts...)
 }
 
 // gracePeriod sets the readiness grace period and the unschedulable recheck interval.
