@@ -432,10 +432,16 @@ type result struct {
 	writes        map[string]int
 	heapMB        float64
 	throughputPer float64
+	phasesBefore  phaseTotals
+	phasesAfter   phaseTotals
 }
 
 func (b *bench) runScenario(ctx context.Context, s scenario) (*result, error) {
 	b.writes.Snapshot()
+	phasesBefore, err := readPhases()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	names, created, err := s.load(ctx, b)
 	if err != nil {
@@ -446,7 +452,10 @@ func (b *bench) runScenario(ctx context.Context, s scenario) (*result, error) {
 		return nil, err
 	}
 	elapsed := time.Since(start)
-	res := &result{scenario: s, claims: len(names), elapsed: elapsed, writes: b.writes.Snapshot()}
+	res := &result{scenario: s, claims: len(names), elapsed: elapsed, writes: b.writes.Snapshot(), phasesBefore: phasesBefore}
+	if res.phasesAfter, err = readPhases(); err != nil {
+		return nil, err
+	}
 	for _, n := range names {
 		res.latencies = append(res.latencies, readyAt[n].Sub(created[n]))
 	}
@@ -506,6 +515,7 @@ func (r *result) print() {
 		r.claims, r.warm, r.claims-r.warm, r.elapsed.Seconds(), r.throughputPer, r.heapMB)
 	fmt.Printf("| latency create→Ready | p50 | p90 | p99 | max |\n|---|---|---|---|---|\n")
 	fmt.Printf("| ms | %s | %s | %s | %s |\n\n", ms(pct(r.latencies, 50)), ms(pct(r.latencies, 90)), ms(pct(r.latencies, 99)), ms(pct(r.latencies, 100)))
+	printPhases(r.phasesBefore, r.phasesAfter)
 	fmt.Printf("| API writes by kubox (verb resource) | total | per claim |\n|---|---|---|\n")
 	total := 0
 	for _, k := range harness.Keys(r.writes) {
