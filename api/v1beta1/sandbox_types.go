@@ -62,6 +62,7 @@ type PersistentVolumeClaimTemplate struct {
 }
 
 // SandboxBlueprint is what a sandbox is made of; SandboxTemplate embeds it too.
+// +kubebuilder:validation:XValidation:rule="!has(self.agent) || !has(self.agent.containerName) || self.podTemplate.spec.containers.exists(c, c.name == self.agent.containerName)",message="agent.containerName must name a container of podTemplate.spec.containers"
 type SandboxBlueprint struct {
 	// podTemplate describes the Pod that backs the sandbox.
 	// +required
@@ -83,6 +84,11 @@ type SandboxBlueprint struct {
 	// +optional
 	// +nolint:kubeapilinter
 	Service *bool `json:"service,omitempty"`
+
+	// agent, when set, runs kubox-agent in the sandbox: exec, terminals and files through the
+	// router, with any image. kubox addition.
+	// +optional
+	Agent *AgentSpec `json:"agent,omitempty"`
 }
 
 // ShutdownPolicy says what happens to a sandbox when its shutdownTime passes.

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -26,6 +27,8 @@ const (
 	DefaultAllowedLabelDomain                         = "sandbox.users.io"
 	DefaultRouterNamespace                            = "kubox-system"
 	DefaultClusterDNSNamespace                        = "kube-system"
+	DefaultAgentPort                            int32 = 7070
+	DefaultAgentCompatibilityPort               int32 = 8888
 )
 
 // DefaultRouterPodLabels and DefaultClusterDNSPodLabels select the router's and the cluster DNS's
@@ -67,6 +70,19 @@ func SetDefaults(c *ControllerConfiguration) {
 	}
 	setExtensionDefaults(&c.Controllers)
 	setNetworkPolicyDefaults(&c.NetworkPolicy)
+	setAgentDefaults(&c.Agent)
+}
+
+func setAgentDefaults(a *AgentSettings) {
+	if a.ImagePullPolicy == "" {
+		a.ImagePullPolicy = corev1.PullIfNotPresent
+	}
+	if a.Port == nil {
+		a.Port = ptr.To(DefaultAgentPort)
+	}
+	if a.CompatibilityPort == nil {
+		a.CompatibilityPort = ptr.To(DefaultAgentCompatibilityPort)
+	}
 }
 
 func setExtensionDefaults(c *Controllers) {

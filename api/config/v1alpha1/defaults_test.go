@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ func defaulted() *ControllerConfiguration {
 			Router:     PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-router"}},
 			ClusterDNS: PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}},
 		},
+		Agent: AgentSettings{ImagePullPolicy: corev1.PullIfNotPresent, Port: ptr.To[int32](7070), CompatibilityPort: ptr.To[int32](8888)},
 	}
 }
 

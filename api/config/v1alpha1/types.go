@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -37,6 +38,38 @@ type ControllerConfiguration struct {
 	// networkPolicy configures the NetworkPolicy a SandboxTemplate gets by default.
 	// +optional
 	NetworkPolicy NetworkPolicySettings `json:"networkPolicy,omitempty"`
+
+	// agent configures kubox-agent in the sandboxes that ask for it (spec.agent).
+	// +optional
+	Agent AgentSettings `json:"agent,omitempty"`
+}
+
+// AgentSettings configures how the controller puts kubox-agent into sandboxes.
+type AgentSettings struct {
+	// image holds the static kubox-agent binary at /kubox-agent; an init container copies it
+	// into each sandbox that asks for the agent. No default: until it is set, such sandboxes
+	// get no Pod and say so in their Ready condition.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// imagePullPolicy of the init container. Default: IfNotPresent.
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// port is the agent's API port when a sandbox does not set spec.agent.port. Default: 7070.
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+
+	// compatibilityPort is the port of agent-sandbox's runtime APIs when a sandbox does not set
+	// spec.agent.compatibilityPort; 0 turns them off. Default: 8888.
+	// +optional
+	CompatibilityPort *int32 `json:"compatibilityPort,omitempty"`
+
+	// tokenKeyFile holds the key, shared with the router, from which each sandbox's agent token
+	// is derived (HMAC-SHA256 of the sandbox's UID). At least 32 bytes. No default: until it is
+	// set, sandboxes that ask for the agent get no Pod and say so in their Ready condition.
+	// +optional
+	TokenKeyFile string `json:"tokenKeyFile,omitempty"`
 }
 
 // ClientConnection limits requests to the Kubernetes API.

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"math"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -23,6 +24,7 @@ func Validate(c *ControllerConfiguration) field.ErrorList {
 	errs = append(errs, validateControllers(&c.Controllers, field.NewPath("controllers"))...)
 	errs = append(errs, validatePeer(&c.NetworkPolicy.Router, field.NewPath("networkPolicy", "router"))...)
 	errs = append(errs, validatePeer(&c.NetworkPolicy.ClusterDNS, field.NewPath("networkPolicy", "clusterDNS"))...)
+	errs = append(errs, validateAgent(&c.Agent, field.NewPath("agent"))...)
 	if c.LeaderElection.Namespace != "" {
 		for _, msg := range validation.IsDNS1123Label(c.LeaderElection.Namespace) {
 			errs = append(errs, field.Invalid(field.NewPath("leaderElection", "namespace"), c.LeaderElection.Namespace, msg))
@@ -74,6 +76,25 @@ func validatePeer(s *PeerSelector, p *field.Path) field.ErrorList {
 		for _, msg := range validation.IsValidLabelValue(v) {
 			errs = append(errs, field.Invalid(p.Child("podLabels").Key(k), v, msg))
 		}
+	}
+	return errs
+}
+
+func validateAgent(a *AgentSettings, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch a.ImagePullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), a.ImagePullPolicy,
+			[]corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}))
+	}
+	if port := *a.Port; port < 1 || port > 65535 {
+		errs = append(errs, field.Invalid(p.Child("port"), port, "must be between 1 and 65535"))
+	}
+	if port := *a.CompatibilityPort; port < 0 || port > 65535 {
+		errs = append(errs, field.Invalid(p.Child("compatibilityPort"), port, "must be between 0 (off) and 65535"))
+	} else if port == *a.Port {
+		errs = append(errs, field.Invalid(p.Child("compatibilityPort"), port, "must differ from agent.port"))
 	}
 	return errs
 }

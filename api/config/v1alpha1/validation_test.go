@@ -102,6 +102,24 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *ControllerConfiguration) { c.LeaderElection.Namespace = "kubox.system" },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "leaderElection.namespace"}},
 		},
+		"agent ports out of range": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Agent.Port = ptr.To[int32](0)
+				c.Agent.CompatibilityPort = ptr.To[int32](70000)
+			},
+			want: []fieldErr{{field.ErrorTypeInvalid, "agent.port"}, {field.ErrorTypeInvalid, "agent.compatibilityPort"}},
+		},
+		"agent compatibility port equal to its port": {
+			mutate: func(c *ControllerConfiguration) { c.Agent.CompatibilityPort = ptr.To[int32](7070) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "agent.compatibilityPort"}},
+		},
+		"agent compatibility port 0 turns the APIs off": {
+			mutate: func(c *ControllerConfiguration) { c.Agent.CompatibilityPort = ptr.To[int32](0) },
+		},
+		"agent image pull policy unknown": {
+			mutate: func(c *ControllerConfiguration) { c.Agent.ImagePullPolicy = "Sometimes" },
+			want:   []fieldErr{{field.ErrorTypeNotSupported, "agent.imagePullPolicy"}},
+		},
 		"every problem is reported": {
 			mutate: func(c *ControllerConfiguration) {
 				c.ClusterDomain = "-bad-"

@@ -27,6 +27,7 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
@@ -131,8 +132,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1.Controller
 func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
 	sandboxOpts := opts
 	sandboxOpts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.Sandbox.Workers, configv1alpha1.DefaultSandboxWorkers))
+	agent, err := AgentOptions(&cfg.Agent)
+	if err != nil {
+		return err
+	}
 	r := sandbox.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(),
-		mgr.GetEventRecorder(sandbox.Name), clock.RealClock{}, cfg.ClusterDomain)
+		mgr.GetEventRecorder(sandbox.Name), clock.RealClock{}, cfg.ClusterDomain, agent)
 	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
 	}
@@ -173,4 +178,20 @@ func CheckLeaderElection(cfg *configv1alpha1.ControllerConfiguration) error {
 	return fmt.Errorf("leader election needs a namespace for its Lease outside a cluster: " +
 		"set leaderElection.namespace in the --config file or --leader-election-namespace, " +
 		"or turn leader election off with --leader-elect=false")
+}
+
+// AgentOptions turns the configuration's agent section into the Sandbox controller's options,
+// reading the token key file when one is set.
+func AgentOptions(a *configv1alpha1.AgentSettings) (sandbox.AgentOptions, error) {
+	o := sandbox.AgentOptions{Image: a.Image, PullPolicy: a.ImagePullPolicy,
+		Port: ptr.Deref(a.Port, configv1alpha1.DefaultAgentPort), CompatibilityPort: ptr.Deref(a.CompatibilityPort, configv1alpha1.DefaultAgentCompatibilityPort)}
+	if a.TokenKeyFile == "" {
+		return o, nil
+	}
+	key, err := token.LoadKey(a.TokenKeyFile)
+	if err != nil {
+		return o, fmt.Errorf("agent.tokenKeyFile: %w", err)
+	}
+	o.TokenKey = key
+	return o, nil
 }

@@ -47,15 +47,19 @@ type Reconciler struct {
 	recorder      events.EventRecorder
 	clock         clock.PassiveClock
 	clusterDomain string
+	agent         AgentOptions
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler returns a Reconciler. c reads from the informer cache; apiReader reads from the
-// API server and is used only on the adoption path, for objects the label-scoped cache cannot see.
+// API server and is used only for objects the label-scoped cache cannot see (adoption, and the
+// agent token Secrets, which are not cached). agent configures kubox-agent for the sandboxes
+// that ask for it.
 func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
-	clk clock.PassiveClock, clusterDomain string) *Reconciler {
-	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk, clusterDomain: clusterDomain}
+	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
+	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
+		clusterDomain: clusterDomain, agent: agent}
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -75,6 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 
 // Reconcile brings one Sandbox's children to its spec and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -101,6 +101,11 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	if err != nil {
 		return err
 	}
+	if sb.Spec.Agent != nil {
+		if err := r.ensureAgentSecret(ctx, sb); err != nil {
+			return err
+		}
+	}
 	err = r.client.Create(ctx, pod, client.FieldOwner(FieldManager))
 	switch {
 	case err == nil:
@@ -143,6 +148,14 @@ func (r *Reconciler) buildPod(sb *sandboxv1beta1.Sandbox) (*corev1.Pod, error) {
 		Spec:       *sb.Spec.PodTemplate.Spec.DeepCopy(),
 	}
 	pod.Spec.Volumes = withClaimVolumes(pod.Spec.Volumes, sb)
+	if sb.Spec.Agent != nil {
+		if err := r.agent.agentReady(); err != nil {
+			return nil, err
+		}
+		if err := r.injectAgent(pod, sb.Spec.Agent); err != nil {
+			return nil, err
+		}
+	}
 	if err := controllerutil.SetControllerReference(sb, pod, r.scheme); err != nil {
 		return nil, fmt.Errorf("setting the owner of Pod %s: %w", sb.Name, err)
 	}
