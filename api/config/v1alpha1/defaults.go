@@ -108,6 +108,9 @@ func setExtensionDefaults(c *Controllers) {
 	if c.SandboxClaim.Workers == nil {
 		c.SandboxClaim.Workers = ptr.To(DefaultClaimWorkers)
 	}
+	if c.SandboxClaim.Events == nil {
+		c.SandboxClaim.Events = ptr.To(true)
+	}
 	if c.SandboxClaim.AllowedLabelDomains == nil {
 		c.SandboxClaim.AllowedLabelDomains = []string{DefaultAllowedLabelDomain}
 	}

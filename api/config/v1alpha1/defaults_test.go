@@ -30,6 +30,7 @@ func defaulted() *ControllerConfiguration {
 			SandboxClaim: ClaimSettings{
 				ControllerSettings:  ControllerSettings{Workers: ptr.To[int32](50)},
 				AllowedLabelDomains: []string{"sandbox.users.io"},
+				Events:              ptr.To(true),
 			},
 		},
 		Metrics:        Metrics{BindAddress: ":8080"},

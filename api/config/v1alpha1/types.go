@@ -136,6 +136,13 @@ type ClaimSettings struct {
 	// (the key's prefix, or a subdomain of it). Default: [sandbox.users.io], as agent-sandbox.
 	// +optional
 	AllowedLabelDomains []string `json:"allowedLabelDomains,omitempty"`
+
+	// events says whether the controller records Events about claims (SandboxAdopted,
+	// SandboxProvisioned, ClaimExpired, DuplicateSandboxDeleted). Each is one API write, sent
+	// off a claim's critical path; false saves it. Default: true, as agent-sandbox
+	// (whose --disable-claim-events flag sets it to false here too).
+	// +optional
+	Events *bool `json:"events,omitempty"`
 }
 
 // NetworkPolicySettings configures the secure-default NetworkPolicy of a SandboxTemplate.

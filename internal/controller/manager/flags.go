@@ -34,6 +34,7 @@ type Flags struct {
 	poolBatch        int
 	poolGrace        time.Duration
 	poolRecheck      time.Duration
+	noClaimEvents    bool
 }
 
 // BindFlags defines the flags on fs.
@@ -77,6 +78,8 @@ func bindExtensionFlags(fs *flag.FlagSet, f *Flags) {
 		"Overrides controllers.sandboxWarmPool.readinessGracePeriod: how long a member may stay not Ready before it is replaced.")
 	fs.DurationVar(&f.poolRecheck, "sandbox-warm-pool-unschedulable-recheck-interval", configv1alpha1.DefaultWarmPoolUnschedulableRecheckInterval,
 		"Overrides controllers.sandboxWarmPool.unschedulableRecheckInterval.")
+	fs.BoolVar(&f.noClaimEvents, "disable-claim-events", false,
+		"Overrides controllers.sandboxClaim.events (as its negation): record no Events about claims, one API write each.")
 }
 
 // Version reports whether --version was given.
@@ -135,5 +138,7 @@ func (f *Flags) applyExtension(name string, c *configv1alpha1.Controllers) {
 		c.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: f.poolGrace}
 	case "sandbox-warm-pool-unschedulable-recheck-interval":
 		c.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: f.poolRecheck}
+	case "disable-claim-events":
+		c.SandboxClaim.Events = ptr.To(!f.noClaimEvents)
 	}
 }

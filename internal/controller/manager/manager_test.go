@@ -69,7 +69,8 @@ metrics:
 				"--health-probe-bind-address=127.0.0.1:1", "--cluster-domain=flag.example",
 				"--extensions=false", "--sandbox-template-concurrent-workers=2", "--sandbox-warm-pool-concurrent-workers=3",
 				"--sandbox-claim-concurrent-workers=9", "--sandbox-warm-pool-max-batch-size=11",
-				"--sandbox-warm-pool-readiness-grace-period=30s", "--sandbox-warm-pool-unschedulable-recheck-interval=2m"},
+				"--sandbox-warm-pool-readiness-grace-period=30s", "--sandbox-warm-pool-unschedulable-recheck-interval=2m",
+				"--disable-claim-events"},
 			want: func(c *configv1alpha1.ControllerConfiguration) {
 				c.ClusterDomain = "flag.example"
 				c.Controllers.Sandbox.Workers = ptr.To[int32](3)
@@ -86,6 +87,7 @@ metrics:
 				c.Controllers.SandboxWarmPool.MaxBatchSize = ptr.To[int32](11)
 				c.Controllers.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: 30 * time.Second}
 				c.Controllers.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: 2 * time.Minute}
+				c.Controllers.SandboxClaim.Events = ptr.To(false)
 			},
 		},
 	}

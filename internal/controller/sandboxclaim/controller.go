@@ -90,7 +90,11 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 		return fmt.Errorf("registering the %s metrics: %w", Name, err)
 	}
 	opts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.SandboxClaim.Workers, configv1alpha1.DefaultClaimWorkers))
-	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder(Name),
+	var recorder events.EventRecorder = mgr.GetEventRecorder(Name)
+	if !ptr.Deref(cfg.Controllers.SandboxClaim.Events, true) {
+		recorder = noEvents{}
+	}
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), recorder,
 		clock.RealClock{}, otel.GetTracerProvider(), cfg.Controllers.SandboxClaim.AllowedLabelDomains)
 	if err := r.SetupWithManager(mgr, opts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
@@ -224,3 +228,8 @@ func (r *Reconciler) emit(claim *extv1beta1.SandboxClaim, obs *observed) {
 		r.recorder.Eventf(claim, e.related, e.eventType, e.reason, e.action, "%s", e.note)
 	}
 }
+
+// noEvents is the recorder of a controller configured to record no Events.
+type noEvents struct{}
+
+func (noEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
