@@ -48,6 +48,7 @@ type Reconciler struct {
 	clock         clock.PassiveClock
 	clusterDomain string
 	agent         AgentOptions
+	pods          *patchMemory
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -59,7 +60,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
 	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
-		clusterDomain: clusterDomain, agent: agent}
+		clusterDomain: clusterDomain, agent: agent, pods: newPatchMemory()}
 }
 
 // SetupWithManager registers the controller with mgr.

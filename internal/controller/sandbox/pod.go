@@ -80,6 +80,7 @@ func (r *Reconciler) suspendPod(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 		if obs.pod.DeletionTimestamp != nil {
 			return nil
 		}
+		r.pods.forget(obs.pod.UID)
 		return client.IgnoreNotFound(r.client.Delete(ctx, obs.pod, client.Preconditions{UID: &obs.pod.UID}))
 	}
 	pod := &corev1.Pod{}
@@ -208,13 +209,15 @@ func (r *Reconciler) patchPodMetadata(ctx context.Context, sb *sandboxv1beta1.Sa
 	}
 	labelPatch := metadataPatch(pod.Labels, wantLabels, append(stale(sandboxv1beta1.PropagatedLabelsAnnotation), systemLabelsFromSandbox...))
 	annoPatch := metadataPatch(pod.Annotations, wantAnnos, stale(sandboxv1beta1.PropagatedAnnotationsAnnotation))
-	if len(labelPatch) == 0 && len(annoPatch) == 0 {
+	if len(labelPatch) == 0 && len(annoPatch) == 0 || r.pods.cacheBehind(pod.UID, pod.ResourceVersion) {
 		return nil
 	}
+	base := pod.ResourceVersion
 	patch := map[string]any{"metadata": map[string]any{"labels": labelPatch, "annotations": annoPatch}}
 	if err := r.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, mustJSON(patch))); err != nil {
 		return fmt.Errorf("updating the labels of Pod %s: %w", pod.Name, err)
 	}
+	r.pods.patched(pod.UID, base)
 	return nil
 }
 

@@ -338,7 +338,7 @@ func TestPatchPodMetadata(t *testing.T) {
 			ctx := context.Background()
 			sb := withMeta(tc.sandbox.Obj())
 			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tc.pod.Obj()).Build()
-			r := &Reconciler{client: c, scheme: c.Scheme()}
+			r := &Reconciler{client: c, scheme: c.Scheme(), pods: newPatchMemory()}
 			pod := &corev1.Pod{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: testName}, pod); err != nil {
 				t.Fatal(err)
@@ -363,6 +363,52 @@ func TestPatchPodMetadata(t *testing.T) {
 				t.Errorf("resourceVersion %s -> %s: the pod was written although nothing changed", rv, got.ResourceVersion)
 			}
 		})
+	}
+}
+
+// TestPatchPodMetadataSkipsAStaleCache: a second pass that still sees the version the first
+// pass patched from (the cache is behind) writes nothing; one that sees a newer version patches.
+func TestPatchPodMetadataSkipsAStaleCache(t *testing.T) {
+	ctx := context.Background()
+	pod := testPod().Obj()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(pod).Build()
+	r := &Reconciler{client: c, scheme: c.Scheme(), pods: newPatchMemory()}
+	stale := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), stale); err != nil {
+		t.Fatal(err)
+	}
+	sb := withMeta(testSandbox().PodLabel("app", "web").Obj())
+	if err := r.patchPodMetadata(ctx, sb, stale.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	afterFirst := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), afterFirst); err != nil {
+		t.Fatal(err)
+	}
+	if afterFirst.Labels["app"] != "web" {
+		t.Fatalf("the first pass did not patch: labels %v", afterFirst.Labels)
+	}
+
+	sb = withMeta(testSandbox().PodLabel("app", "api").Obj())
+	if err := r.patchPodMetadata(ctx, sb, stale.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != afterFirst.ResourceVersion {
+		t.Errorf("a pass on the stale copy wrote the Pod (resourceVersion %s -> %s)", afterFirst.ResourceVersion, got.ResourceVersion)
+	}
+
+	if err := r.patchPodMetadata(ctx, sb, got.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["app"] != "api" {
+		t.Errorf("a pass on the current version did not patch: labels %v", got.Labels)
 	}
 }
 
