@@ -102,7 +102,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{o: o, c: cl.Client, writes: writes, w: w}
+	b := &bench{o: o, c: cl.Client, writes: writes, w: w, stored: map[string]time.Time{}}
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
@@ -257,6 +257,10 @@ type bench struct {
 	writes *harness.WriteCounter
 	w      *watcher
 	seq    int
+
+	// stored is when each claim's Create call returned: the claim exists from then on.
+	storedMu sync.Mutex
+	stored   map[string]time.Time
 }
 
 func (b *bench) setup(ctx context.Context) error {
@@ -324,7 +328,13 @@ func (b *bench) scenarios() []scenario {
 func (b *bench) create(ctx context.Context, name string) error {
 	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	claim.Spec.WarmPoolRef = &extv1beta1.SandboxWarmPoolReference{Name: "bench"}
-	return b.c.Create(ctx, claim)
+	if err := b.c.Create(ctx, claim); err != nil {
+		return err
+	}
+	b.storedMu.Lock()
+	b.stored[name] = time.Now()
+	b.storedMu.Unlock()
+	return nil
 }
 
 // openLoop creates claims at rate per second for d, whatever the controller's pace.
@@ -429,6 +439,7 @@ type result struct {
 	claims, warm  int
 	elapsed       time.Duration
 	latencies     []time.Duration
+	fromStored    []time.Duration
 	writes        map[string]int
 	heapMB        float64
 	throughputPer float64
@@ -456,10 +467,15 @@ func (b *bench) runScenario(ctx context.Context, s scenario) (*result, error) {
 	if res.phasesAfter, err = readPhases(); err != nil {
 		return nil, err
 	}
+	b.storedMu.Lock()
 	for _, n := range names {
 		res.latencies = append(res.latencies, readyAt[n].Sub(created[n]))
+		res.fromStored = append(res.fromStored, readyAt[n].Sub(b.stored[n]))
 	}
-	sort.Slice(res.latencies, func(i, j int) bool { return res.latencies[i] < res.latencies[j] })
+	b.storedMu.Unlock()
+	for _, l := range [][]time.Duration{res.latencies, res.fromStored} {
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	}
 	res.throughputPer = float64(len(names)) / elapsed.Seconds()
 	if res.warm, err = b.countWarm(ctx); err != nil {
 		return nil, err
@@ -513,8 +529,9 @@ func (r *result) print() {
 	fmt.Printf("## %s: %s\n\n", r.name, r.about)
 	fmt.Printf("claims %d (warm %d, cold %d) in %.1fs: %.1f claims/s; controller process heap after: %.0f MiB\n\n",
 		r.claims, r.warm, r.claims-r.warm, r.elapsed.Seconds(), r.throughputPer, r.heapMB)
-	fmt.Printf("| latency create→Ready | p50 | p90 | p99 | max |\n|---|---|---|---|---|\n")
-	fmt.Printf("| ms | %s | %s | %s | %s |\n\n", ms(pct(r.latencies, 50)), ms(pct(r.latencies, 90)), ms(pct(r.latencies, 99)), ms(pct(r.latencies, 100)))
+	fmt.Printf("| latency, ms | p50 | p90 | p99 | max |\n|---|---|---|---|---|\n")
+	fmt.Printf("| Create called → Ready | %s | %s | %s | %s |\n", ms(pct(r.latencies, 50)), ms(pct(r.latencies, 90)), ms(pct(r.latencies, 99)), ms(pct(r.latencies, 100)))
+	fmt.Printf("| Create returned → Ready | %s | %s | %s | %s |\n\n", ms(pct(r.fromStored, 50)), ms(pct(r.fromStored, 90)), ms(pct(r.fromStored, 99)), ms(pct(r.fromStored, 100)))
 	printPhases(r.phasesBefore, r.phasesAfter)
 	fmt.Printf("| API writes by kubox (verb resource) | total | per claim |\n|---|---|---|\n")
 	total := 0
