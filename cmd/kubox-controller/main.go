@@ -1,8 +1,10 @@
-// Command kubox-controller runs kubox's controllers: it reconciles Sandboxes (and, later,
-// SandboxTemplates, SandboxWarmPools and SandboxClaims) and serves metrics and health probes.
+// Command kubox-controller runs kubox's controllers: it reconciles Sandboxes, SandboxTemplates,
+// SandboxWarmPools and SandboxClaims, serves metrics and health probes, and exports traces when
+// the OTLP environment variables ask for it (internal/tracing).
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubox-dev/kubox/internal/controller/manager"
+	"github.com/kubox-dev/kubox/internal/tracing"
 	"github.com/kubox-dev/kubox/internal/version"
 )
 
@@ -59,10 +62,20 @@ func run(flags *manager.Flags) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
+	stopTracing, err := tracing.Setup(ctx, "kubox-controller", version.Get().GitVersion)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stopTracing(context.Background()); err != nil {
+			log.Error(err, "Flushing traces")
+		}
+	}()
 	if err := manager.Setup(ctx, mgr, cfg); err != nil {
 		return err
 	}
 	log.Info("Starting", "version", version.Get().GitVersion, "clusterDomain", cfg.ClusterDomain,
-		"sandboxWorkers", *cfg.Controllers.Sandbox.Workers, "leaderElection", *cfg.LeaderElection.Enabled)
+		"sandboxWorkers", *cfg.Controllers.Sandbox.Workers, "leaderElection", *cfg.LeaderElection.Enabled,
+		"traceExport", tracing.Enabled())
 	return mgr.Start(ctx)
 }
