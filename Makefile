@@ -9,9 +9,11 @@ export GOFLAGS ?= -mod=mod
 TOOLS          := hack/tools/install.sh
 CONTROLLER_GEN  = $(shell $(TOOLS) dir controller-gen)/controller-gen
 GOLANGCI_LINT   = $(shell $(TOOLS) dir golangci-lint)/golangci-lint
+# buf, protoc-gen-go and protoc-gen-connect-go share one cache folder (hack/tools/buf).
+BUF_DIR         = $(shell $(TOOLS) dir buf)
 GO_TEST        ?= go test
 # Generated paths: `make verify` fails when any of them differs from what `make generate manifests` writes.
-GENERATED      := api config/crd config/rbac
+GENERATED      := api config/crd config/rbac proto
 
 ##@ General
 .PHONY: help
@@ -24,9 +26,14 @@ tools: ## Build every pinned tool once into ~/.cache/kubox/tools (KUBOX_TOOLS_DI
 
 ##@ Development
 .PHONY: generate
-generate: ## Generate deepcopy code for the API types
+generate: proto ## Generate deepcopy code for the API types and Go code from proto/
 	$(TOOLS) controller-gen
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: proto
+proto: ## Generate Go code from proto/ (buf, protoc-gen-go, protoc-gen-connect-go)
+	$(TOOLS) buf
+	export PATH="$(BUF_DIR):$$PATH" && cd proto && buf lint && buf generate
 
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC from the API types and controller markers

@@ -8,14 +8,19 @@
 #                                       containerd and gvisor (runsc + containerd-shim-runsc-v1, patched)
 #
 # TOOL is the name of a wrapper module under hack/tools/ (etcd, kubernetes, kwok, controller-gen,
-# golangci-lint; node tools: containerd, gvisor). Each module's go.mod pins the version; the cache folder is
-# $KUBOX_TOOLS_DIR/<tool>-<version> (default ~/.cache/kubox/tools). A folder is used only when its
+# golangci-lint, buf; node tools: containerd, gvisor). Each module's go.mod pins the version; the cache folder
+# is $KUBOX_TOOLS_DIR/<tool>-<version> (default ~/.cache/kubox/tools). A folder is used only when its
 # .complete marker exists, so an interrupted build is redone, and a present one is never rebuilt.
+#
+# buf is two modules because buf's own protobuf requirement is newer than the runtime kubox links:
+# hack/tools/buf pins buf, hack/tools/buf/plugins pins protoc-gen-go (same version as kubox's
+# google.golang.org/protobuf) and protoc-gen-connect-go (same as kubox's connectrpc.com/connect). All three
+# binaries share one folder whose name carries all three versions, so changing any pin rebuilds it.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOOLS_DIR=${KUBOX_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubox/tools}
-ALL_TOOLS="controller-gen golangci-lint etcd kubernetes kwok"
+ALL_TOOLS="controller-gen golangci-lint buf etcd kubernetes kwok"
 NODE_TOOLS="etcd kubernetes containerd gvisor"
 export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
@@ -26,6 +31,7 @@ module() {
 	case $1 in
 	controller-gen) echo sigs.k8s.io/controller-tools ;;
 	golangci-lint) echo github.com/golangci/golangci-lint/v2 ;;
+	buf) echo github.com/bufbuild/buf ;;
 	etcd) echo go.etcd.io/etcd/server/v3 ;;
 	kubernetes) echo k8s.io/kubernetes ;;
 	kwok) echo sigs.k8s.io/kwok ;;
@@ -35,14 +41,28 @@ module() {
 	esac
 }
 
-version() {
-	local mod
-	mod=$(module "$1")
-	awk -v m="$mod" '$1 == m && $2 ~ /^v/ {print $2; exit} $1 == "require" && $2 == m {print $3; exit}' \
-		"$here/$1/go.mod"
+# modversion GOMOD MODULE: the version of MODULE required by the go.mod file GOMOD.
+modversion() {
+	awk -v m="$2" '$1 == m && $2 ~ /^v/ {print $2; exit} $1 == "require" && $2 == m {print $3; exit}' "$1"
 }
 
-dir() { echo "$TOOLS_DIR/$1-$(version "$1")"; }
+version() { modversion "$here/$1/go.mod" "$(module "$1")"; }
+
+# key TOOL: the suffix of the cache folder; every pinned version that goes into the folder.
+key() {
+	case $1 in
+	buf)
+		local p="$here/buf/plugins/go.mod"
+		echo "$(version buf)-protoc-gen-go-$(modversion "$p" google.golang.org/protobuf)-connect-go-$(modversion "$p" connectrpc.com/connect)"
+		;;
+	*) version "$1" ;;
+	esac
+}
+
+dir() { echo "$TOOLS_DIR/$1-$(key "$1")"; }
+
+# tool_pkgs GOMOD: the packages named by the tool directives of GOMOD.
+tool_pkgs() { awk '/^tool \(/{f=1; next} f && /^\)/{f=0} f {print $1} /^tool [^(]/{print $2}' "$1"; }
 
 # build_into TOOL OUT: go build each tool package of the wrapper module into OUT.
 build_into() {
@@ -68,7 +88,13 @@ build_into() {
 		ld="$ld -X github.com/containerd/containerd/v2/version.Version=$ver"
 		;;
 	esac
-	pkgs=$(awk '/^tool \(/{f=1; next} f && /^\)/{f=0} f {print $1} /^tool [^(]/{print $2}' "$here/$tool/go.mod")
+	if [ "$tool" = buf ]; then
+		for pkg in $(tool_pkgs "$here/buf/plugins/go.mod"); do
+			log "building ${pkg##*/} (first time only)"
+			(cd "$here/buf/plugins" && go build -trimpath -ldflags "$ld" -o "$out/${pkg##*/}" "$pkg")
+		done
+	fi
+	pkgs=$(tool_pkgs "$here/$tool/go.mod")
 	for pkg in $pkgs; do
 		local name=${pkg##*/}
 		[ "$tool" = etcd ] && name=etcd
@@ -123,7 +149,7 @@ ensure() {
 	rm -rf "$out"
 	mv "$out.partial" "$out"
 	touch "$out/.complete"
-	log "$tool $(version "$tool") ready in $out"
+	log "$tool $(key "$tool") ready in $out"
 }
 
 # envtest: a folder holding exactly what envtest needs (etcd, kube-apiserver, kubectl).
