@@ -20,8 +20,8 @@ import (
 
 // The errors Split returns carry Python's messages, which python-runtime reports to clients.
 var (
-	ErrNoClosingQuotation = errors.New("No closing quotation") //nolint:revive,staticcheck // Python's message
-	ErrNoEscapedCharacter = errors.New("No escaped character") //nolint:revive,staticcheck // Python's message
+	ErrNoClosingQuotation = errors.New("No closing quotation") //nolint:staticcheck // Python's message
+	ErrNoEscapedCharacter = errors.New("No escaped character") //nolint:staticcheck // Python's message
 )
 
 // Split returns the words of s.
