@@ -1,0 +1,215 @@
+// Package pyruntime serves the HTTP API of agent-sandbox's python-runtime example
+// (examples/python-runtime-sandbox, port 8888) from kubox-agent, so agent-sandbox's Python and Go
+// clients work unchanged against a kubox sandbox:
+//
+//	GET  /                 {"status":"ok","message":"Sandbox Runtime is active."}
+//	POST /execute          {"command": str} -> {"stdout","stderr","exit_code"}
+//	POST /upload           multipart field "file" -> {"message": "File '<name>' uploaded successfully."}
+//	GET  /download/{path}  the file, application/octet-stream
+//	GET  /list/{path}      [{"name","size","type","mod_time"}]
+//	GET  /exists/{path}    {"path", "exists"}
+//
+// Paths are relative to the base directory (SANDBOX_BASE_DIR, default /app), leading slashes
+// dropped, and confined to it by a Resolver: a path that leaves it gets 403 {"message":"Access
+// denied"}. /execute splits its command like Python's shlex.split and runs it without a shell in
+// the base directory through a Runner; whatever goes wrong, it answers HTTP 200 with exit_code 1
+// and stderr "Failed to execute command: <reason>".
+//
+// Where kubox differs from python-runtime, it is on purpose: request bodies are bounded
+// (413 instead of unbounded memory), an upload is written to a temporary file and renamed into
+// place (a failed upload leaves the old file intact), output that is not UTF-8 is passed with
+// replacement characters rather than failing the command, a malformed /execute body gets the
+// execute failure answer rather than FastAPI's 422, and a listing or file-system failure gets a
+// JSON message rather than a bare "Internal Server Error".
+//
+// Handler routes on the request's unescaped path itself and must not be mounted under an
+// http.ServeMux: the mux cleans paths and would redirect "/list/." or "/download/a/../b", which
+// python-runtime serves (or refuses) as given. Use Options.NotFound to chain another handler
+// (sandboxd's /v1/ API) for every other path.
+package pyruntime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Defaults, as python-runtime has them where it has one.
+const (
+	// DefaultBaseDir is the directory paths are relative to and commands run in.
+	DefaultBaseDir = "/app"
+	// DefaultExecTimeout is how long a command may run before it is killed.
+	DefaultExecTimeout = 300 * time.Second
+	// DefaultMaxJSONBytes bounds the body of POST /execute.
+	DefaultMaxJSONBytes = 1 << 20
+	// DefaultMaxUploadBytes bounds the body of POST /upload; agent-sandbox's Go client refuses
+	// larger uploads by default too.
+	DefaultMaxUploadBytes = 256 << 20
+)
+
+// Resolver maps a path relative to the base directory to the real path of the file it names. It
+// resolves symbolic links in the part that exists, accepts paths whose last components do not
+// exist yet (an upload's target), maps "" to the base directory itself, and returns an error for
+// any path that leads outside the base directory. kubox-agent's files package provides one.
+type Resolver interface {
+	Resolve(path string) (string, error)
+}
+
+// Runner runs a command to completion: argv without a shell, in dir, in a process group of its
+// own, killed (the whole group) after timeout. It returns the command's output and exit code (a
+// negative signal number when a signal ended it, as Python reports); err is for a command that
+// could not start, or that was killed at the timeout, in which case err wraps ErrTimeout.
+//
+// kubox-agent's process manager implements it: one reaper owns wait() for every child of the
+// agent, so this package never waits for a process itself.
+type Runner interface {
+	Run(ctx context.Context, argv []string, dir string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error)
+}
+
+// ErrTimeout is wrapped by a Runner's error when the command ran out of time.
+var ErrTimeout = errors.New("the command timed out")
+
+// Options configures a Handler.
+type Options struct {
+	// BaseDir is the directory commands run in; Resolver must be rooted there too.
+	// Default: DefaultBaseDir.
+	BaseDir string
+	// Resolver confines file paths to BaseDir. Required.
+	Resolver Resolver
+	// Runner runs the commands of /execute. Required.
+	Runner Runner
+	// ExecTimeout bounds each command. Default: DefaultExecTimeout.
+	ExecTimeout time.Duration
+	// MaxJSONBytes bounds the body of /execute. Default: DefaultMaxJSONBytes.
+	MaxJSONBytes int64
+	// MaxUploadBytes bounds the body of /upload. Default: DefaultMaxUploadBytes.
+	MaxUploadBytes int64
+	// NotFound serves the paths python-runtime does not have. Default: FastAPI's 404
+	// {"detail":"Not Found"}.
+	NotFound http.Handler
+}
+
+// Handler serves python-runtime's API; see the package documentation.
+type Handler struct {
+	baseDir        string
+	resolver       Resolver
+	runner         Runner
+	execTimeout    time.Duration
+	maxJSONBytes   int64
+	maxUploadBytes int64
+	notFound       http.Handler
+}
+
+// New returns a Handler for opts, with defaults for the fields left zero.
+func New(opts Options) (*Handler, error) {
+	if opts.Resolver == nil || opts.Runner == nil {
+		return nil, errors.New("the python-runtime API needs a Resolver and a Runner")
+	}
+	if opts.ExecTimeout < 0 || opts.MaxJSONBytes < 0 || opts.MaxUploadBytes < 0 {
+		return nil, fmt.Errorf("the python-runtime API's timeout (%s) and body limits (%d, %d) must not be negative",
+			opts.ExecTimeout, opts.MaxJSONBytes, opts.MaxUploadBytes)
+	}
+	h := &Handler{
+		baseDir:        orDefault(opts.BaseDir, DefaultBaseDir),
+		resolver:       opts.Resolver,
+		runner:         opts.Runner,
+		execTimeout:    orDefault(opts.ExecTimeout, DefaultExecTimeout),
+		maxJSONBytes:   orDefault(opts.MaxJSONBytes, DefaultMaxJSONBytes),
+		maxUploadBytes: orDefault(opts.MaxUploadBytes, DefaultMaxUploadBytes),
+		notFound:       opts.NotFound,
+	}
+	if h.notFound == nil {
+		h.notFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusNotFound, detail{"Not Found"})
+		})
+	}
+	return h, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Route prefixes of the endpoints that take a path.
+const (
+	prefixDownload = "/download/"
+	prefixList     = "/list/"
+	prefixExists   = "/exists/"
+)
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/":
+		h.only(w, r, http.MethodGet, h.health)
+	case p == "/execute":
+		h.only(w, r, http.MethodPost, h.execute)
+	case p == "/upload":
+		h.only(w, r, http.MethodPost, h.upload)
+	case strings.HasPrefix(p, prefixDownload):
+		h.only(w, r, http.MethodGet, h.download)
+	case strings.HasPrefix(p, prefixList):
+		h.only(w, r, http.MethodGet, h.list)
+	case strings.HasPrefix(p, prefixExists):
+		h.only(w, r, http.MethodGet, h.exists)
+	case p+"/" == prefixDownload || p+"/" == prefixList || p+"/" == prefixExists:
+		// Starlette redirects to the path with the slash its route needs (the empty path: the base
+		// directory).
+		u := *r.URL
+		u.Path, u.RawPath = p+"/", ""
+		w.Header().Set("Location", u.String())
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	default:
+		h.notFound.ServeHTTP(w, r)
+	}
+}
+
+func (h *Handler) only(w http.ResponseWriter, r *http.Request, method string, serve http.HandlerFunc) {
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed"})
+		return
+	}
+	serve(w, r)
+}
+
+func (h *Handler) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	}{"ok", "Sandbox Runtime is active."})
+}
+
+// detail is FastAPI's error body.
+type detail struct {
+	Detail string `json:"detail"`
+}
+
+// message is python-runtime's error body.
+type message struct {
+	Message string `json:"message"`
+}
+
+// writeJSON writes v the way FastAPI's JSONResponse does: compact, no HTML escaping, no trailing
+// newline.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only the fixed types of this package are encoded; none can fail.
+		panic(fmt.Sprintf("pyruntime: encoding a %T: %v", v, err))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
