@@ -1,0 +1,148 @@
+package process
+
+import (
+	"errors"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The reaper is the only code in the agent that waits for children. There is one per OS process (a
+// package singleton, however many Managers exist), because wait(-1) takes the status of any child:
+// two waiters would steal each other's statuses, and so would exec.Cmd.Wait or os.Process.Wait
+// anywhere in the agent, so nothing else may call them.
+//
+// It runs on SIGCHLD. For each waitable child it first peeks at the pid with waitid(WNOWAIT), which
+// leaves the zombie in place so the pid cannot be reused yet, looks the pid up under the same lock
+// that covers fork plus registration (so a child that exits before its starter registered it is
+// still found), and only then reaps it with wait4(pid). A status for a pid nobody registered is an
+// orphan: a grandchild re-parented to the agent because the agent is PID 1 or a subreaper; it is
+// reaped and dropped so no zombie stays behind.
+type reaper struct {
+	// mu covers fork plus registration in spawn, the lookup of a reaped pid, and signals: a pid is in
+	// waiters exactly while its process (or zombie) exists, so kill(-pid) never reaches a reused pid.
+	mu      sync.Mutex
+	waiters map[int]func(unix.WaitStatus)
+	// orphans counts statuses reaped for pids nobody registered.
+	orphans int
+}
+
+var (
+	theReaper     *reaper
+	theReaperOnce sync.Once
+	// subreaperErr is the result of prctl(PR_SET_CHILD_SUBREAPER) (nil when the agent is PID 1).
+	subreaperErr error
+)
+
+// startReaper starts the process-wide reaper once. When the agent is not PID 1 it also makes the
+// agent a child subreaper (PR_SET_CHILD_SUBREAPER): then a process whose parent exits (the `sleep &`
+// of an exited shell) is re-parented to the agent rather than to PID 1, and the agent reaps it. As
+// PID 1 the kernel re-parents orphans to the agent anyway.
+func startReaper() *reaper {
+	theReaperOnce.Do(func() {
+		if os.Getpid() != 1 {
+			subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+		}
+		r := &reaper{waiters: map[int]func(unix.WaitStatus){}}
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGCHLD)
+		go r.loop(sigs)
+		theReaper = r
+	})
+	return theReaper
+}
+
+func (r *reaper) loop(sigs <-chan os.Signal) {
+	for {
+		// A child that exited before Notify took effect sent its SIGCHLD to nobody: reap first.
+		r.reapAll()
+		<-sigs
+	}
+}
+
+// spawn runs fork under the lock and registers onExit for the new pid. onExit runs on the reaper's
+// goroutine and must not block.
+func (r *reaper) spawn(fork func() (int, error), onExit func(unix.WaitStatus)) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pid, err := fork()
+	if err != nil {
+		return 0, err
+	}
+	r.waiters[pid] = onExit
+	return pid, nil
+}
+
+// kill sends sig to the process group pid while the process is still registered (not yet reaped).
+// It reports false when the process was already reaped. before, if not nil, runs first under the
+// lock, so what it records is visible to the process's exit callback.
+func (r *reaper) kill(pid int, sig syscall.Signal, before func()) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.waiters[pid]; !ok {
+		return false, nil
+	}
+	if before != nil {
+		before()
+	}
+	err := unix.Kill(-pid, sig)
+	if errors.Is(err, unix.ESRCH) {
+		err = nil // the group is empty but the leader's zombie is not reaped yet
+	}
+	return true, err
+}
+
+// reapAll reaps every child that is waitable now.
+func (r *reaper) reapAll() {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: no children at all
+			return
+		}
+		pid := siginfoPid(&info)
+		if pid == 0 { // children exist, none has exited
+			return
+		}
+		r.mu.Lock()
+		onExit, ok := r.waiters[pid]
+		delete(r.waiters, pid)
+		if !ok {
+			r.orphans++
+		}
+		r.mu.Unlock()
+		var ws unix.WaitStatus
+		for {
+			_, err = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+			if !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		if ok {
+			onExit(ws) // err is impossible for our own zombie; a zero status beats a hung process
+		}
+	}
+}
+
+// orphanCount is how many orphans the reaper has reaped (for tests).
+func (r *reaper) orphanCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.orphans
+}
+
+// siginfoPid reads si_pid from a siginfo_t filled by waitid: the first field of the union that
+// follows si_signo, si_errno and si_code, aligned to a pointer (offset 16 on 64-bit Linux, 12 on
+// 32-bit). x/sys/unix does not name the union's fields.
+func siginfoPid(info *unix.Siginfo) int {
+	const ptr = unsafe.Sizeof(uintptr(0))
+	const off = (3*unsafe.Sizeof(int32(0)) + ptr - 1) &^ (ptr - 1)
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))
+}
