@@ -33,6 +33,7 @@ type Process struct {
 	writeMu sync.Mutex
 	mu      sync.Mutex
 	stdin   *os.File // stdin's write end, or the PTY master; nil once closed
+	reaped  bool     // the process has exited (its output may still be draining)
 	master  *os.File // the PTY master while it is open
 	readers []*os.File
 	reading sync.WaitGroup
@@ -157,10 +158,10 @@ func (p *Process) Input(ctx context.Context, data []byte, closeStdin bool) error
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	p.mu.Lock()
-	f := p.stdin
+	f, reaped := p.stdin, p.reaped
 	p.mu.Unlock()
 	if f == nil {
-		if p.exited() {
+		if reaped {
 			return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("process %s has exited; it reads no more input", p.id))
 		}
 		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("the stdin of process %s is closed; start a process with stdin set to write to it", p.id))
@@ -260,6 +261,9 @@ func (p *Process) read(f *os.File, s Stream) {
 func (p *Process) wait() {
 	ws := <-p.status
 	at := time.Now()
+	p.mu.Lock()
+	p.reaped = true
+	p.mu.Unlock()
 	if p.timer != nil {
 		p.timer.Stop()
 	}
