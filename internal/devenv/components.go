@@ -64,11 +64,11 @@ func Plan(c Config, l Layout, t Tools) map[string]Component {
 	}
 }
 
-// ControllerComponent runs the kubox controller against the environment: metrics and probes on
-// 127.0.0.1, and leader election with its Lease in kube-system (out of a cluster the controller
-// cannot tell its own namespace).
+// ControllerComponent runs the kubox controller against the environment: its configuration
+// file (RenderControllerConfig), metrics and probes on 127.0.0.1, and leader election with its
+// Lease in kube-system (out of a cluster the controller cannot tell its own namespace).
 func ControllerComponent(bin string, c Config, l Layout) Component {
-	return Component{Controller, []string{bin, "--kubeconfig=" + l.Kubeconfig,
+	return Component{Controller, []string{bin, "--kubeconfig=" + l.Kubeconfig, "--config=" + l.ControllerConfig,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", c.Ports.ControllerMetrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", c.Ports.ControllerHealth),
 		"--leader-election-namespace=kube-system"}}

@@ -94,6 +94,9 @@ type Layout struct {
 	ContainerdSocket, RunscRoot       string
 	CNIConfDir, CNIIPAMDir, RunscLogs string
 	Kubeconfig                        string
+	// ControllerConfig is kubox-controller's --config file; AgentTokenKey the key it derives
+	// sandboxes' agent tokens from (the router reads it too).
+	ControllerConfig, AgentTokenKey string
 }
 
 // NewLayout derives every path from the state directory.
@@ -105,7 +108,8 @@ func NewLayout(stateDir string) Layout {
 		ContainerdRoot: j("containerd", "root"), ContainerdState: j("containerd", "state"),
 		ContainerdSocket: j("containerd", "containerd.sock"), RunscRoot: j("containerd", "runsc"),
 		CNIConfDir: j("cni", "net.d"), CNIIPAMDir: j("cni", "ipam"), RunscLogs: j("logs", "runsc") + "/",
-		Kubeconfig: j("kubeconfig"),
+		Kubeconfig:       j("kubeconfig"),
+		ControllerConfig: j("etc", "kubox-controller.yaml"), AgentTokenKey: j("etc", "agent-token-key"),
 	}
 }
 

@@ -161,15 +161,17 @@ func WriteImage(spec ImageSpec, path string) error {
 }
 
 // Images are the tarballs `up` imports into containerd.
-type Images struct{ Dir, Busybox, Pause, Python string }
+type Images struct{ Dir, Busybox, Pause, Python, Agent string }
 
 // BuildImages is BuildImagesProgress with the Python image's build progress on stderr.
 func BuildImages(repoDir, cacheDir, busyboxPath string) (Images, bool, error) {
 	return BuildImagesProgress(NewProgress(os.Stderr), repoDir, cacheDir, busyboxPath)
 }
 
-// BuildImagesProgress builds the busybox and pause images (buildBase) and the Python image
-// (BuildPython), each cached on its own. It reports true when all of them were cached.
+// BuildImagesProgress builds the busybox and pause images (buildBase), the Python image
+// (BuildPython) and the agent image (BuildAgentImage), each cached on its own. It reports true
+// when the busybox, pause and Python images were cached (the agent is rebuilt from the checkout
+// every time, which takes seconds).
 func BuildImagesProgress(p *Progress, repoDir, cacheDir, busyboxPath string) (Images, bool, error) {
 	imgs, cached, err := buildBase(repoDir, cacheDir, busyboxPath)
 	if err != nil {
@@ -180,6 +182,9 @@ func BuildImagesProgress(p *Progress, repoDir, cacheDir, busyboxPath string) (Im
 		return Images{}, false, err
 	}
 	imgs.Python = python
+	if imgs.Agent, err = BuildAgentImage(repoDir, filepath.Join(cacheDir, "agent")); err != nil {
+		return Images{}, false, err
+	}
 	return imgs, cached && pyCached, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -159,4 +160,17 @@ func ReadPKI(dir string) (PKI, error) {
 		p[e.Name()] = data
 	}
 	return p, nil
+}
+
+// EnsureKey writes 48 random bytes, base64-encoded, to path (mode 0600) unless the file exists:
+// the agent token key survives `up` after `up`, so running sandboxes keep valid tokens.
+func EnsureKey(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	raw := make([]byte, 48)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(raw)+"\n"), 0o600)
 }

@@ -185,3 +185,15 @@ func execute(t *template.Template, data any) string {
 	}
 	return b.String()
 }
+
+// RenderControllerConfig is kubox-controller's configuration: the defaults, plus the agent image
+// built locally (never pulled) and the agent token key.
+func RenderControllerConfig(l Layout) string {
+	return fmt.Sprintf(`apiVersion: config.kubox.dev/v1alpha1
+kind: ControllerConfiguration
+agent:
+  image: %s
+  imagePullPolicy: Never
+  tokenKeyFile: %s
+`, AgentImage, l.AgentTokenKey)
+}

@@ -134,6 +134,10 @@ func (e *env) writeConfigs(pki PKI) error {
 		filepath.Join(e.l.Etc, "runsc.toml"):               RenderRunsc(e.l, e.t),
 		filepath.Join(e.l.Etc, "kubelet.yaml"):             RenderKubelet(e.c, e.l, Host{CgroupV1: HostCgroupV1()}),
 		filepath.Join(e.l.CNIConfDir, "10-kubox.conflist"): RenderCNI(e.c, e.l),
+		e.l.ControllerConfig:                               RenderControllerConfig(e.l),
+	}
+	if err := EnsureKey(e.l.AgentTokenKey); err != nil {
+		return fmt.Errorf("create the agent token key: %w", err)
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
@@ -183,7 +187,7 @@ func (e *env) node(ctx context.Context, plan map[string]Component) error {
 		return err
 	}
 	start := time.Now()
-	for _, img := range []string{e.imgs.Pause, e.imgs.Busybox, e.imgs.Python} {
+	for _, img := range []string{e.imgs.Pause, e.imgs.Busybox, e.imgs.Python, e.imgs.Agent} {
 		if _, err := e.ctr("images", "import", img); err != nil {
 			return fmt.Errorf("import %s into containerd: %w", img, err)
 		}
