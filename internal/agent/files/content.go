@@ -14,7 +14,7 @@ import (
 
 // copyBufferSize is the buffer each upload or download copies through: memory per transfer is
 // bounded by it whatever the file's size.
-const copyBufferSize = 256 << 10
+const copyBufferSize = 1 << 20
 
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
 
