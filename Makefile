@@ -76,7 +76,11 @@ test-integration: ## Integration tests against the repo's own etcd and kube-apis
 
 ##@ Benchmarks
 .PHONY: bench
-bench: bench-claims bench-e2e ## Every benchmark: claims on a kwok cluster, then pod/Sandbox start on the real node
+bench: bench-claims bench-agent bench-e2e ## Every benchmark: claims on a kwok cluster, kubox-agent on loopback, pod/Sandbox start on the real node
+
+.PHONY: bench-agent
+bench-agent: ## kubox-agent on 127.0.0.1: exec round trip, stdout streaming, 1 GiB file upload/download, memory
+	go run ./test/bench/agent $(BENCH_ARGS)
 
 .PHONY: bench-claims
 bench-claims: ## Claim latency, throughput and API writes per claim against a 300-member warm pool (kwok nodes)
