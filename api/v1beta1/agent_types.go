@@ -49,8 +49,8 @@ type AgentSpec struct {
 type AgentAuth string
 
 const (
-	// AgentAuthRequired: every request carries the sandbox's agent token.
+	// AgentAuthRequired means every request carries the sandbox's agent token.
 	AgentAuthRequired AgentAuth = "Required"
-	// AgentAuthDisabled: requests need no token.
+	// AgentAuthDisabled means requests need no token.
 	AgentAuthDisabled AgentAuth = "Disabled"
 )

@@ -120,7 +120,9 @@ func (a *Agent) mainHandler() (http.Handler, error) {
 	streams := limits.NewStreamLimiter(a.cfg.MaxStreams, limits.DefaultRetryAfter)
 	mux := http.NewServeMux()
 	for _, svc := range []func() (string, http.Handler){
-		func() (string, http.Handler) { return agentv1connect.NewProcessServiceHandler(process.NewHandler(a.procs)) },
+		func() (string, http.Handler) {
+			return agentv1connect.NewProcessServiceHandler(process.NewHandler(a.procs))
+		},
 		func() (string, http.Handler) { return files.NewHandler(root) },
 	} {
 		path, h := svc()
