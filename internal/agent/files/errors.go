@@ -15,26 +15,27 @@ import (
 // wraps exactly one of them (ErrInternal when nothing more precise applies), and StatusOf and
 // CodeOf map them to an HTTP status and a Connect code.
 var (
-	// ErrOutsideRoot: the path, or a symbolic link on the way to it, leads outside the root.
+	// ErrOutsideRoot means the path, or a symbolic link on the way to it, leads outside the root.
 	ErrOutsideRoot = errors.New("the path leads outside the sandbox root")
-	// ErrNotFound: the path, or one of its parent directories, does not exist.
+	// ErrNotFound means the path, or one of its parent directories, does not exist.
 	ErrNotFound = errors.New("no such file or directory")
-	// ErrIsDirectory: the operation needs a file and the path is a directory.
+	// ErrIsDirectory means the operation needs a file and the path is a directory.
 	ErrIsDirectory = errors.New("is a directory")
-	// ErrNotDirectory: the operation needs a directory (or a parent is not one).
+	// ErrNotDirectory means the operation needs a directory (or a parent is not one).
 	ErrNotDirectory = errors.New("not a directory")
-	// ErrNotEmpty: a directory with entries would have to be removed or replaced.
+	// ErrNotEmpty means a directory with entries would have to be removed or replaced.
 	ErrNotEmpty = errors.New("directory not empty")
-	// ErrPermission: the operating system refused the agent access.
+	// ErrPermission means the operating system refused the agent access.
 	ErrPermission = errors.New("permission denied")
-	// ErrExists: the path exists and the operation must not replace it.
+	// ErrExists means the path exists and the operation must not replace it.
 	ErrExists = errors.New("already exists")
-	// ErrInvalid: the request itself is malformed (a bad mode, a NUL byte, a symbolic link loop, an
+	// ErrInvalid means the request itself is malformed (a bad mode, a NUL byte, a symbolic link loop, an
 	// upload cut short).
 	ErrInvalid = errors.New("invalid request")
-	// ErrNoSpace: the file system is full or the request body exceeds the limit it was given.
-	ErrNoSpace = errors.New("no space left")
-	// ErrInternal: anything else the operating system reported.
+	// ErrResourceExhausted means something ran out: space on the file system, the request body's
+	// limit, or a watch's event queue.
+	ErrResourceExhausted = errors.New("resource exhausted")
+	// ErrInternal is anything else the operating system reported.
 	ErrInternal = errors.New("internal error")
 )
 
@@ -55,7 +56,7 @@ type Error struct {
 // Error reads "<op> <path>: <what went wrong>; <what to do>".
 func (e *Error) Error() string {
 	what := e.Kind.Error()
-	if e.Err != nil && (e.Kind == ErrInternal || e.Kind == ErrInvalid) {
+	if e.Err != nil && (e.Kind == ErrInternal || e.Kind == ErrInvalid || e.Kind == ErrResourceExhausted) {
 		what = e.Err.Error()
 	}
 	msg := fmt.Sprintf("%s %s: %s", e.Op, e.Path, what)
@@ -98,7 +99,7 @@ func hintFor(op string, kind error) string {
 		return "the agent's user may not access it; change the file's owner or mode"
 	case ErrExists:
 		return "choose another path, or ask to overwrite it"
-	case ErrNoSpace:
+	case ErrResourceExhausted:
 		return "free space in the sandbox, or send less"
 	}
 	return ""
@@ -130,7 +131,7 @@ func fromOS(op, path string, err error) error {
 		kind = ErrNotDirectory
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EFBIG),
 		errors.As(err, &mbe):
-		kind = ErrNoSpace
+		kind = ErrResourceExhausted
 	case errors.Is(err, syscall.ELOOP):
 		return &Error{Op: op, Path: path, Kind: ErrInvalid, Err: err,
 			Hint: "a symbolic link on the path loops (or the chain is too long); fix or remove it"}
@@ -157,12 +158,12 @@ var kinds = []struct {
 	{ErrNotDirectory, http.StatusConflict, connect.CodeFailedPrecondition},
 	{ErrIsDirectory, http.StatusBadRequest, connect.CodeFailedPrecondition},
 	{ErrInvalid, http.StatusBadRequest, connect.CodeInvalidArgument},
-	{ErrNoSpace, http.StatusRequestEntityTooLarge, connect.CodeResourceExhausted},
+	{ErrResourceExhausted, http.StatusRequestEntityTooLarge, connect.CodeResourceExhausted},
 }
 
 // StatusOf returns the HTTP status for err: 403 outside the root or permission denied, 404 not
-// found, 409 exists / not empty / not a directory, 400 is a directory or invalid, 413 no space,
-// 500 anything else.
+// found, 409 exists / not empty / not a directory, 400 is a directory or invalid, 413 resource
+// exhausted, 500 anything else.
 func StatusOf(err error) int {
 	for _, k := range kinds {
 		if errors.Is(err, k.kind) {
@@ -174,7 +175,7 @@ func StatusOf(err error) int {
 
 // CodeOf returns the Connect code for err: PermissionDenied outside the root or permission
 // denied, NotFound, AlreadyExists, FailedPrecondition (not empty, not a directory, is a
-// directory), InvalidArgument, ResourceExhausted (no space), Internal for anything else.
+// directory), InvalidArgument, ResourceExhausted, Internal for anything else.
 func CodeOf(err error) connect.Code {
 	for _, k := range kinds {
 		if errors.Is(err, k.kind) {

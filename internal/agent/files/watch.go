@@ -14,15 +14,15 @@ import (
 type EventOp int
 
 const (
-	// OpCreate: the file was created, or moved into a watched directory.
+	// OpCreate means the file was created, or moved into a watched directory.
 	OpCreate EventOp = iota + 1
-	// OpWrite: the file's content changed.
+	// OpWrite means the file's content changed.
 	OpWrite
-	// OpRemove: the file was removed.
+	// OpRemove means the file was removed.
 	OpRemove
-	// OpRename: the file was moved away; where it went is reported as OpCreate if watched.
+	// OpRename means the file was moved away; where it went is reported as OpCreate if watched.
 	OpRename
-	// OpChmod: the file's metadata (mode, owner, times) changed.
+	// OpChmod means the file's metadata (mode, owner, times) changed.
 	OpChmod
 )
 
@@ -131,7 +131,7 @@ func (w *Watcher) add(dir string, report bool) error {
 	})
 }
 
-// Next returns the next change, waiting for one until ctx ends. It fails with ErrNoSpace when
+// Next returns the next change, waiting for one until ctx ends. It fails with ErrResourceExhausted when
 // the kernel dropped events (the caller should list the directory again and start a new watch).
 func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	for {
@@ -148,7 +148,7 @@ func (w *Watcher) Next(ctx context.Context) (Event, error) {
 				return Event{}, fsnotify.ErrClosed
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				return Event{}, &Error{Op: "watch", Path: w.shown, Kind: ErrNoSpace, Err: err,
+				return Event{}, &Error{Op: "watch", Path: w.shown, Kind: ErrResourceExhausted, Err: err,
 					Hint: "changes came faster than they were read and some were lost; list the directory again and start a new watch"}
 			}
 			return Event{}, watchError(w.shown, err)
@@ -193,7 +193,7 @@ func watchError(shown string, err error) error {
 		return nil
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
-		return &Error{Op: "watch", Path: shown, Kind: ErrNoSpace, Err: err,
+		return &Error{Op: "watch", Path: shown, Kind: ErrResourceExhausted, Err: err,
 			Hint: "the kernel's inotify limits (fs.inotify.max_user_watches, max_user_instances) are reached; watch a smaller tree or raise them"}
 	}
 	return fromOS("watch", shown, unwrapPathError(err))

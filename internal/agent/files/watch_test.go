@@ -10,7 +10,7 @@ import (
 )
 
 // TestWatchOverflow checks that when the kernel drops events because nobody read them, the watch
-// ends with ErrNoSpace instead of silently missing changes.
+// ends with ErrResourceExhausted instead of silently missing changes.
 func TestWatchOverflow(t *testing.T) {
 	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
 	if err != nil {
@@ -41,8 +41,8 @@ func TestWatchOverflow(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, ErrNoSpace) || CodeOf(err).String() != "resource_exhausted" {
-			t.Fatalf("the watch ended with %v, want ErrNoSpace", err)
+		if !errors.Is(err, ErrResourceExhausted) || CodeOf(err).String() != "resource_exhausted" {
+			t.Fatalf("the watch ended with %v, want ErrResourceExhausted", err)
 		}
 		return
 	}
