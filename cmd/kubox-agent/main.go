@@ -36,8 +36,10 @@ type options struct {
 	compatAuth     string
 }
 
-func newRoot() *cobra.Command {
-	o := &options{}
+func newRoot() *cobra.Command { return newCommand(&options{}) }
+
+// newCommand returns the command with its flags bound to o.
+func newCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kubox-agent [flags] [-- command [args...]]",
 		Short: "Serve exec, terminals and files inside a sandbox",

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// flags parses args as kubox-agent's command line and returns the options they set.
+func flags(t *testing.T, args ...string) *options {
+	t.Helper()
+	o := &options{}
+	if err := newCommand(o).ParseFlags(args); err != nil {
+		t.Fatalf("parsing %v: %v", args, err)
+	}
+	return o
+}
+
+func TestRefusesToStartWithoutAToken(t *testing.T) {
+	t.Setenv("KUBOX_AGENT_TOKEN", "")
+	o := flags(t, "--compat-port=0")
+	err := o.complete(discard())
+	if err == nil || !strings.Contains(err.Error(), "--insecure-no-auth") || !strings.Contains(err.Error(), "--token-file") {
+		t.Fatalf("complete without a token = %v; want an error naming --token-file and --insecure-no-auth", err)
+	}
+	if err := flags(t, "--compat-port=0", "--insecure-no-auth").complete(discard()); err != nil {
+		t.Errorf("--insecure-no-auth: %v, want it to start", err)
+	}
+}
+
+func TestLoadsTheTokenAndCreatesTheCompatibilityDirectories(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	tok := strings.Repeat("t", 43)
+	if err := os.WriteFile(tokenFile, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	app, ws := filepath.Join(dir, "app"), filepath.Join(dir, "workspace")
+	o := flags(t, "--token-file="+tokenFile, "--compat-base-dir="+app, "--sandboxd-root="+ws, "--compat-auth=disabled")
+	if err := o.complete(discard()); err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	if string(o.cfg.Token) != tok || o.cfg.CompatAuth {
+		t.Errorf("token %q, compatAuth %v; want the file's token and compatibility auth off", o.cfg.Token, o.cfg.CompatAuth)
+	}
+	for _, d := range []string{app, ws} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			t.Errorf("%s not created: %v", d, err)
+		}
+	}
+	if err := flags(t, "--token-file="+tokenFile, "--compat-auth=maybe").complete(discard()); err == nil {
+		t.Error("--compat-auth=maybe accepted")
+	}
+}
