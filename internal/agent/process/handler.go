@@ -36,17 +36,19 @@ func (h *Handler) StartProcess(ctx context.Context, req *connect.Request[agentv1
 		spec.PTY = &s
 	}
 	spec.Stdin = req.Msg.GetStdin()
+	spec.FlowControl = req.Msg.GetFlowControl()
 	p, err := h.m.Start(spec)
 	if err != nil {
 		return err
 	}
+	defer p.ReleaseHold() // when Follow did not start
 	started := &agentv1.ProcessEvent{Event: &agentv1.ProcessEvent_Started{Started: &agentv1.ProcessStarted{
 		ProcessId: p.ID(), Pid: int32(p.PID()),
 	}}}
 	if err := stream.Send(&agentv1.StartProcessResponse{Event: started}); err != nil {
 		return err
 	}
-	return p.Follow(ctx, 0, 0, func(ev Event) error {
+	return p.Follow(ctx, 0, 0, spec.FlowControl, func(ev Event) error {
 		return stream.Send(&agentv1.StartProcessResponse{Event: eventToProto(ev)})
 	})
 }
@@ -141,7 +143,7 @@ func (h *Handler) AttachProcess(ctx context.Context, req *connect.Request[agentv
 	if err := stream.Send(&agentv1.AttachProcessResponse{Event: info}); err != nil {
 		return err
 	}
-	return p.Follow(ctx, req.Msg.GetStdoutOffset(), req.Msg.GetStderrOffset(), func(ev Event) error {
+	return p.Follow(ctx, req.Msg.GetStdoutOffset(), req.Msg.GetStderrOffset(), req.Msg.GetFlowControl(), func(ev Event) error {
 		return stream.Send(&agentv1.AttachProcessResponse{Event: eventToProto(ev)})
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,8 +54,8 @@ func (s *testServer) sawProto(proto string) bool {
 	return s.protos[proto] > 0
 }
 
-// clients are the ways a caller reaches the agent: the Connect protocol with JSON over HTTP/1.1
-// (what curl and browsers speak) and gRPC over HTTP/2 without TLS.
+// clients are the ways a caller reaches the agent: the Connect protocol over HTTP/1.1 with JSON
+// (what curl and browsers speak) and with binary protobuf, and gRPC over HTTP/2 without TLS.
 func clients(t testing.TB, s *testServer) map[string]struct {
 	client agentv1connect.ProcessServiceClient
 	proto  string
@@ -69,8 +70,9 @@ func clients(t testing.TB, s *testServer) map[string]struct {
 		client agentv1connect.ProcessServiceClient
 		proto  string
 	}{
-		"connect-json-http1": {agentv1connect.NewProcessServiceClient(&http.Client{Transport: h1}, s.URL, connect.WithProtoJSON()), "HTTP/1.1"},
-		"grpc-h2c":           {agentv1connect.NewProcessServiceClient(&http.Client{Transport: h2}, s.URL, connect.WithGRPC()), "HTTP/2.0"},
+		"connect-json-http1":  {agentv1connect.NewProcessServiceClient(&http.Client{Transport: h1}, s.URL, connect.WithProtoJSON()), "HTTP/1.1"},
+		"connect-proto-http1": {agentv1connect.NewProcessServiceClient(&http.Client{Transport: h1}, s.URL), "HTTP/1.1"},
+		"grpc-h2c":            {agentv1connect.NewProcessServiceClient(&http.Client{Transport: h2}, s.URL, connect.WithGRPC()), "HTTP/2.0"},
 	}
 }
 
@@ -238,18 +240,22 @@ func TestHandlerInputSignalAttach(t *testing.T) {
 			if _, err := client.SendInput(ctx, connect.NewRequest(&agentv1.SendInputRequest{ProcessId: id, Data: []byte("abc")})); err != nil {
 				t.Fatal(err)
 			}
-			list, err := client.ListProcesses(ctx, connect.NewRequest(&agentv1.ListProcessesRequest{}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			// cat echoes the input; wait until the agent has read it.
 			var found *agentv1.ProcessInfo
-			for _, p := range list.Msg.GetProcesses() {
-				if p.GetProcessId() == id {
-					found = p
+			for found.GetStdoutBytes() < 3 {
+				list, err := client.ListProcesses(ctx, connect.NewRequest(&agentv1.ListProcessesRequest{}))
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if found == nil || found.GetTag() != "cat" || !found.GetStdinOpen() || found.GetExit() != nil {
-				t.Fatalf("ListProcesses = %v, want the running cat", list.Msg)
+				found = nil
+				for _, p := range list.Msg.GetProcesses() {
+					if p.GetProcessId() == id {
+						found = p
+					}
+				}
+				if found == nil || found.GetTag() != "cat" || !found.GetStdinOpen() || found.GetExit() != nil || found.GetStdoutBytes() > 3 {
+					t.Fatalf("ListProcesses = %v, want the running cat", list.Msg)
+				}
 			}
 			if _, err := client.SendInput(ctx, connect.NewRequest(&agentv1.SendInputRequest{ProcessId: id, CloseStdin: true})); err != nil {
 				t.Fatal(err)
@@ -363,5 +369,44 @@ func TestHandlerPlainJSONPost(t *testing.T) {
 	}
 	if !bytes.Equal(got.Stdout, []byte("hell")) || !got.StdoutTruncated || got.StdoutBytes != "6" || got.Exit.ExitCode != 0 {
 		t.Errorf("response = %s", raw)
+	}
+}
+
+// With flow_control a client gets every byte however fast the process writes; the replay buffer is
+// a sixteenth of the output.
+func TestHandlerFlowControl(t *testing.T) {
+	const size = 4 << 20
+	m := newManager(t, Options{ReplayBytes: 256 << 10})
+	srv := newTestServer(t, m)
+	for name, c := range clients(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			stream, err := c.client.StartProcess(guardCtx(t), connect.NewRequest(&agentv1.StartProcessRequest{
+				Spec:        &agentv1.ProcessSpec{Argv: []string{"head", "-c", fmt.Sprint(size), "/dev/zero"}},
+				FlowControl: true,
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, next int64
+			for stream.Receive() {
+				ev := stream.Msg().GetEvent()
+				if d := ev.GetDropped(); d != nil {
+					t.Fatalf("dropped %v", d)
+				}
+				if o := ev.GetOutput(); o != nil {
+					if o.GetOffset() != next {
+						t.Fatalf("chunk at %d, want %d", o.GetOffset(), next)
+					}
+					next += int64(len(o.GetData()))
+					got += int64(len(o.GetData()))
+				}
+			}
+			if err := stream.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got != size {
+				t.Errorf("received %d bytes, want %d", got, size)
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -75,7 +74,7 @@ type transcript struct {
 func follow(t *testing.T, p *Process, stdoutOffset, stderrOffset int64) transcript {
 	t.Helper()
 	var tr transcript
-	err := p.Follow(guardCtx(t), stdoutOffset, stderrOffset, func(ev Event) error {
+	err := p.Follow(guardCtx(t), stdoutOffset, stderrOffset, false, func(ev Event) error {
 		switch {
 		case ev.Output != nil:
 			tr.out[ev.Output.Stream] = append(tr.out[ev.Output.Stream], ev.Output.Data...)
@@ -108,8 +107,9 @@ type watcher struct {
 func watch(t *testing.T, p *Process) *watcher {
 	t.Helper()
 	w := &watcher{wake: make(chan struct{}, 1), done: make(chan error, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	go func() {
-		w.done <- p.Follow(guardCtx(t), 0, 0, func(ev Event) error {
+		w.done <- p.Follow(ctx, 0, 0, false, func(ev Event) error {
 			w.mu.Lock()
 			if ev.Output != nil {
 				w.buf.Write(ev.Output.Data)
@@ -125,7 +125,14 @@ func watch(t *testing.T, p *Process) *watcher {
 			return nil
 		})
 	}()
-	t.Cleanup(func() { <-w.done })
+	t.Cleanup(func() {
+		// The Manager's cleanup (registered earlier, so run later) stops the process; a test that
+		// ends before it does stops following here.
+		cancel()
+		if err := <-w.done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("following process %s: %v", p.ID(), err)
+		}
+	})
 	return w
 }
 
@@ -218,12 +225,4 @@ func firstLineInt(t *testing.T, out string) int {
 		t.Fatalf("first line of %q is not a number: %v", out, err)
 	}
 	return n
-}
-
-func errorsAsConnect(err error) *connect.Error {
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		return ce
-	}
-	return connect.NewError(connect.CodeUnknown, fmt.Errorf("not a connect error: %w", err))
 }

@@ -317,6 +317,9 @@ func (m *Manager) start(spec Spec, capt *capture) (*Process, error) {
 		return nil, err
 	}
 	m.register(p)
+	if spec.FlowControl {
+		p.hold.Store(p.out.pace([numStreams]int64{}))
+	}
 	if spec.Timeout > 0 {
 		p.timer = time.AfterFunc(spec.Timeout, func() { p.kill(true) })
 	}

@@ -254,8 +254,8 @@ func TestReattachFromOffsets(t *testing.T) {
 		t.Errorf("caught-up events (-want +got):\n%s", diff)
 	}
 
-	wantCode(t, p.Follow(ctx, 5*n+1, 0, func(Event) error { return nil }), connect.CodeInvalidArgument, "stdout_offset")
-	wantCode(t, p.Follow(ctx, 0, -1, func(Event) error { return nil }), connect.CodeInvalidArgument, "stderr_offset")
+	wantCode(t, p.Follow(ctx, 5*n+1, 0, false, func(Event) error { return nil }), connect.CodeInvalidArgument, "stdout_offset")
+	wantCode(t, p.Follow(ctx, 0, -1, false, func(Event) error { return nil }), connect.CodeInvalidArgument, "stderr_offset")
 }
 
 func TestRunCapturesAndTruncates(t *testing.T) {
@@ -433,7 +433,7 @@ func TestStartMain(t *testing.T) {
 	if len(infos) != 1 || !infos[0].Main || infos[0].Tag != "main" {
 		t.Errorf("List = %+v, want the main process", infos)
 	}
-	wantCode(t, p.Follow(guardCtx(t), 0, 0, func(Event) error { return nil }), connect.CodeFailedPrecondition, "container log")
+	wantCode(t, p.Follow(guardCtx(t), 0, 0, false, func(Event) error { return nil }), connect.CodeFailedPrecondition, "container log")
 	_, err = m.StartMain(MainSpec{})
 	wantCode(t, err, connect.CodeInvalidArgument, "--")
 }

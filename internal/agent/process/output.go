@@ -70,12 +70,16 @@ const (
 	maxEventBytes = 64 << 10
 	// maxBatchBytes bounds how much a follower copies out per lock hold.
 	maxBatchBytes = 256 << 10
+	// readBytes is the most one read of an output stream returns.
+	readBytes = 64 << 10
 )
 
 // replay keeps the last limit bytes of a process's output as the chunks the readers appended, in
 // the order they were written (stdout and stderr interleaved), and wakes followers on every change.
-// Producers never wait for followers: a follower that falls more than limit bytes behind gets a
-// Dropped event for what it missed.
+// Producers do not wait for followers: a follower that falls more than limit bytes behind gets a
+// Dropped event for what it missed. The exception is a paced follower (flow control, which a client
+// asks for): while one is running, the readers stop reading the process's output whenever it is too
+// far behind to take another read without losing bytes, until the process exits (release).
 type replay struct {
 	mu      sync.Mutex
 	limit   int
@@ -83,12 +87,58 @@ type replay struct {
 	base    int64
 	size    int
 	written [numStreams]int64
+	total   int64         // sum of written
 	wake    chan struct{} // closed and replaced on every change
 	exit    *ExitStatus   // set once the output is complete and the process was reaped
+
+	paced    map[*follower]struct{}
+	room     chan struct{} // closed and replaced when a paced follower advances or leaves
+	released bool          // the process exited: readers no longer wait for paced followers
+	waiting  int           // readers waiting in waitRoom
 }
 
 func newReplay(limit int) *replay {
-	return &replay{limit: limit, wake: make(chan struct{})}
+	return &replay{limit: limit, wake: make(chan struct{}), room: make(chan struct{}), paced: map[*follower]struct{}{}}
+}
+
+// waitRoom returns once every paced follower can take another read of each stream without the
+// buffer evicting bytes it has not collected. Two streams may read at once, hence the two reads of
+// margin; a buffer smaller than that lets one read through at a time and may still drop.
+func (r *replay) waitRoom() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for !r.released {
+		full := false
+		for f := range r.paced {
+			if lag := r.total - f.delivered(); lag > 0 && lag+2*readBytes > int64(r.limit) {
+				full = true
+				break
+			}
+		}
+		if !full {
+			return
+		}
+		room := r.room
+		r.waiting++
+		r.mu.Unlock()
+		<-room
+		r.mu.Lock()
+		r.waiting--
+	}
+}
+
+// release stops readers waiting for paced followers; called when the process has exited, after
+// which at most a pipe buffer per stream remains to read.
+func (r *replay) release() {
+	r.mu.Lock()
+	r.released = true
+	r.roomChanged()
+	r.mu.Unlock()
+}
+
+func (r *replay) roomChanged() {
+	close(r.room)
+	r.room = make(chan struct{})
 }
 
 // append adds data (owned by the replay from now on) to stream s and evicts the oldest chunks over
@@ -97,6 +147,7 @@ func (r *replay) append(s Stream, data []byte) {
 	r.mu.Lock()
 	r.chunks = append(r.chunks, Output{Stream: s, Offset: r.written[s], Data: data})
 	r.written[s] += int64(len(data))
+	r.total += int64(len(data))
 	r.size += len(data)
 	for r.size > r.limit && len(r.chunks) > 1 {
 		r.size -= len(r.chunks[0].Data)
@@ -128,13 +179,44 @@ func (r *replay) totals() [numStreams]int64 {
 	return r.written
 }
 
+// pace registers a paced follower at the offsets from. Registered when the process starts (from
+// zero), it holds the output for a client that asked for flow control in its start call until
+// follow adopts it, or unpace drops it.
+func (r *replay) pace(from [numStreams]int64) *follower {
+	f := &follower{r: r, want: from}
+	r.mu.Lock()
+	r.paced[f] = struct{}{}
+	r.mu.Unlock()
+	return f
+}
+
+func (r *replay) unpace(f *follower) {
+	r.mu.Lock()
+	delete(r.paced, f)
+	r.roomChanged()
+	r.mu.Unlock()
+}
+
 // follow sends the output from the offsets in from (per stream), as it is written, then the exit.
-// It returns nil after sending the exit, ctx's error when ctx ends first, or send's error.
-func (r *replay) follow(ctx context.Context, from [numStreams]int64, send func(Event) error) error {
-	f := follower{r: r, want: from}
+// It returns nil after sending the exit, ctx's error when ctx ends first, or send's error. A paced
+// follower holds the process's output back rather than miss any of it (see replay); f, when not
+// nil, is one from pace, which follow adopts (from is then ignored).
+func (r *replay) follow(ctx context.Context, from [numStreams]int64, paced bool, f *follower, send func(Event) error) error {
+	switch {
+	case f != nil:
+		defer r.unpace(f)
+	case paced:
+		f = r.pace(from)
+		defer r.unpace(f)
+	default:
+		f = &follower{r: r, want: from}
+	}
 	for {
 		r.mu.Lock()
 		evs, done, wake := f.collect()
+		if paced && len(evs) > 0 {
+			r.roomChanged()
+		}
 		r.mu.Unlock()
 		for _, ev := range evs {
 			if err := send(ev); err != nil {
@@ -217,6 +299,15 @@ func (f *follower) collect() (evs []Event, done bool, wake chan struct{}) {
 		return append(evs, Event{Exit: &exit}), true, nil
 	}
 	return evs, false, r.wake
+}
+
+// delivered is how many bytes, all streams together, the follower has collected or skipped.
+func (f *follower) delivered() int64 {
+	var n int64
+	for _, w := range f.want {
+		n += w
+	}
+	return n
 }
 
 // drop reports stream s's bytes from the follower's position up to to as dropped.

@@ -102,7 +102,7 @@ func TestReplayFollow(t *testing.T) {
 			}
 			r.finish(ExitStatus{})
 			var got []ev
-			err := r.follow(context.Background(), tc.from, func(e Event) error {
+			err := r.follow(context.Background(), tc.from, false, nil, func(e Event) error {
 				got = append(got, flatten(e))
 				return nil
 			})
@@ -123,7 +123,7 @@ func TestReplayBoundsEventSize(t *testing.T) {
 	r.append(Stdout, chunk)
 	r.finish(ExitStatus{})
 	var sizes []int
-	if err := r.follow(context.Background(), [numStreams]int64{}, func(e Event) error {
+	if err := r.follow(context.Background(), [numStreams]int64{}, false, nil, func(e Event) error {
 		if e.Output != nil {
 			sizes = append(sizes, len(e.Output.Data))
 		}
@@ -143,7 +143,7 @@ func TestReplaySlowFollowerDrops(t *testing.T) {
 	r.append(Stdout, []byte("ab"))
 	var got []ev
 	first := true
-	err := r.follow(context.Background(), [numStreams]int64{}, func(e Event) error {
+	err := r.follow(context.Background(), [numStreams]int64{}, false, nil, func(e Event) error {
 		got = append(got, flatten(e))
 		if first {
 			// While the follower is busy with its first event, the process writes past the limit.
@@ -175,7 +175,7 @@ func TestReplayFollowWaitsForOutputAndStopsWithContext(t *testing.T) {
 	got := make(chan ev, 10)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- r.follow(ctx, [numStreams]int64{}, func(e Event) error {
+		errc <- r.follow(ctx, [numStreams]int64{}, false, nil, func(e Event) error {
 			got <- flatten(e)
 			return nil
 		})
@@ -193,4 +193,77 @@ func TestReplayFollowWaitsForOutputAndStopsWithContext(t *testing.T) {
 	if err := <-errc; err != context.Canceled {
 		t.Errorf("follow = %v, want context.Canceled", err)
 	}
+}
+
+// A paced follower holds the producer back instead of losing bytes.
+func TestReplayPacedFollowerLosesNothing(t *testing.T) {
+	const chunk, chunks = 16 << 10, 64
+	r := newReplay(4 * readBytes)
+	f := r.pace([numStreams]int64{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for range chunks {
+			r.waitRoom()
+			r.append(Stdout, make([]byte, chunk))
+		}
+		r.release()
+		r.finish(ExitStatus{})
+	}()
+
+	// Nobody reads yet: the producer must stop before the buffer evicts the follower's bytes.
+	deadline := time.After(guard)
+	for {
+		r.mu.Lock()
+		waiting, total, base := r.waiting, r.total, r.base
+		r.mu.Unlock()
+		if waiting == 1 {
+			if base != 0 || total > int64(r.limit) {
+				t.Fatalf("producer waits only after %d bytes, evicting %d chunks", total, base)
+			}
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("the producer never waited for the paced follower (wrote %d bytes)", total)
+		case <-time.After(time.Millisecond):
+		}
+	}
+
+	var got int64
+	err := r.follow(context.Background(), [numStreams]int64{}, true, f, func(e Event) error {
+		if e.Dropped != nil {
+			t.Errorf("paced follower was told of dropped bytes: %+v", *e.Dropped)
+		}
+		if e.Output != nil {
+			got += int64(len(e.Output.Data))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-produced
+	if got != chunk*chunks {
+		t.Errorf("received %d bytes, want %d", got, chunk*chunks)
+	}
+}
+
+// Releasing (the process exited) lets the producer go on without the follower.
+func TestReplayReleaseEndsTheHold(t *testing.T) {
+	r := newReplay(2 * readBytes)
+	f := r.pace([numStreams]int64{})
+	r.append(Stdout, make([]byte, 10))
+	done := make(chan struct{})
+	go func() {
+		r.waitRoom()
+		close(done)
+	}()
+	r.release()
+	select {
+	case <-done:
+	case <-time.After(guard):
+		t.Fatal("waitRoom still waits after release")
+	}
+	r.unpace(f)
 }

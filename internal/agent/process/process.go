@@ -38,6 +38,9 @@ type Process struct {
 	readers []*os.File
 	reading sync.WaitGroup
 
+	// hold is the paced follower registered at start for Spec.FlowControl until Follow adopts it.
+	hold atomic.Pointer[follower]
+
 	status   chan unix.WaitStatus // the reaper's status, buffered
 	timer    *time.Timer
 	timedOut atomic.Bool
@@ -201,13 +204,30 @@ func (p *Process) closeStdin() {
 
 // Follow sends the process's output from the given offsets (stdoutOffset counts the PTY's bytes
 // for a process on a PTY), then its exit. It returns nil after the exit, or ctx's or send's error.
-func (p *Process) Follow(ctx context.Context, stdoutOffset, stderrOffset int64, send func(Event) error) error {
+//
+// A follower that falls more than Options.ReplayBytes behind is sent Dropped events for what it
+// missed; the process never waits for it. With flowControl the process's output is not read (so the
+// process blocks once its pipe is full) while this follower is that far behind, and no byte is
+// dropped until the process exits; ending ctx ends the hold.
+func (p *Process) Follow(ctx context.Context, stdoutOffset, stderrOffset int64, flowControl bool, send func(Event) error) error {
 	if err := p.CheckOffsets(stdoutOffset, stderrOffset); err != nil {
 		return err
 	}
 	var from [numStreams]int64
 	from[p.outStream()], from[Stderr] = stdoutOffset, stderrOffset
-	return p.out.follow(ctx, from, send)
+	var held *follower
+	if flowControl && stdoutOffset == 0 && stderrOffset == 0 {
+		held = p.hold.Swap(nil)
+	}
+	return p.out.follow(ctx, from, flowControl, held, send)
+}
+
+// ReleaseHold drops the flow-control hold of a process started with Spec.FlowControl that will not
+// be followed after all (the client went away before Follow); a no-op otherwise.
+func (p *Process) ReleaseHold() {
+	if f := p.hold.Swap(nil); f != nil {
+		p.out.unpace(f)
+	}
 }
 
 // CheckOffsets reports whether Follow can start at these offsets: not past what the process wrote.
@@ -239,8 +259,9 @@ func (p *Process) outStream() Stream {
 // (EIO once a PTY's last holder closed it), or the drain deadline set after the exit.
 func (p *Process) read(f *os.File, s Stream) {
 	defer p.reading.Done()
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, readBytes)
 	for {
+		p.out.waitRoom()
 		n, err := f.Read(buf)
 		if n > 0 {
 			data := bytes.Clone(buf[:n])
@@ -264,6 +285,7 @@ func (p *Process) wait() {
 	p.mu.Lock()
 	p.reaped = true
 	p.mu.Unlock()
+	p.out.release()
 	if p.timer != nil {
 		p.timer.Stop()
 	}

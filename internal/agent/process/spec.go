@@ -33,6 +33,10 @@ type Spec struct {
 	// Stdin keeps stdin open for Input; otherwise the process reads /dev/null. A process on a PTY
 	// always accepts input.
 	Stdin bool
+	// FlowControl holds the process's output from its start until the starter's Follow (with
+	// flowControl, from offset 0) takes over, so that follower misses no byte. The starter must
+	// Follow or call ReleaseHold, or the process stalls once it has written ReplayBytes.
+	FlowControl bool
 }
 
 // PTYSize is a terminal size in character cells.

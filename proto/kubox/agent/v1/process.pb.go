@@ -13,6 +13,7 @@
 // output chunk carries the offset of its first byte in its stream, so a client that lost its stream can
 // call AttachProcess with the offsets it has seen and resume without gaps or duplicates; bytes that left
 // the buffer before they were delivered are reported by an OutputDropped event instead of silently lost.
+// A process never waits for a slow client unless that client asked for flow_control.
 //
 // Errors use connect codes: NotFound for an unknown process_id, InvalidArgument for a bad request (the
 // message names the field and the fix), FailedPrecondition when the process is in the wrong state (it
@@ -787,7 +788,13 @@ type StartProcessRequest struct {
 	// stdin keeps the process's stdin open for SendInput. When false the process reads EOF at once
 	// (stdin is /dev/null), so a program that reads stdin does not wait forever. A process with a PTY
 	// always accepts input.
-	Stdin         bool `protobuf:"varint,3,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Stdin bool `protobuf:"varint,3,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// flow_control makes the process wait for this stream instead of dropping output: while the client
+	// is a replay buffer behind, the agent stops reading the process's output, so the process blocks
+	// once its pipe is full, and the stream gets every byte. A client that stops reading then pauses
+	// the process until it reads again or disconnects. When false (the default) the process never
+	// waits for a client and a client that falls behind gets OutputDropped events.
+	FlowControl   bool `protobuf:"varint,4,opt,name=flow_control,json=flowControl,proto3" json:"flow_control,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -839,6 +846,13 @@ func (x *StartProcessRequest) GetPty() *PtySize {
 func (x *StartProcessRequest) GetStdin() bool {
 	if x != nil {
 		return x.Stdin
+	}
+	return false
+}
+
+func (x *StartProcessRequest) GetFlowControl() bool {
+	if x != nil {
+		return x.FlowControl
 	}
 	return false
 }
@@ -1460,7 +1474,10 @@ type AttachProcessRequest struct {
 	// chunk the client received, or 0 for everything the agent still keeps.
 	StdoutOffset int64 `protobuf:"varint,2,opt,name=stdout_offset,json=stdoutOffset,proto3" json:"stdout_offset,omitempty"`
 	// stderr_offset is the first stderr byte wanted, as stdout_offset.
-	StderrOffset  int64 `protobuf:"varint,3,opt,name=stderr_offset,json=stderrOffset,proto3" json:"stderr_offset,omitempty"`
+	StderrOffset int64 `protobuf:"varint,3,opt,name=stderr_offset,json=stderrOffset,proto3" json:"stderr_offset,omitempty"`
+	// flow_control makes the process wait for this stream instead of dropping output, as
+	// StartProcessRequest.flow_control, from the moment the stream starts.
+	FlowControl   bool `protobuf:"varint,4,opt,name=flow_control,json=flowControl,proto3" json:"flow_control,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1514,6 +1531,13 @@ func (x *AttachProcessRequest) GetStderrOffset() int64 {
 		return x.StderrOffset
 	}
 	return 0
+}
+
+func (x *AttachProcessRequest) GetFlowControl() bool {
+	if x != nil {
+		return x.FlowControl
+	}
+	return false
 }
 
 // AttachProcessResponse is one event of an attached process.
@@ -1618,11 +1642,12 @@ const file_kubox_agent_v1_process_proto_rawDesc = "" +
 	"\x06output\x18\x03 \x01(\v2\x1d.kubox.agent.v1.ProcessOutputH\x00R\x06output\x129\n" +
 	"\adropped\x18\x04 \x01(\v2\x1d.kubox.agent.v1.OutputDroppedH\x00R\adropped\x125\n" +
 	"\x06exited\x18\x05 \x01(\v2\x1b.kubox.agent.v1.ProcessExitH\x00R\x06exitedB\a\n" +
-	"\x05event\"\x87\x01\n" +
+	"\x05event\"\xaa\x01\n" +
 	"\x13StartProcessRequest\x12/\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1b.kubox.agent.v1.ProcessSpecR\x04spec\x12)\n" +
 	"\x03pty\x18\x02 \x01(\v2\x17.kubox.agent.v1.PtySizeR\x03pty\x12\x14\n" +
-	"\x05stdin\x18\x03 \x01(\bR\x05stdin\"J\n" +
+	"\x05stdin\x18\x03 \x01(\bR\x05stdin\x12!\n" +
+	"\fflow_control\x18\x04 \x01(\bR\vflowControl\"J\n" +
 	"\x14StartProcessResponse\x122\n" +
 	"\x05event\x18\x01 \x01(\v2\x1c.kubox.agent.v1.ProcessEventR\x05event\"\x84\x01\n" +
 	"\x11RunProcessRequest\x12/\n" +
@@ -1660,12 +1685,13 @@ const file_kubox_agent_v1_process_proto_rawDesc = "" +
 	"\x14ListProcessesRequest\x12%\n" +
 	"\x0einclude_exited\x18\x01 \x01(\bR\rincludeExited\"R\n" +
 	"\x15ListProcessesResponse\x129\n" +
-	"\tprocesses\x18\x01 \x03(\v2\x1b.kubox.agent.v1.ProcessInfoR\tprocesses\"\x7f\n" +
+	"\tprocesses\x18\x01 \x03(\v2\x1b.kubox.agent.v1.ProcessInfoR\tprocesses\"\xa2\x01\n" +
 	"\x14AttachProcessRequest\x12\x1d\n" +
 	"\n" +
 	"process_id\x18\x01 \x01(\tR\tprocessId\x12#\n" +
 	"\rstdout_offset\x18\x02 \x01(\x03R\fstdoutOffset\x12#\n" +
-	"\rstderr_offset\x18\x03 \x01(\x03R\fstderrOffset\"K\n" +
+	"\rstderr_offset\x18\x03 \x01(\x03R\fstderrOffset\x12!\n" +
+	"\fflow_control\x18\x04 \x01(\bR\vflowControl\"K\n" +
 	"\x15AttachProcessResponse\x122\n" +
 	"\x05event\x18\x01 \x01(\v2\x1c.kubox.agent.v1.ProcessEventR\x05event*x\n" +
 	"\fOutputStream\x12\x1d\n" +

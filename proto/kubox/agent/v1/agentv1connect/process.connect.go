@@ -13,6 +13,7 @@
 // output chunk carries the offset of its first byte in its stream, so a client that lost its stream can
 // call AttachProcess with the offsets it has seen and resume without gaps or duplicates; bytes that left
 // the buffer before they were delivered are reported by an OutputDropped event instead of silently lost.
+// A process never waits for a slow client unless that client asked for flow_control.
 //
 // Errors use connect codes: NotFound for an unknown process_id, InvalidArgument for a bad request (the
 // message names the field and the fix), FailedPrecondition when the process is in the wrong state (it
