@@ -16,8 +16,9 @@
 //
 // One reaper per OS process waits for every child of the agent (reaper_linux.go). No code in the
 // agent may call exec.Cmd.Wait, exec.Cmd.Run, exec.Cmd.Output or os.Process.Wait: the reaper's
-// wait would take their statuses (and theirs the reaper's). Code that needs to run a command uses
-// the Manager. Processes are started with syscall.ForkExec on files the Manager owns (os.Pipe, a
+// wait would take their statuses (and theirs the reaper's). Nor may anything ignore SIGCHLD
+// (signal.Ignore), which makes the kernel discard the statuses. Code that needs to run a command
+// uses the Manager. Processes are started with syscall.ForkExec on files the Manager owns (os.Pipe, a
 // PTY master opened non-blocking), and the Manager closes the agent's ends itself: after the exit
 // it reads what is left in the pipes and then reports the exit, so the last output is never lost.
 //

@@ -293,6 +293,7 @@ func (m *Manager) start(spec Spec, capt *capture) (*Process, error) {
 		return nil, err
 	}
 	m.mu.Lock()
+	m.prune(time.Now())
 	switch {
 	case m.closing:
 		m.mu.Unlock()
