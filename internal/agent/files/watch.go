@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
@@ -55,21 +56,30 @@ type Watcher struct {
 	root      *Root
 	fsw       *fsnotify.Watcher
 	recursive bool
-	dir       string
-	shown     string
+	// host is the watched directory's path on the host, dir its path in the sandbox, shown the
+	// client's spelling of it.
+	host, dir, shown string
 	// pending holds events waiting to be returned, oldest first.
 	pending []Event
+	// watched holds the host paths of the directories being watched.
+	watched map[string]bool
+	// selfRenamed holds the host paths of moved directories whose own report of the move (which
+	// fsnotify sends besides their parent's) is still to come, to be dropped.
+	selfRenamed map[string]bool
+	// ended, once set, is returned when pending is empty: the watched directory is gone.
+	ended error
 }
 
 // Watch starts watching the directory p (a final symbolic link is followed) for files created,
 // written, removed, renamed and changing metadata in it, and with recursive in all its
-// subdirectories, including those created later. Every change made after Watch returns is
-// reported. Symbolic links to directories are not entered.
+// subdirectories, including those created or moved in later. Every change made after Watch
+// returns is reported. Symbolic links to directories are not entered.
 //
 // A directory created under a recursive watch is watched as soon as its creation is seen; what is
 // created in it before that is reported as OpCreate events found by reading it, so a file may be
 // reported created twice. Changes are reported by path: a file renamed inside the tree is an
-// OpRename of its old path and an OpCreate of its new one.
+// OpRename of its old path and an OpCreate of its new one. When the watched directory itself is
+// removed or moved, that is reported and Next then fails with ErrNotFound.
 func (r *Root) Watch(p string, recursive bool) (*Watcher, error) {
 	t, err := r.resolve("watch", p, true)
 	if err != nil {
@@ -86,8 +96,12 @@ func (r *Root) Watch(p string, recursive bool) (*Watcher, error) {
 	if err != nil {
 		return nil, watchError(t.shown, err)
 	}
-	w := &Watcher{root: r, fsw: fsw, recursive: recursive, dir: sandboxPath(t.rel), shown: t.shown}
-	if err := w.add(r.hostPath(t.rel), false); err != nil {
+	w := &Watcher{
+		root: r, fsw: fsw, recursive: recursive,
+		host: r.hostPath(t.rel), dir: sandboxPath(t.rel), shown: t.shown,
+		watched: map[string]bool{}, selfRenamed: map[string]bool{},
+	}
+	if err := w.add(w.host, false); err != nil {
 		_ = fsw.Close()
 		return nil, err
 	}
@@ -104,7 +118,11 @@ func (w *Watcher) Close() error { return w.fsw.Close() }
 // report, what is found under dir is queued as OpCreate events (dir was just created).
 func (w *Watcher) add(dir string, report bool) error {
 	if !w.recursive {
-		return watchError(w.shown, w.fsw.Add(dir))
+		if err := w.fsw.Add(dir); err != nil {
+			return watchError(w.shown, err)
+		}
+		w.watched[dir] = true
+		return nil
 	}
 	return filepath.WalkDir(dir, func(host string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -127,18 +145,38 @@ func (w *Watcher) add(dir string, report bool) error {
 			}
 			return watchError(w.shown, err)
 		}
+		w.watched[host] = true
 		return nil
 	})
 }
 
+// forget stops watching the directory host and those under it (it was moved or removed). It
+// reports whether host's own watch was still in place.
+func (w *Watcher) forget(host string) bool {
+	had := false
+	for p := range w.watched {
+		if p == host || strings.HasPrefix(p, host+"/") {
+			delete(w.watched, p)
+			if err := w.fsw.Remove(p); err == nil && p == host {
+				had = true
+			}
+		}
+	}
+	return had
+}
+
 // Next returns the next change, waiting for one until ctx ends. It fails with ErrResourceExhausted when
-// the kernel dropped events (the caller should list the directory again and start a new watch).
+// the kernel dropped events (the caller should list the directory again and start a new watch),
+// and with ErrNotFound after the watched directory itself was removed or moved.
 func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	for {
 		if len(w.pending) > 0 {
 			e := w.pending[0]
 			w.pending = w.pending[1:]
 			return e, nil
+		}
+		if w.ended != nil {
+			return Event{}, w.ended
 		}
 		select {
 		case <-ctx.Done():
@@ -161,22 +199,43 @@ func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	}
 }
 
-// queue turns an fsnotify event into Events, and watches a directory created under a recursive watch.
+// eventOps maps fsnotify's operations to ours.
+var eventOps = []struct {
+	fs fsnotify.Op
+	op EventOp
+}{
+	{fsnotify.Create, OpCreate}, {fsnotify.Write, OpWrite}, {fsnotify.Remove, OpRemove},
+	{fsnotify.Rename, OpRename}, {fsnotify.Chmod, OpChmod},
+}
+
+// queue turns an fsnotify event into Events, and keeps the set of watched directories in step:
+// a directory created or moved in under a recursive watch is watched, one moved away or removed
+// is forgotten.
 func (w *Watcher) queue(ev fsnotify.Event) {
 	rel, ok := w.root.relative(ev.Name)
 	if !ok {
 		return
 	}
+	if ev.Op == fsnotify.Rename && w.selfRenamed[ev.Name] {
+		delete(w.selfRenamed, ev.Name) // the moved directory's own report of a move already reported
+		return
+	}
 	p := sandboxPath(rel)
-	for _, m := range []struct {
-		fs fsnotify.Op
-		op EventOp
-	}{
-		{fsnotify.Create, OpCreate}, {fsnotify.Write, OpWrite}, {fsnotify.Remove, OpRemove},
-		{fsnotify.Rename, OpRename}, {fsnotify.Chmod, OpChmod},
-	} {
+	for _, m := range eventOps {
 		if ev.Has(m.fs) {
 			w.pending = append(w.pending, Event{Op: m.op, Path: p})
+		}
+	}
+	if ev.Name == w.host && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
+		w.forget(w.host)
+		w.ended = &Error{Op: "watch", Path: w.shown, Kind: ErrNotFound,
+			Hint: "the watched directory was removed or moved; watch it again where it is now"}
+		return
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		if w.watched[ev.Name] && !w.forget(ev.Name) && ev.Has(fsnotify.Rename) {
+			// fsnotify had already seen the directory's own move and will report it again.
+			w.selfRenamed[ev.Name] = true
 		}
 	}
 	if w.recursive && ev.Has(fsnotify.Create) {
@@ -186,7 +245,6 @@ func (w *Watcher) queue(ev fsnotify.Event) {
 		}
 	}
 }
-
 // watchError explains a failure to set up a watch.
 func watchError(shown string, err error) error {
 	if err == nil {

@@ -89,9 +89,10 @@ type FilesystemServiceClient interface {
 	Remove(context.Context, *connect.Request[v1.RemoveRequest]) (*connect.Response[v1.RemoveResponse], error)
 	// Watch streams the changes to the files of a directory (and with recursive, of all directories
 	// under it, including ones created while watching) until the client cancels the call. The first
-	// message is `started`; every change made after it is reported. The stream ends with
-	// ResourceExhausted if the kernel drops events because they come faster than the client reads: list
-	// the directory again and start a new watch.
+	// message is `started`; every change made after it is reported. The stream ends with NotFound after
+	// reporting that the watched directory itself was removed or moved, and with ResourceExhausted if the
+	// kernel drops events because they come faster than the client reads: list the directory again and
+	// start a new watch.
 	Watch(context.Context, *connect.Request[v1.WatchRequest]) (*connect.ServerStreamForClient[v1.WatchResponse], error)
 }
 
@@ -204,9 +205,10 @@ type FilesystemServiceHandler interface {
 	Remove(context.Context, *connect.Request[v1.RemoveRequest]) (*connect.Response[v1.RemoveResponse], error)
 	// Watch streams the changes to the files of a directory (and with recursive, of all directories
 	// under it, including ones created while watching) until the client cancels the call. The first
-	// message is `started`; every change made after it is reported. The stream ends with
-	// ResourceExhausted if the kernel drops events because they come faster than the client reads: list
-	// the directory again and start a new watch.
+	// message is `started`; every change made after it is reported. The stream ends with NotFound after
+	// reporting that the watched directory itself was removed or moved, and with ResourceExhausted if the
+	// kernel drops events because they come faster than the client reads: list the directory again and
+	// start a new watch.
 	Watch(context.Context, *connect.Request[v1.WatchRequest], *connect.ServerStream[v1.WatchResponse]) error
 }
 
