@@ -245,6 +245,7 @@ func (w *Watcher) queue(ev fsnotify.Event) {
 		}
 	}
 }
+
 // watchError explains a failure to set up a watch.
 func watchError(shown string, err error) error {
 	if err == nil {
