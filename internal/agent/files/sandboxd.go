@@ -95,6 +95,7 @@ func NewSandboxdHandler(root *Root, opts SandboxdOptions) *SandboxdHandler {
 // false when it starts shutting down, so that probes and routers stop sending work.
 func (h *SandboxdHandler) SetReady(ready bool) { h.ready.Store(ready) }
 
+// ServeHTTP routes /v1/files/, /v1/health and /v1/metadata; any other path is 404 NOT_FOUND.
 func (h *SandboxdHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(r.URL.Path, h.files.flavor.prefix):
