@@ -130,6 +130,10 @@ func (o *options) complete(log *slog.Logger) error {
 		return errors.Join(err, errors.New("give --token-file or $"+o.tokenEnv+", or --insecure-no-auth for a sandbox nobody else can reach"))
 	}
 	o.cfg.Token = tok
+	// The processes the agent starts inherit its environment: keep the token out of it.
+	if err := os.Unsetenv(o.tokenEnv); err != nil {
+		return err
+	}
 	if !o.cfg.CompatAuth && o.cfg.CompatPort != 0 {
 		log.Warn("The compatibility port needs no token (--compat-auth=disabled): safe only where a NetworkPolicy admits nothing but the router",
 			"port", o.cfg.CompatPort)

@@ -57,3 +57,18 @@ func TestLoadsTheTokenAndCreatesTheCompatibilityDirectories(t *testing.T) {
 		t.Error("--compat-auth=maybe accepted")
 	}
 }
+
+func TestTheTokenVariableIsNotInherited(t *testing.T) {
+	tok := strings.Repeat("e", 43)
+	t.Setenv("KUBOX_AGENT_TOKEN", tok)
+	o := flags(t, "--compat-port=0")
+	if err := o.complete(discard()); err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	if string(o.cfg.Token) != tok {
+		t.Fatalf("token %q, want the variable's", o.cfg.Token)
+	}
+	if v, set := os.LookupEnv("KUBOX_AGENT_TOKEN"); set {
+		t.Errorf("KUBOX_AGENT_TOKEN=%q is still in the environment the agent's processes inherit", v)
+	}
+}

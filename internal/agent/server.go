@@ -216,12 +216,16 @@ func (a *Agent) serve(s *http.Server, l net.Listener) {
 // Addrs are the listeners' addresses: the agent's port first, then the compatibility port.
 func (a *Agent) Addrs() []net.Addr { return a.addrs }
 
-// Shutdown stops taking requests (sandboxd's health turns 503 first), lets open ones finish
-// within ctx, then stops every process: SIGTERM to each group, SIGKILL after the grace period.
+// Shutdown stops taking requests (sandboxd's health turns 503 first) and, at the same time,
+// stops every process: SIGTERM to each group, SIGKILL after the grace period. Streams that
+// follow a process end when it exits, so the servers' shutdown does not wait on them; requests
+// still open when ctx ends are cut.
 func (a *Agent) Shutdown(ctx context.Context) error {
 	if a.sandboxd != nil {
 		a.sandboxd.SetReady(false)
 	}
+	procsDone := make(chan error, 1)
+	go func() { procsDone <- a.procs.Shutdown(ctx) }()
 	var errs []error
 	for _, s := range a.servers {
 		if err := s.Shutdown(ctx); err != nil {
@@ -229,7 +233,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			_ = s.Close()
 		}
 	}
-	return errors.Join(append(errs, a.procs.Shutdown(ctx))...)
+	return errors.Join(append(errs, <-procsDone)...)
 }
 
 // runner runs python-runtime's /execute commands through the process manager, which owns

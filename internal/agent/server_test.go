@@ -201,3 +201,48 @@ func TestAgentRunsTheMainCommandAndStopsItOnShutdown(t *testing.T) {
 		t.Errorf("main command ended by %q, want SIGTERM (terminated)", sig)
 	}
 }
+
+// TestShutdownWithAnOpenStream: a client following a process does not hold the shutdown up until
+// its deadline; the process gets SIGTERM (not SIGKILL) and the stream ends with it.
+func TestShutdownWithAnOpenStream(t *testing.T) {
+	a, base, _ := startAgent(t, nil)
+	client := agentv1connect.NewProcessServiceClient(&http.Client{Transport: tokenTransport{testToken}}, base)
+	stream, err := client.StartProcess(t.Context(), connect.NewRequest(&agentv1.StartProcessRequest{
+		Spec: &agentv1.ProcessSpec{Argv: []string{"sleep", "1000"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stream.Receive() || stream.Msg().GetEvent().GetStarted() == nil {
+		t.Fatalf("no started event: %v", stream.Err())
+	}
+	events := make(chan *agentv1.ProcessEvent, 16)
+	go func() {
+		defer close(events)
+		for stream.Receive() {
+			events <- stream.Msg().GetEvent()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a stream open: %v (the stream held the servers until the deadline)", err)
+	}
+	var exit *agentv1.ProcessExit
+	for ev := range events {
+		if e := ev.GetExited(); e != nil {
+			exit = e
+		}
+	}
+	if exit == nil || exit.GetSignal() != "SIGTERM" {
+		t.Errorf("the followed process ended with %v, want SIGTERM within the grace period", exit)
+	}
+}
+
+// tokenTransport adds the test token to every request, streaming ones included.
+type tokenTransport struct{ token string }
+
+func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+tt.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
