@@ -15,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
@@ -63,19 +64,10 @@ func mkdir(t *testing.T, parts ...string) string {
 	return d
 }
 
-func bearer(token string) connect.ClientOption {
-	return connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set("Authorization", "Bearer "+token)
-			return next(ctx, req)
-		}
-	}))
-}
-
 func TestAgentRunsCommandsForTheTokenOnly(t *testing.T) {
 	_, base, _ := startAgent(t, nil)
 	run := func(token string) (*connect.Response[agentv1.RunProcessResponse], error) {
-		c := agentv1connect.NewProcessServiceClient(http.DefaultClient, base, bearer(token))
+		c := agentv1connect.NewProcessServiceClient(auth.Client(token), base)
 		return c.RunProcess(t.Context(), connect.NewRequest(&agentv1.RunProcessRequest{
 			Spec: &agentv1.ProcessSpec{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}}}))
 	}
@@ -206,7 +198,7 @@ func TestAgentRunsTheMainCommandAndStopsItOnShutdown(t *testing.T) {
 // its deadline; the process gets SIGTERM (not SIGKILL) and the stream ends with it.
 func TestShutdownWithAnOpenStream(t *testing.T) {
 	a, base, _ := startAgent(t, nil)
-	client := agentv1connect.NewProcessServiceClient(&http.Client{Transport: tokenTransport{testToken}}, base)
+	client := agentv1connect.NewProcessServiceClient(auth.Client(testToken), base)
 	stream, err := client.StartProcess(t.Context(), connect.NewRequest(&agentv1.StartProcessRequest{
 		Spec: &agentv1.ProcessSpec{Argv: []string{"sleep", "1000"}}}))
 	if err != nil {
@@ -236,13 +228,4 @@ func TestShutdownWithAnOpenStream(t *testing.T) {
 	if exit == nil || exit.GetSignal() != "SIGTERM" {
 		t.Errorf("the followed process ended with %v, want SIGTERM within the grace period", exit)
 	}
-}
-
-// tokenTransport adds the test token to every request, streaming ones included.
-type tokenTransport struct{ token string }
-
-func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+tt.token)
-	return http.DefaultTransport.RoundTrip(r)
 }

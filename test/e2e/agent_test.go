@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/agent/token"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
@@ -43,15 +44,6 @@ func agentEndpoint(t *testing.T, ns, name string) (string, string) {
 	return ips[0], token.Derive(key, sb.GetUID())
 }
 
-func withToken(tok string) connect.ClientOption {
-	return connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set("Authorization", "Bearer "+tok)
-			return next(ctx, req)
-		}
-	}))
-}
-
 // TestAgentMakesAPlainImageASandbox runs kubox.local/python:dev (no agent inside the image)
 // under gVisor with spec.agent, and drives it through the agent: Python runs, files go in and
 // out, agent-sandbox's python-runtime API answers, and a request without the token is refused.
@@ -63,7 +55,7 @@ func TestAgentMakesAPlainImageASandbox(t *testing.T) {
 	ip, tok := agentEndpoint(t, ns, "agent-py")
 	base := "http://" + ip + ":7070"
 
-	procs := agentv1connect.NewProcessServiceClient(http.DefaultClient, base, withToken(tok))
+	procs := agentv1connect.NewProcessServiceClient(auth.Client(tok), base)
 	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{
 		Spec: &agentv1.ProcessSpec{Argv: []string{"python3", "-c", pythonProbe}}}))
 	if err != nil {

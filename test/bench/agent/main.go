@@ -27,6 +27,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
@@ -72,7 +73,7 @@ func run(o options) error {
 	fmt.Printf("| agent binary (static, stripped) | %.1f MiB |\n", fileMiB(a.binary()))
 	fmt.Printf("| RSS idle | %.1f MiB |\n", float64(idle)/1024)
 	ctx := context.Background()
-	client := agentv1connect.NewProcessServiceClient(&http.Client{Transport: tokenTransport{a.token}}, a.base)
+	client := agentv1connect.NewProcessServiceClient(auth.Client(a.token), a.base)
 	lat, err := execLatencies(ctx, client, o.execs)
 	if err != nil {
 		return err
@@ -157,15 +158,6 @@ func freePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tokenTransport adds the agent token to every request, unary and streaming alike.
-type tokenTransport struct{ token string }
-
-func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 func execLatencies(ctx context.Context, c agentv1connect.ProcessServiceClient, n int) ([]time.Duration, error) {
