@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/cachelag"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
 
@@ -48,7 +49,7 @@ type Reconciler struct {
 	clock         clock.PassiveClock
 	clusterDomain string
 	agent         AgentOptions
-	pods          *patchMemory
+	pods          *cachelag.Writes // Pods' versions this process patched from
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -60,7 +61,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
 	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
-		clusterDomain: clusterDomain, agent: agent, pods: newPatchMemory()}
+		clusterDomain: clusterDomain, agent: agent, pods: cachelag.New()}
 }
 
 // SetupWithManager registers the controller with mgr.

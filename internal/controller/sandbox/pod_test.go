@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/cachelag"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -338,7 +339,7 @@ func TestPatchPodMetadata(t *testing.T) {
 			ctx := context.Background()
 			sb := withMeta(tc.sandbox.Obj())
 			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tc.pod.Obj()).Build()
-			r := &Reconciler{client: c, scheme: c.Scheme(), pods: newPatchMemory()}
+			r := &Reconciler{client: c, scheme: c.Scheme(), pods: cachelag.New()}
 			pod := &corev1.Pod{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: testName}, pod); err != nil {
 				t.Fatal(err)
@@ -372,7 +373,7 @@ func TestPatchPodMetadataSkipsAStaleCache(t *testing.T) {
 	ctx := context.Background()
 	pod := testPod().Obj()
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(pod).Build()
-	r := &Reconciler{client: c, scheme: c.Scheme(), pods: newPatchMemory()}
+	r := &Reconciler{client: c, scheme: c.Scheme(), pods: cachelag.New()}
 	stale := &corev1.Pod{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), stale); err != nil {
 		t.Fatal(err)

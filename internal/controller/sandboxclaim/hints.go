@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/clock"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/cachelag"
 )
 
 // This file holds what the controller remembers between passes, in memory. None of it is needed
@@ -143,13 +144,13 @@ type claimMemory struct {
 	clock clock.PassiveClock
 	// sandboxes maps a claim to the sandbox it bound or created, until the cache shows it.
 	sandboxes map[types.UID]expectation
-	// statusBase maps a claim to the resourceVersion its last status write was made against:
-	// while the cache still shows that version, the cache is behind the write.
-	statusBase map[types.UID]string
+	// status holds the versions the claims' last status writes replaced: while the cache still
+	// shows that version, the cache is behind the write.
+	status *cachelag.Writes
 }
 
 func newClaimMemory(clk clock.PassiveClock) *claimMemory {
-	return &claimMemory{clock: clk, sandboxes: map[types.UID]expectation{}, statusBase: map[types.UID]string{}}
+	return &claimMemory{clock: clk, sandboxes: map[types.UID]expectation{}, status: cachelag.New()}
 }
 
 // expect records that claim now controls the sandbox called name.
@@ -179,29 +180,16 @@ func (m *claimMemory) observed(claim types.UID) {
 }
 
 // statusWritten records that a status write replaced version base of claim.
-func (m *claimMemory) statusWritten(claim types.UID, base string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.statusBase[claim] = base
-}
+func (m *claimMemory) statusWritten(claim types.UID, base string) { m.status.Wrote(claim, base) }
 
 // cacheBehind reports whether the cached claim, at resourceVersion rv, predates this process's
 // last status write; a newer version's event is then on its way.
-func (m *claimMemory) cacheBehind(claim types.UID, rv string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	base, ok := m.statusBase[claim]
-	if ok && base != rv {
-		delete(m.statusBase, claim)
-		return false
-	}
-	return ok
-}
+func (m *claimMemory) cacheBehind(claim types.UID, rv string) bool { return m.status.Behind(claim, rv) }
 
 // forget drops everything about a deleted claim.
 func (m *claimMemory) forget(claim types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.sandboxes, claim)
-	delete(m.statusBase, claim)
+	m.status.Forget(claim)
 }

@@ -1,0 +1,28 @@
+package cachelag
+
+import "testing"
+
+func TestWrites(t *testing.T) {
+	w := New()
+	if w.Behind("a", "1") {
+		t.Error("Behind with no write recorded = true")
+	}
+	w.Wrote("a", "10")
+	if !w.Behind("a", "10") {
+		t.Error("Behind at the version the write replaced = false; want true")
+	}
+	if w.Behind("b", "10") {
+		t.Error("another object is Behind")
+	}
+	if w.Behind("a", "11") {
+		t.Error("Behind at a newer version = true")
+	}
+	if w.Behind("a", "10") {
+		t.Error("Behind once the cache moved on = true; the entry should be spent")
+	}
+	w.Wrote("a", "12")
+	w.Forget("a")
+	if w.Behind("a", "12") {
+		t.Error("Behind after Forget = true")
+	}
+}
