@@ -14,7 +14,7 @@ import (
 )
 
 func TestBuildColdSandbox(t *testing.T) {
-	tpl := makeTemplate().EnvPolicy(extv1beta1.EnvVarsInjectionPolicyAllowed).VCTPolicy(extv1beta1.VolumeClaimTemplatesPolicyAllowed).
+	tpl := makeTemplate().EnvVarsInjectionPolicy(extv1beta1.EnvVarsInjectionPolicyAllowed).VolumeClaimTemplatesPolicy(extv1beta1.VolumeClaimTemplatesPolicyAllowed).
 		PodLabel("sandbox.users.io/team", "a").VolumeClaimTemplate("workspace", "1Gi").Obj()
 	claim := makeClaim().Env("TOKEN", "x", "").VolumeClaimTemplate("cache", "2Gi").PodLabel("sandbox.users.io/user", "u1").
 		Annotation("opentelemetry.io/trace-context", `{"traceparent":"t"}`).Obj()

@@ -37,32 +37,11 @@ func startController(t *testing.T, configure func(*configv1alpha1.ControllerConf
 	return ns
 }
 
-// templateWrapper builds a SandboxTemplate whose blueprint is testutil.MakeSandbox's.
-type templateWrapper struct {
-	extv1beta1.SandboxTemplate
-}
+// templateWrapper is internal/testutil's SandboxTemplate builder.
+type templateWrapper = testutil.TemplateWrapper
 
-func makeTemplate(name, ns string) *templateWrapper {
-	return &templateWrapper{extv1beta1.SandboxTemplate{
-		TypeMeta:   metav1.TypeMeta{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxTemplate"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: extv1beta1.SandboxTemplateSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{
-			PodTemplate: testutil.MakeSandbox("blueprint", ns).Obj().Spec.PodTemplate,
-		}},
-	}}
-}
-
-func (w *templateWrapper) Obj() *extv1beta1.SandboxTemplate { return w.DeepCopy() }
-
-func (w *templateWrapper) Unmanaged() *templateWrapper {
-	w.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementUnmanaged
-	return w
-}
-
-func (w *templateWrapper) Rules(ingress []networkingv1.NetworkPolicyIngressRule, egress []networkingv1.NetworkPolicyEgressRule) *templateWrapper {
-	w.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{Ingress: ingress, Egress: egress}
-	return w
-}
+// makeTemplate starts a SandboxTemplate whose blueprint is testutil.MakeSandbox's.
+func makeTemplate(name, ns string) *templateWrapper { return testutil.MakeTemplate(name, ns) }
 
 func create(t *testing.T, obj client.Object) {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -135,7 +136,7 @@ func TestRollingUpdate(t *testing.T) {
 			ns := startController(t, nil)
 			startKubelet(t, ns)
 			create(t, makeTemplate("tpl", ns).Obj())
-			create(t, makePool("pool", ns, "tpl").Replicas(replicas).RollingUpdate(tc.maxSurge, tc.maxUnavailable).Obj())
+			create(t, makePool("pool", ns, "tpl").Replicas(replicas).RollingUpdate(&tc.maxSurge, &tc.maxUnavailable).Obj())
 			pool := waitForPool(t, ns, "pool", full(replicas))
 			before := members(t, ns, pool)
 
@@ -175,7 +176,7 @@ func TestProgressDeadline(t *testing.T) {
 	k.setFate(imageFate(newImage, leavePending))
 	create(t, makeTemplate("tpl", ns).Obj())
 	create(t, makePool("pool", ns, "tpl").Replicas(2).ProgressDeadlineSeconds(2).
-		RollingUpdate(intstr.FromInt32(1), intstr.FromInt32(0)).Obj())
+		RollingUpdate(ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))).Obj())
 	waitForPool(t, ns, "pool", full(2))
 
 	changeImage(t, ns, "tpl", newImage)
