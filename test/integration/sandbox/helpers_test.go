@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -44,12 +43,7 @@ func startControllerIn(t *testing.T, ns string) {
 	env.StartKubox(t, ns, nil)
 }
 
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Create(t.Context(), obj); err != nil {
-		t.Fatalf("Creating %T %s: %v", obj, obj.GetName(), err)
-	}
-}
+func create(t *testing.T, obj client.Object) { env.Create(t, obj) }
 
 func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
@@ -146,32 +140,12 @@ func forceDelete(t *testing.T, obj client.Object) {
 	}
 }
 
-// get reads obj's current state from the API server; it reports false when the object is gone.
-func get(t *testing.T, obj client.Object) (bool, error) {
-	t.Helper()
-	err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
+// get reads obj's current state; it reports false when the object is gone.
+func get(t *testing.T, obj client.Object) (bool, error) { return env.Get(t, obj) }
 
-// waitForObject waits until the object named like obj exists and ok accepts it, and returns it.
+// waitForObject waits until the object named like obj exists and ok (if any) accepts it.
 func waitForObject[T client.Object](t *testing.T, obj T, ok func(T) (bool, string)) T {
-	t.Helper()
-	framework.Eventually(t, func() (bool, string) {
-		found, err := get(t, obj)
-		switch {
-		case err != nil:
-			return false, err.Error()
-		case !found:
-			return false, fmt.Sprintf("%T %s does not exist", obj, obj.GetName())
-		case ok == nil:
-			return true, ""
-		}
-		return ok(obj)
-	})
-	return obj
+	return framework.WaitForObject(t, env, obj, ok)
 }
 
 // waitForPod waits until the Pod exists and returns it.
@@ -320,43 +294,14 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 	return slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == uid })
 }
 
-// sandboxEvents lists the events.k8s.io/v1 events about the Sandbox called name.
+// sandboxEvents lists the events about the Sandbox called name.
 func sandboxEvents(t *testing.T, ns, name string) ([]eventsv1.Event, error) {
-	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := env.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "Sandbox" && e.Regarding.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return env.Events(t, ns, "Sandbox", name)
 }
 
-// waitForEvent waits for an event of type and reason about the Sandbox whose note contains
-// noteSubstr, and returns it.
+// waitForEvent waits for an event of type and reason about the Sandbox whose note contains noteSubstr.
 func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) eventsv1.Event {
-	t.Helper()
-	var found eventsv1.Event
-	framework.Eventually(t, func() (bool, string) {
-		evs, err := sandboxEvents(t, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, e := range evs {
-			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Note, noteSubstr) {
-				found = e
-				return true, ""
-			}
-			seen = append(seen, fmt.Sprintf("%s/%s %q", e.Type, e.Reason, e.Note))
-		}
-		return false, fmt.Sprintf("events about Sandbox %s: %v; want %s/%s containing %q", name, seen, eventType, reason, noteSubstr)
-	})
-	return found
+	return env.WaitForEvent(t, ns, "Sandbox", name, eventType, reason, noteSubstr)
 }
 
 // podVolume returns the Pod's volume called name, or nil.

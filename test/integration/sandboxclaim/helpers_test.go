@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -144,24 +143,12 @@ func finishPod(t *testing.T, ns, name string) {
 	}
 }
 
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Create(t.Context(), obj); err != nil {
-		t.Fatalf("Creating %T %s: %v", obj, obj.GetName(), err)
-	}
-}
+func create(t *testing.T, obj client.Object) { env.Create(t, obj) }
 
 func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
 // get reads obj's current state; it reports false when the object is gone.
-func get(t *testing.T, obj client.Object) (bool, error) {
-	t.Helper()
-	err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
+func get(t *testing.T, obj client.Object) (bool, error) { return env.Get(t, obj) }
 
 func getClaim(t *testing.T, ns, name string) *extv1beta1.SandboxClaim {
 	t.Helper()
@@ -297,40 +284,14 @@ func isBoundTo(sb *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim) (bool
 		sb.Name, refs, sb.Labels[sandboxv1beta1.ClaimUIDLabel], claim.Name, claim.UID)
 }
 
-// claimEvents lists the events.k8s.io/v1 events about the claim called name.
+// claimEvents lists the events about the SandboxClaim called name.
 func claimEvents(t *testing.T, ns, name string) ([]eventsv1.Event, error) {
-	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := env.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "SandboxClaim" && e.Regarding.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return env.Events(t, ns, "SandboxClaim", name)
 }
 
-// waitForEvent waits for an event of type and reason about the claim whose note contains
-// noteSubstr.
+// waitForEvent waits for an event of type and reason about the SandboxClaim whose note contains noteSubstr.
 func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) {
-	t.Helper()
-	framework.Eventually(t, func() (bool, string) {
-		evs, err := claimEvents(t, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, e := range evs {
-			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Note, noteSubstr) {
-				return true, ""
-			}
-			seen = append(seen, fmt.Sprintf("%s/%s %q", e.Type, e.Reason, e.Note))
-		}
-		return false, fmt.Sprintf("events about SandboxClaim %s: %v; want %s/%s containing %q", name, seen, eventType, reason, noteSubstr)
-	})
+	env.WaitForEvent(t, ns, "SandboxClaim", name, eventType, reason, noteSubstr)
 }
 
 // noSandboxNamed checks, for quiet, that no Sandbox called name appears.

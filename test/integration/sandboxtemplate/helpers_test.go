@@ -2,7 +2,6 @@ package sandboxtemplate
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
@@ -43,12 +41,7 @@ type templateWrapper = testutil.TemplateWrapper
 // makeTemplate starts a SandboxTemplate whose blueprint is testutil.MakeSandbox's.
 func makeTemplate(name, ns string) *templateWrapper { return testutil.MakeTemplate(name, ns) }
 
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Create(t.Context(), obj); err != nil {
-		t.Fatalf("Creating %T %s: %v", obj, obj.GetName(), err)
-	}
-}
+func create(t *testing.T, obj client.Object) { env.Create(t, obj) }
 
 // update changes the stored object named like obj with mutate, retrying on conflicts (the
 // controller writes it too), and leaves the result in obj.
@@ -75,32 +68,12 @@ func policyOf(ns, template string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: extv1beta1.NetworkPolicyName(template)}}
 }
 
-// get reads obj's current state from the API server; it reports false when the object is gone.
-func get(t *testing.T, obj client.Object) (bool, error) {
-	t.Helper()
-	err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
+// get reads obj's current state; it reports false when the object is gone.
+func get(t *testing.T, obj client.Object) (bool, error) { return env.Get(t, obj) }
 
 // waitForObject waits until the object named like obj exists and ok (if any) accepts it.
 func waitForObject[T client.Object](t *testing.T, obj T, ok func(T) (bool, string)) T {
-	t.Helper()
-	framework.Eventually(t, func() (bool, string) {
-		found, err := get(t, obj)
-		switch {
-		case err != nil:
-			return false, err.Error()
-		case !found:
-			return false, fmt.Sprintf("%T %s does not exist", obj, obj.GetName())
-		case ok == nil:
-			return true, ""
-		}
-		return ok(obj)
-	})
-	return obj
+	return framework.WaitForObject(t, env, obj, ok)
 }
 
 // waitGone waits until the object named like obj no longer exists.
@@ -149,40 +122,14 @@ func isControlledBy(obj metav1.Object, tpl *extv1beta1.SandboxTemplate) (bool, s
 	return ok, fmt.Sprintf("%s has controller reference %+v; want SandboxTemplate %s (uid %s)", obj.GetName(), *ref, tpl.Name, tpl.UID)
 }
 
-// templateEvents lists the events.k8s.io/v1 events about the SandboxTemplate called name.
+// templateEvents lists the events about the SandboxTemplate called name.
 func templateEvents(t *testing.T, ns, name string) ([]eventsv1.Event, error) {
-	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := env.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "SandboxTemplate" && e.Regarding.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return env.Events(t, ns, "SandboxTemplate", name)
 }
 
-// waitForEvent waits for an event of type and reason about the template whose note contains
-// noteSubstr.
+// waitForEvent waits for an event of type and reason about the SandboxTemplate whose note contains noteSubstr.
 func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) {
-	t.Helper()
-	framework.Eventually(t, func() (bool, string) {
-		evs, err := templateEvents(t, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, e := range evs {
-			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Note, noteSubstr) {
-				return true, ""
-			}
-			seen = append(seen, fmt.Sprintf("%s/%s %q", e.Type, e.Reason, e.Note))
-		}
-		return false, fmt.Sprintf("events about SandboxTemplate %s: %v; want %s/%s containing %q", name, seen, eventType, reason, noteSubstr)
-	})
+	env.WaitForEvent(t, ns, "SandboxTemplate", name, eventType, reason, noteSubstr)
 }
 
 // The expected policies, written out from API.md rather than taken from the controller.

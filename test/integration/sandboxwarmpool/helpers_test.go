@@ -55,12 +55,7 @@ func gracePeriod(grace, recheck time.Duration) func(*configv1alpha1.ControllerCo
 	}
 }
 
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Create(t.Context(), obj); err != nil {
-		t.Fatalf("Creating %T %s: %v", obj, obj.GetName(), err)
-	}
-}
+func create(t *testing.T, obj client.Object) { env.Create(t, obj) }
 
 func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
@@ -232,39 +227,19 @@ func bindFresh(t *testing.T, sb sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox 
 	return cur
 }
 
-// poolEvents lists the events about the pool.
+// poolEvents lists the events about the pool called name.
 func poolEvents(t *testing.T, ns, name string) []eventsv1.Event {
 	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := env.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+	evs, err := env.Events(t, ns, "SandboxWarmPool", name)
+	if err != nil {
 		t.Fatalf("Listing events: %v", err)
 	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "SandboxWarmPool" && e.Regarding.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
+	return evs
 }
 
-// waitForEvent waits for an event of type and reason about the pool whose note contains
-// noteSubstr.
+// waitForEvent waits for an event of type and reason about the pool whose note contains noteSubstr.
 func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) eventsv1.Event {
-	t.Helper()
-	var found eventsv1.Event
-	framework.Eventually(t, func() (bool, string) {
-		var seen []string
-		for _, e := range poolEvents(t, ns, name) {
-			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Note, noteSubstr) {
-				found = e
-				return true, ""
-			}
-			seen = append(seen, fmt.Sprintf("%s/%s %q", e.Type, e.Reason, e.Note))
-		}
-		return false, fmt.Sprintf("events about pool %s: %v; want %s/%s containing %q", name, seen, eventType, reason, noteSubstr)
-	})
-	return found
+	return env.WaitForEvent(t, ns, "SandboxWarmPool", name, eventType, reason, noteSubstr)
 }
 
 // fate is what the test's kubelet does with a Pod.
