@@ -294,11 +294,6 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 	return slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == uid })
 }
 
-// sandboxEvents lists the events about the Sandbox called name.
-func sandboxEvents(t *testing.T, ns, name string) ([]eventsv1.Event, error) {
-	return env.Events(t, ns, "Sandbox", name)
-}
-
 // waitForEvent waits for an event of type and reason about the Sandbox whose note contains noteSubstr.
 func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) eventsv1.Event {
 	return env.WaitForEvent(t, ns, "Sandbox", name, eventType, reason, noteSubstr)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -282,11 +281,6 @@ func isBoundTo(sb *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim) (bool
 		sb.Labels[sandboxv1beta1.ClaimUIDLabel] == string(claim.UID)
 	return ok, fmt.Sprintf("Sandbox %s: owner references %+v, claim-uid label %q; want only SandboxClaim %s (uid %s) as controller",
 		sb.Name, refs, sb.Labels[sandboxv1beta1.ClaimUIDLabel], claim.Name, claim.UID)
-}
-
-// claimEvents lists the events about the SandboxClaim called name.
-func claimEvents(t *testing.T, ns, name string) ([]eventsv1.Event, error) {
-	return env.Events(t, ns, "SandboxClaim", name)
 }
 
 // waitForEvent waits for an event of type and reason about the SandboxClaim whose note contains noteSubstr.

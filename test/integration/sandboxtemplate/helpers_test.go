@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -120,11 +119,6 @@ func isControlledBy(obj metav1.Object, tpl *extv1beta1.SandboxTemplate) (bool, s
 	ok := ref.UID == tpl.UID && ref.Kind == "SandboxTemplate" && ref.APIVersion == extv1beta1.GroupVersion.String() &&
 		ref.Name == tpl.Name && ptr.Deref(ref.BlockOwnerDeletion, false)
 	return ok, fmt.Sprintf("%s has controller reference %+v; want SandboxTemplate %s (uid %s)", obj.GetName(), *ref, tpl.Name, tpl.UID)
-}
-
-// templateEvents lists the events about the SandboxTemplate called name.
-func templateEvents(t *testing.T, ns, name string) ([]eventsv1.Event, error) {
-	return env.Events(t, ns, "SandboxTemplate", name)
 }
 
 // waitForEvent waits for an event of type and reason about the SandboxTemplate whose note contains noteSubstr.

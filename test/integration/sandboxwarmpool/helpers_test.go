@@ -227,16 +227,6 @@ func bindFresh(t *testing.T, sb sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox 
 	return cur
 }
 
-// poolEvents lists the events about the pool called name.
-func poolEvents(t *testing.T, ns, name string) []eventsv1.Event {
-	t.Helper()
-	evs, err := env.Events(t, ns, "SandboxWarmPool", name)
-	if err != nil {
-		t.Fatalf("Listing events: %v", err)
-	}
-	return evs
-}
-
 // waitForEvent waits for an event of type and reason about the pool whose note contains noteSubstr.
 func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) eventsv1.Event {
 	return env.WaitForEvent(t, ns, "SandboxWarmPool", name, eventType, reason, noteSubstr)
