@@ -9,9 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubox-dev/kubox/internal/agent/auth"
+	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
 
 var (
@@ -87,6 +92,18 @@ func TestClaimPythonFromWarmPool(t *testing.T) {
 		`import platform; print(platform.python_version(), "gvisor" in open("/proc/version").read().lower())`)
 	if fields := strings.Fields(out); len(fields) != 2 || !strings.HasPrefix(fields[0], "3.") || fields[1] != "True" {
 		t.Errorf("python3 in the claimed sandbox printed %q, want a Python 3 version and True (running under gVisor)", out)
+	}
+	// The template asks for kubox-agent: the claimed member runs Python through it too, with the
+	// token the controller derived for that member when the pool created it.
+	ip, tok := agentEndpoint(t, ns, sandbox)
+	procs := agentv1connect.NewProcessServiceClient(auth.Client(tok), "http://"+ip+":7070")
+	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{
+		Spec: &agentv1.ProcessSpec{Argv: []string{"python3", "-c", "import os; print(os.getcwd(), 6*7)"}}}))
+	if err != nil {
+		t.Fatalf("RunProcess through the claimed sandbox's agent: %v", err)
+	}
+	if got := string(res.Msg.GetStdout()); got != "/workspace 42\n" {
+		t.Errorf("python3 through the agent printed %q (stderr %q), want \"/workspace 42\"", got, res.Msg.GetStderr())
 	}
 	waitFor(t, "warm pool python to refill to 2 ready members", func(ctx context.Context) (bool, error) {
 		pool, err := dyn.Resource(pools).Namespace(ns).Get(ctx, "python", metav1.GetOptions{})

@@ -44,6 +44,9 @@ const (
 	AgentCompatibilityPortName = "kubox-compat"
 	// AgentHealthPath is the agent's unauthenticated health endpoint, its readiness probe.
 	AgentHealthPath = "/healthz"
+	// DefaultContainerAnnotation is kubectl's annotation naming the container that exec and logs
+	// use when none is given; the controller sets it to the agent's container.
+	DefaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 )
 
 // AgentOptions is what the controller needs to put kubox-agent into the sandboxes that ask for
@@ -145,6 +148,13 @@ func (r *Reconciler) injectAgent(pod *corev1.Pod, spec *sandboxv1beta1.AgentSpec
 			Secret: &corev1.SecretVolumeSource{SecretName: AgentSecretName(pod.Name), DefaultMode: ptr.To[int32](0o444)}}},
 	)
 	pod.Spec.InitContainers = append([]corev1.Container{r.agentInitContainer()}, pod.Spec.InitContainers...)
+	if _, set := pod.Annotations[DefaultContainerAnnotation]; !set {
+		// kubectl exec and logs go to the sandbox's container without asking which one.
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[DefaultContainerAnnotation] = c.Name
+	}
 	c.Command, c.Args = agentArgv(c, port, compat, spec.CompatibilityAuth)
 	c.VolumeMounts = append(c.VolumeMounts,
 		corev1.VolumeMount{Name: AgentBinVolumeName, MountPath: AgentBinDir, ReadOnly: true},

@@ -117,6 +117,9 @@ func TestInjectAgentPod(t *testing.T) {
 	if diff := cmp.Diff(wantProbe, app.ReadinessProbe); diff != "" {
 		t.Errorf("readiness probe (-want +got):\n%s", diff)
 	}
+	if got := pod.Annotations[DefaultContainerAnnotation]; got != "app" {
+		t.Errorf("annotation %s = %q, want app (kubectl exec must not land in the first container)", DefaultContainerAnnotation, got)
+	}
 	if n := len(pod.Spec.InitContainers); n != 2 || pod.Spec.InitContainers[0].Name != AgentInitContainerName || pod.Spec.InitContainers[1].Name != "user-init" {
 		t.Fatalf("init containers = %v, want the agent's install first, then the pod's own", pod.Spec.InitContainers)
 	}
