@@ -28,15 +28,19 @@ func BenchmarkPodRunning(b *testing.B) {
 	}
 }
 
-// BenchmarkSandboxReady measures Sandbox created → Ready=True, per RuntimeClass.
+// BenchmarkSandboxReady measures Sandbox created → Ready=True, per RuntimeClass, and under gVisor
+// with kubox-agent injected (spec.agent: token Secret, install init container, agent readiness).
 func BenchmarkSandboxReady(b *testing.B) {
 	requireController(b)
-	for _, rc := range []string{"runc", "gvisor"} {
-		b.Run(rc, func(b *testing.B) {
+	for _, v := range []struct {
+		name, runtimeClass string
+		opts               []sandboxOpt
+	}{{"runc", "runc", nil}, {"gvisor", "gvisor", nil}, {"gvisor+agent", "gvisor", []sandboxOpt{withAgent}}} {
+		b.Run(v.name, func(b *testing.B) {
 			ns := benchNamespace(b)
 			measure(b, func(i int) func() {
 				name := fmt.Sprintf("s%d", i)
-				createSandbox(b, ns, newSandbox(name, rc))
+				createSandbox(b, ns, newSandbox(name, v.runtimeClass, v.opts...))
 				return func() { waitSandboxReady(b, ns, name) }
 			})
 		})
