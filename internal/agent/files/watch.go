@@ -220,6 +220,11 @@ func (w *Watcher) queue(ev fsnotify.Event) {
 		delete(w.selfRenamed, ev.Name) // the moved directory's own report of a move already reported
 		return
 	}
+	if ev.Name != w.host && !w.watched[filepath.Dir(ev.Name)] {
+		// It comes from the watch of a directory already forgotten (moved away or removed), and
+		// was queued before that watch was removed: its path is the directory's old one.
+		return
+	}
 	p := sandboxPath(rel)
 	for _, m := range eventOps {
 		if ev.Has(m.fs) {
