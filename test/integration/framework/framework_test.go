@@ -158,7 +158,8 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Name() string {
 	return "fake"
 }
-func (f *fakeT) Cleanup(fn func()) { f.cleanup = append(f.cleanup, fn) }
+func (f *fakeT) Cleanup(fn func())        { f.cleanup = append(f.cleanup, fn) }
+func (f *fakeT) Context() context.Context { return context.Background() }
 func (f *fakeT) Errorf(format string, args ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
