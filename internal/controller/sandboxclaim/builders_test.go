@@ -26,18 +26,13 @@ var (
 	testEarlier = metav1.NewTime(time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC))
 )
 
-type (
-	claimWrapper    = testutil.ClaimWrapper
-	templateWrapper = testutil.TemplateWrapper
-)
-
 // makeClaim starts a claim of pool testPool, with the metadata the API server would have set.
-func makeClaim() *claimWrapper {
+func makeClaim() *testutil.ClaimWrapper {
 	return testutil.MakeClaim(testClaim, testNS).Meta(testClaimUID, testGeneration).WarmPool(testPool)
 }
 
 // makeTemplate starts template testTemplate whose blueprint is testutil.MakeSandbox's.
-func makeTemplate() *templateWrapper {
+func makeTemplate() *testutil.TemplateWrapper {
 	return testutil.MakeTemplate(testTemplate, testNS).Meta("template-uid", 1)
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
 // Messages of the SandboxClaim CRD's CEL rules.
@@ -73,21 +74,21 @@ spec:
 func TestSandboxClaimDefaults(t *testing.T) {
 	ns := env.NewNamespace(t)
 	cases := map[string]struct {
-		claim *claimWrapper
+		claim *testutil.ClaimWrapper
 		want  *extv1beta1.ClaimLifecycle
 	}{
 		"no lifecycle": {
-			claim: makeClaim("no-lifecycle", ns),
+			claim: testutil.MakeClaim("no-lifecycle", ns).WarmPool("pool"),
 		},
 		"lifecycle without a policy": {
-			claim: makeClaim("ttl", ns).TTLSecondsAfterFinished(0),
+			claim: testutil.MakeClaim("ttl", ns).WarmPool("pool").TTLSecondsAfterFinished(0),
 			want: &extv1beta1.ClaimLifecycle{
 				TTLSecondsAfterFinished: ptr.To[int32](0),
 				ShutdownPolicy:          extv1beta1.ClaimShutdownPolicyRetain,
 			},
 		},
 		"set policy is kept": {
-			claim: makeClaim("foreground", ns).ShutdownPolicy(extv1beta1.ClaimShutdownPolicyDeleteForeground),
+			claim: testutil.MakeClaim("foreground", ns).WarmPool("pool").ShutdownPolicy(extv1beta1.ClaimShutdownPolicyDeleteForeground),
 			want:  &extv1beta1.ClaimLifecycle{ShutdownPolicy: extv1beta1.ClaimShutdownPolicyDeleteForeground},
 		},
 	}
@@ -147,196 +148,196 @@ func TestSandboxClaimCreateValidation(t *testing.T) {
 	ns := env.NewNamespace(t)
 	pool, template := ptr.To("pool"), ptr.To("template")
 	cases := map[string]struct {
-		claim    *claimWrapper
+		claim    *testutil.ClaimWrapper
 		wantErrs []string // empty: the claim is accepted
 	}{
 		// References.
 		"warm pool only": {
-			claim: makeClaim("pool-only", ns).WarmPool("pool"),
+			claim: testutil.MakeClaim("pool-only", ns).WarmPool("pool"),
 		},
 		"template only": {
-			claim: makeClaim("template-only", ns).Template("python.v2"),
+			claim: testutil.MakeClaim("template-only", ns).Template("python.v2"),
 		},
 		"no reference": {
-			claim:    makeClaim("no-ref", ns).Refs(nil, nil),
+			claim:    testutil.MakeClaim("no-ref", ns).Refs(nil, nil),
 			wantErrs: []string{"spec", msgExactlyOneRef},
 		},
 		"both references": {
-			claim:    makeClaim("both-refs", ns).Refs(pool, template),
+			claim:    testutil.MakeClaim("both-refs", ns).Refs(pool, template),
 			wantErrs: []string{"spec", msgExactlyOneRef},
 		},
 		"warm pool name with a dot": {
-			claim:    makeClaim("pool-dot", ns).WarmPool("warm.pool"),
+			claim:    testutil.MakeClaim("pool-dot", ns).WarmPool("warm.pool"),
 			wantErrs: []string{"spec.warmPoolRef.name", msgWarmPoolRefName},
 		},
 		"empty warm pool name": {
-			claim:    makeClaim("pool-empty", ns).WarmPool(""),
+			claim:    testutil.MakeClaim("pool-empty", ns).WarmPool(""),
 			wantErrs: []string{"spec.warmPoolRef.name", msgWarmPoolRefName},
 		},
 		"warm pool name of 64 characters": {
-			claim:    makeClaim("pool-long", ns).WarmPool("p" + strings.Repeat("a", 63)),
+			claim:    testutil.MakeClaim("pool-long", ns).WarmPool("p" + strings.Repeat("a", 63)),
 			wantErrs: []string{"spec.warmPoolRef.name", "Too long"},
 		},
 		"template name with uppercase letters": {
-			claim:    makeClaim("template-upper", ns).Template("Python"),
+			claim:    testutil.MakeClaim("template-upper", ns).Template("Python"),
 			wantErrs: []string{"spec.sandboxTemplateRef.name", msgPoolTemplateRefName},
 		},
 
 		// Name.
 		"name of 63 characters": {
-			claim: makeClaim("c"+strings.Repeat("a", 62), ns),
+			claim: testutil.MakeClaim("c"+strings.Repeat("a", 62), ns).WarmPool("pool"),
 		},
 		"name of 64 characters": {
-			claim:    makeClaim("c"+strings.Repeat("a", 63), ns),
+			claim:    testutil.MakeClaim("c"+strings.Repeat("a", 63), ns).WarmPool("pool"),
 			wantErrs: []string{msgClaimName},
 		},
 		"name starting with a digit": {
-			claim:    makeClaim("1claim", ns),
+			claim:    testutil.MakeClaim("1claim", ns).WarmPool("pool"),
 			wantErrs: []string{msgClaimName},
 		},
 		"name with a dot": {
-			claim:    makeClaim("my.claim", ns),
+			claim:    testutil.MakeClaim("my.claim", ns).WarmPool("pool"),
 			wantErrs: []string{msgClaimName},
 		},
 		"generated name": {
-			claim: makeClaim("", ns).GenerateName("claim-"),
+			claim: testutil.MakeClaim("", ns).WarmPool("pool").GenerateName("claim-"),
 		},
 
 		// Lifecycle.
 		"ttlSecondsAfterFinished 0": {
-			claim: makeClaim("ttl-0", ns).TTLSecondsAfterFinished(0),
+			claim: testutil.MakeClaim("ttl-0", ns).WarmPool("pool").TTLSecondsAfterFinished(0),
 		},
 		"negative ttlSecondsAfterFinished": {
-			claim:    makeClaim("ttl-negative", ns).TTLSecondsAfterFinished(-1),
+			claim:    testutil.MakeClaim("ttl-negative", ns).WarmPool("pool").TTLSecondsAfterFinished(-1),
 			wantErrs: []string{"spec.lifecycle.ttlSecondsAfterFinished", "greater than or equal to 0"},
 		},
 		"every shutdown policy and a shutdown time": {
-			claim: makeClaim("delete", ns).ShutdownPolicy(extv1beta1.ClaimShutdownPolicyDelete).ShutdownAt(time.Now().Add(time.Hour)),
+			claim: testutil.MakeClaim("delete", ns).WarmPool("pool").ShutdownPolicy(extv1beta1.ClaimShutdownPolicyDelete).ShutdownAt(time.Now().Add(time.Hour)),
 		},
 		"unknown shutdownPolicy": {
-			claim:    makeClaim("keep", ns).ShutdownPolicy("Keep"),
+			claim:    testutil.MakeClaim("keep", ns).WarmPool("pool").ShutdownPolicy("Keep"),
 			wantErrs: []string{"spec.lifecycle.shutdownPolicy", `Unsupported value: "Keep"`},
 		},
 
 		// Pod metadata.
 		"user labels and annotations": {
-			claim: makeClaim("metadata", ns).PodLabel("team", "agents").PodLabel("sandbox.users.io/run", "r-1").
+			claim: testutil.MakeClaim("metadata", ns).WarmPool("pool").PodLabel("team", "agents").PodLabel("sandbox.users.io/run", "r-1").
 				PodAnnotation("example.com/note", "anything at all: spaces, / and =").
 				PodAnnotation(safeToEvictAnnotation, "false"),
 		},
 		"label under agents.x-k8s.io": {
-			claim:    makeClaim("label-agents", ns).PodLabel(reservedAgentsLabelKey, "x"),
+			claim:    testutil.MakeClaim("label-agents", ns).WarmPool("pool").PodLabel(reservedAgentsLabelKey, "x"),
 			wantErrs: []string{labelsPath, msgReservedLabel(reservedAgentsLabelKey)},
 		},
 		"label under extensions.agents.x-k8s.io": {
-			claim:    makeClaim("label-extensions", ns).PodLabel("extensions.agents.x-k8s.io/pool", "x"),
+			claim:    testutil.MakeClaim("label-extensions", ns).WarmPool("pool").PodLabel("extensions.agents.x-k8s.io/pool", "x"),
 			wantErrs: []string{labelsPath, msgReservedLabel("extensions.agents.x-k8s.io/pool")},
 		},
 		"label under a subdomain of kubernetes.io": {
-			claim:    makeClaim("label-k8s-sub", ns).PodLabel("node-role.kubernetes.io/worker", ""),
+			claim:    testutil.MakeClaim("label-k8s-sub", ns).WarmPool("pool").PodLabel("node-role.kubernetes.io/worker", ""),
 			wantErrs: []string{labelsPath, msgReservedLabel("node-role.kubernetes.io/worker")},
 		},
 		"safe-to-evict as a label": {
-			claim:    makeClaim("label-evict", ns).PodLabel(safeToEvictAnnotation, "true"),
+			claim:    testutil.MakeClaim("label-evict", ns).WarmPool("pool").PodLabel(safeToEvictAnnotation, "true"),
 			wantErrs: []string{labelsPath, msgReservedLabel(safeToEvictAnnotation)},
 		},
 		"annotation under k8s.io": {
-			claim:    makeClaim("annotation-k8s", ns).PodAnnotation("k8s.io/x", "y"),
+			claim:    testutil.MakeClaim("annotation-k8s", ns).WarmPool("pool").PodAnnotation("k8s.io/x", "y"),
 			wantErrs: []string{annotationsPath, msgReservedAnnotation("k8s.io/x")},
 		},
 		"annotation under agents.x-k8s.io": {
-			claim:    makeClaim("annotation-agents", ns).PodAnnotation("agents.x-k8s.io/pod-name", "y"),
+			claim:    testutil.MakeClaim("annotation-agents", ns).WarmPool("pool").PodAnnotation("agents.x-k8s.io/pod-name", "y"),
 			wantErrs: []string{annotationsPath, msgReservedAnnotation("agents.x-k8s.io/pod-name")},
 		},
 		"label key with two slashes": {
-			claim:    makeClaim("label-slashes", ns).PodLabel("a/b/c", "x"),
+			claim:    testutil.MakeClaim("label-slashes", ns).WarmPool("pool").PodLabel("a/b/c", "x"),
 			wantErrs: []string{labelsPath, msgLabelKey("a/b/c")},
 		},
 		"label key with an uppercase prefix": {
-			claim:    makeClaim("label-upper-prefix", ns).PodLabel("Example.com/x", "y"),
+			claim:    testutil.MakeClaim("label-upper-prefix", ns).WarmPool("pool").PodLabel("Example.com/x", "y"),
 			wantErrs: []string{labelsPath, msgLabelKey("Example.com/x")},
 		},
 		"label key with a name of 64 characters": {
-			claim:    makeClaim("label-long-name", ns).PodLabel(strings.Repeat("n", 64), "x"),
+			claim:    testutil.MakeClaim("label-long-name", ns).WarmPool("pool").PodLabel(strings.Repeat("n", 64), "x"),
 			wantErrs: []string{labelsPath, msgLabelKey(strings.Repeat("n", 64))},
 		},
 		"label key with a prefix of 253 characters": {
-			claim: makeClaim("label-prefix-253", ns).PodLabel(dnsSubdomain(253)+"/x", "y"),
+			claim: testutil.MakeClaim("label-prefix-253", ns).WarmPool("pool").PodLabel(dnsSubdomain(253)+"/x", "y"),
 		},
 		"label key with a prefix of 254 characters": {
-			claim:    makeClaim("label-prefix-254", ns).PodLabel(dnsSubdomain(254)+"/x", "y"),
+			claim:    testutil.MakeClaim("label-prefix-254", ns).WarmPool("pool").PodLabel(dnsSubdomain(254)+"/x", "y"),
 			wantErrs: []string{labelsPath, msgLabelKey(dnsSubdomain(254) + "/x")},
 		},
 		"empty label key": {
-			claim:    makeClaim("label-empty", ns).PodLabel("", "x"),
+			claim:    testutil.MakeClaim("label-empty", ns).WarmPool("pool").PodLabel("", "x"),
 			wantErrs: []string{labelsPath, msgLabelKey("")},
 		},
 		"annotation key starting with a dash": {
-			claim:    makeClaim("annotation-dash", ns).PodAnnotation("-note", "x"),
+			claim:    testutil.MakeClaim("annotation-dash", ns).WarmPool("pool").PodAnnotation("-note", "x"),
 			wantErrs: []string{annotationsPath, msgAnnotationKey("-note")},
 		},
 		"annotation key with a space": {
-			claim:    makeClaim("annotation-space", ns).PodAnnotation("my note", "x"),
+			claim:    testutil.MakeClaim("annotation-space", ns).WarmPool("pool").PodAnnotation("my note", "x"),
 			wantErrs: []string{annotationsPath, msgAnnotationKey("my note")},
 		},
 		"65 labels": {
-			claim:    withPodLabels(makeClaim("labels-65", ns), 65),
+			claim:    withPodLabels(testutil.MakeClaim("labels-65", ns).WarmPool("pool"), 65),
 			wantErrs: []string{labelsPath, "must have at most 64 items"},
 		},
 
 		// Env.
 		"env for two containers with the same name": {
-			claim: makeClaim("env-two-containers", ns).Env("TOKEN", "a", "").Env("TOKEN", "b", "sidecar"),
+			claim: testutil.MakeClaim("env-two-containers", ns).WarmPool("pool").Env("TOKEN", "a", "").Env("TOKEN", "b", "sidecar"),
 		},
 		"env with a relaxed name": {
-			claim: makeClaim("env-relaxed", ns).Env("my.var-1 x", "a", ""),
+			claim: testutil.MakeClaim("env-relaxed", ns).WarmPool("pool").Env("my.var-1 x", "a", ""),
 		},
 		"env twice for the default container": {
-			claim:    makeClaim("env-duplicate", ns).Env("TOKEN", "a", "").Env("TOKEN", "b", ""),
+			claim:    testutil.MakeClaim("env-duplicate", ns).WarmPool("pool").Env("TOKEN", "a", "").Env("TOKEN", "b", ""),
 			wantErrs: []string{"spec.env", msgEnvUnique},
 		},
 		"env twice for one container": {
-			claim:    makeClaim("env-duplicate-container", ns).Env("TOKEN", "a", "main").Env("TOKEN", "b", "main"),
+			claim:    testutil.MakeClaim("env-duplicate-container", ns).WarmPool("pool").Env("TOKEN", "a", "main").Env("TOKEN", "b", "main"),
 			wantErrs: []string{"spec.env", msgEnvUnique},
 		},
 		"env name with '='": {
-			claim:    makeClaim("env-equals", ns).Env("A=B", "a", ""),
+			claim:    testutil.MakeClaim("env-equals", ns).WarmPool("pool").Env("A=B", "a", ""),
 			wantErrs: []string{"spec.env[0].name", msgEnvName},
 		},
 		"env name with a tab": {
-			claim:    makeClaim("env-tab", ns).Env("A\tB", "a", ""),
+			claim:    testutil.MakeClaim("env-tab", ns).WarmPool("pool").Env("A\tB", "a", ""),
 			wantErrs: []string{"spec.env[0].name", msgEnvName},
 		},
 		"empty env name": {
-			claim:    makeClaim("env-empty", ns).Env("", "a", ""),
+			claim:    testutil.MakeClaim("env-empty", ns).WarmPool("pool").Env("", "a", ""),
 			wantErrs: []string{"spec.env[0].name"},
 		},
 		"env container name with uppercase letters": {
-			claim:    makeClaim("env-container-upper", ns).Env("A", "a", "Main"),
+			claim:    testutil.MakeClaim("env-container-upper", ns).WarmPool("pool").Env("A", "a", "Main"),
 			wantErrs: []string{"spec.env[0].containerName", msgEnvContainerName},
 		},
 		"128 env vars": {
-			claim: withEnv(makeClaim("env-128", ns), 128),
+			claim: withEnv(testutil.MakeClaim("env-128", ns).WarmPool("pool"), 128),
 		},
 		"129 env vars": {
-			claim:    withEnv(makeClaim("env-129", ns), 129),
+			claim:    withEnv(testutil.MakeClaim("env-129", ns).WarmPool("pool"), 129),
 			wantErrs: []string{"spec.env", "must have at most 128 items"},
 		},
 
 		// Volume claim templates.
 		"volume claim templates with distinct names": {
-			claim: makeClaim("vct-distinct", ns).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("cache", "1Gi"),
+			claim: testutil.MakeClaim("vct-distinct", ns).WarmPool("pool").VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("cache", "1Gi"),
 		},
 		"volume claim templates with the same name": {
-			claim:    makeClaim("vct-same", ns).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("data", "2Gi"),
+			claim:    testutil.MakeClaim("vct-same", ns).WarmPool("pool").VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("data", "2Gi"),
 			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTUnique},
 		},
 		"volume claim template without a name": {
-			claim:    makeClaim("vct-no-name", ns).VolumeClaimTemplate("", "1Gi"),
+			claim:    testutil.MakeClaim("vct-no-name", ns).WarmPool("pool").VolumeClaimTemplate("", "1Gi"),
 			wantErrs: []string{"spec.volumeClaimTemplates[0]", msgVCTName},
 		},
 		"17 volume claim templates": {
-			claim:    withClaimVolumeClaimTemplates(makeClaim("vct-17", ns), 17),
+			claim:    withClaimVolumeClaimTemplates(testutil.MakeClaim("vct-17", ns).WarmPool("pool"), 17),
 			wantErrs: []string{"spec.volumeClaimTemplates", "must have at most 16 items"},
 		},
 	}
@@ -374,12 +375,12 @@ func TestSandboxClaimReservedKeys(t *testing.T) {
 	}
 	for i, key := range keys {
 		t.Run(key, func(t *testing.T) {
-			label := makeClaim(fmt.Sprintf("label-%d", i), ns).PodLabel(key, "v").Obj()
+			label := testutil.MakeClaim(fmt.Sprintf("label-%d", i), ns).WarmPool("pool").PodLabel(key, "v").Obj()
 			err := env.Client.Create(t.Context(), label)
 			if got, want := err != nil, extv1beta1.IsReservedClaimLabelKey(key); got != want {
 				t.Errorf("Label %q: rejected by the CRD = %t (%v), IsReservedClaimLabelKey = %t", key, got, err, want)
 			}
-			annotation := makeClaim(fmt.Sprintf("annotation-%d", i), ns).PodAnnotation(key, "v").Obj()
+			annotation := testutil.MakeClaim(fmt.Sprintf("annotation-%d", i), ns).WarmPool("pool").PodAnnotation(key, "v").Obj()
 			err = env.Client.Create(t.Context(), annotation)
 			if got, want := err != nil, extv1beta1.IsReservedClaimAnnotationKey(key); got != want {
 				t.Errorf("Annotation %q: rejected by the CRD = %t (%v), IsReservedClaimAnnotationKey = %t", key, got, err, want)
@@ -391,33 +392,33 @@ func TestSandboxClaimReservedKeys(t *testing.T) {
 func TestSandboxClaimUpdateValidation(t *testing.T) {
 	ns := env.NewNamespace(t)
 	cases := map[string]struct {
-		claim    *claimWrapper
+		claim    *testutil.ClaimWrapper
 		update   func(*extv1beta1.SandboxClaim)
 		wantErrs []string // empty: the update is accepted
 	}{
 		"adding pod labels and a shutdown time": {
-			claim: makeClaim("relabel", ns),
+			claim: testutil.MakeClaim("relabel", ns).WarmPool("pool"),
 			update: func(c *extv1beta1.SandboxClaim) {
 				c.Spec.AdditionalPodMetadata.Labels = map[string]string{"team": "agents"}
 				c.Spec.Lifecycle = &extv1beta1.ClaimLifecycle{ShutdownTime: ptr.To(metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second)))}
 			},
 		},
 		"adding a reserved label": {
-			claim: makeClaim("relabel-reserved", ns),
+			claim: testutil.MakeClaim("relabel-reserved", ns).WarmPool("pool"),
 			update: func(c *extv1beta1.SandboxClaim) {
 				c.Spec.AdditionalPodMetadata.Labels = map[string]string{reservedAgentsLabelKey: "x"}
 			},
 			wantErrs: []string{labelsPath, msgReservedLabel(reservedAgentsLabelKey)},
 		},
 		"adding a template reference to a pool claim": {
-			claim: makeClaim("add-template", ns),
+			claim: testutil.MakeClaim("add-template", ns).WarmPool("pool"),
 			update: func(c *extv1beta1.SandboxClaim) {
 				c.Spec.SandboxTemplateRef = &extv1beta1.SandboxTemplateReference{Name: "t"}
 			},
 			wantErrs: []string{msgExactlyOneRef},
 		},
 		"a negative TTL": {
-			claim:    makeClaim("ttl-update", ns).TTLSecondsAfterFinished(10),
+			claim:    testutil.MakeClaim("ttl-update", ns).WarmPool("pool").TTLSecondsAfterFinished(10),
 			update:   func(c *extv1beta1.SandboxClaim) { c.Spec.Lifecycle.TTLSecondsAfterFinished = ptr.To[int32](-10) },
 			wantErrs: []string{"spec.lifecycle.ttlSecondsAfterFinished"},
 		},
@@ -438,7 +439,7 @@ func TestSandboxClaimUpdateValidation(t *testing.T) {
 func TestSandboxClaimStatusValidation(t *testing.T) {
 	ns := env.NewNamespace(t)
 	ctx := t.Context()
-	claim := makeClaim("status", ns).Obj()
+	claim := testutil.MakeClaim("status", ns).WarmPool("pool").Obj()
 	if err := env.Client.Create(ctx, claim); err != nil {
 		t.Fatalf("Creating claim: %v", err)
 	}
@@ -492,21 +493,21 @@ func dnsSubdomain(n int) string {
 	return s
 }
 
-func withPodLabels(w *claimWrapper, n int) *claimWrapper {
+func withPodLabels(w *testutil.ClaimWrapper, n int) *testutil.ClaimWrapper {
 	for i := range n {
 		w.PodLabel(fmt.Sprintf("label-%d", i), "x")
 	}
 	return w
 }
 
-func withEnv(w *claimWrapper, n int) *claimWrapper {
+func withEnv(w *testutil.ClaimWrapper, n int) *testutil.ClaimWrapper {
 	for i := range n {
 		w.Env(fmt.Sprintf("VAR_%d", i), "x", "")
 	}
 	return w
 }
 
-func withClaimVolumeClaimTemplates(w *claimWrapper, n int) *claimWrapper {
+func withClaimVolumeClaimTemplates(w *testutil.ClaimWrapper, n int) *testutil.ClaimWrapper {
 	for i := range n {
 		w.VolumeClaimTemplate(fmt.Sprintf("v%d", i), "1Gi")
 	}

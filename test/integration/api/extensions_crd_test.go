@@ -20,6 +20,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
 // The extension CRDs, by plural resource name.
@@ -242,7 +243,7 @@ func TestExtensionTables(t *testing.T) {
 	ns := env.NewNamespace(t)
 	ctx := t.Context()
 
-	claim := makeClaim("listed", ns).WarmPool("python").Obj()
+	claim := testutil.MakeClaim("listed", ns).WarmPool("python").Obj()
 	if err := env.Client.Create(ctx, claim); err != nil {
 		t.Fatalf("Creating claim: %v", err)
 	}
@@ -259,7 +260,7 @@ func TestExtensionTables(t *testing.T) {
 		t.Fatalf("Writing claim status: %v", err)
 	}
 
-	pool := makePool("python", ns, "python-template").Replicas(3).Obj()
+	pool := testutil.MakePool("python", ns, "python-template").Replicas(3).Obj()
 	if err := env.Client.Create(ctx, pool); err != nil {
 		t.Fatalf("Creating pool: %v", err)
 	}
@@ -276,7 +277,7 @@ func TestExtensionTables(t *testing.T) {
 		t.Fatalf("Writing pool status: %v", err)
 	}
 
-	if err := env.Client.Create(ctx, makeTemplate("python-template", ns).Obj()); err != nil {
+	if err := env.Client.Create(ctx, testutil.MakeTemplate("python-template", ns).Obj()); err != nil {
 		t.Fatalf("Creating template: %v", err)
 	}
 
@@ -307,7 +308,7 @@ func TestExtensionTables(t *testing.T) {
 func TestWarmPoolScaleSubresource(t *testing.T) {
 	ns := env.NewNamespace(t)
 	ctx := t.Context()
-	pool := makePool("scaled", ns, "template").Obj()
+	pool := testutil.MakePool("scaled", ns, "template").Obj()
 	if err := env.Client.Create(ctx, pool); err != nil {
 		t.Fatalf("Creating pool: %v", err)
 	}

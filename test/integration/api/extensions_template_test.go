@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
 // Messages of the SandboxTemplate CRD's CEL rules.
@@ -59,11 +60,11 @@ func templateDefaultedOf(tpl *extv1beta1.SandboxTemplate) templateDefaulted {
 func TestSandboxTemplateDefaults(t *testing.T) {
 	ns := env.NewNamespace(t)
 	cases := map[string]struct {
-		template *templateWrapper
+		template *testutil.TemplateWrapper
 		want     templateDefaulted
 	}{
 		"unset fields": {
-			template: makeTemplate("unset", ns),
+			template: testutil.MakeTemplate("unset", ns),
 			want: templateDefaulted{
 				NetworkPolicyManagement:    extv1beta1.NetworkPolicyManagementManaged,
 				EnvVarsInjectionPolicy:     extv1beta1.EnvVarsInjectionPolicyDisallowed,
@@ -71,7 +72,7 @@ func TestSandboxTemplateDefaults(t *testing.T) {
 			},
 		},
 		"set fields are kept": {
-			template: makeTemplate("set", ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged).
+			template: testutil.MakeTemplate("set", ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged).
 				EnvVarsInjectionPolicy(extv1beta1.EnvVarsInjectionPolicyOverrides).
 				VolumeClaimTemplatesPolicy(extv1beta1.VolumeClaimTemplatesPolicyAllowed),
 			want: templateDefaulted{
@@ -132,20 +133,20 @@ func TestSandboxTemplateCreateValidation(t *testing.T) {
 		wantErrs []string // empty: the object is accepted
 	}{
 		"managed, name of 238 characters": {
-			obj: makeTemplate(longName(238), ns).Obj(),
+			obj: testutil.MakeTemplate(longName(238), ns).Obj(),
 		},
 		"managed, name of 239 characters": {
-			obj:      makeTemplate(longName(239), ns).Obj(),
+			obj:      testutil.MakeTemplate(longName(239), ns).Obj(),
 			wantErrs: []string{msgTemplateName},
 		},
 		"unmanaged, name of 253 characters": {
-			obj: makeTemplate(longName(253), ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged).Obj(),
+			obj: testutil.MakeTemplate(longName(253), ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged).Obj(),
 		},
 		"name with dots": {
-			obj: makeTemplate("python.v2", ns).Obj(),
+			obj: testutil.MakeTemplate("python.v2", ns).Obj(),
 		},
 		"network policy rules": {
-			obj: makeTemplate("rules", ns).NetworkPolicy(&extv1beta1.NetworkPolicySpec{
+			obj: testutil.MakeTemplate("rules", ns).NetworkPolicy(&extv1beta1.NetworkPolicySpec{
 				Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
 					PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "router"}},
 				}}}},
@@ -155,32 +156,32 @@ func TestSandboxTemplateCreateValidation(t *testing.T) {
 			}).Obj(),
 		},
 		"65 ingress rules": {
-			obj: makeTemplate("many-rules", ns).NetworkPolicy(&extv1beta1.NetworkPolicySpec{
+			obj: testutil.MakeTemplate("many-rules", ns).NetworkPolicy(&extv1beta1.NetworkPolicySpec{
 				Ingress: make([]networkingv1.NetworkPolicyIngressRule, 65),
 			}).Obj(),
 			wantErrs: []string{"spec.networkPolicy.ingress", "must have at most 64 items"},
 		},
 		"unknown networkPolicyManagement": {
-			obj:      makeTemplate("np-auto", ns).NetworkPolicyManagement("Auto").Obj(),
+			obj:      testutil.MakeTemplate("np-auto", ns).NetworkPolicyManagement("Auto").Obj(),
 			wantErrs: []string{"spec.networkPolicyManagement", `Unsupported value: "Auto"`},
 		},
 		"unknown envVarsInjectionPolicy": {
-			obj:      makeTemplate("env-always", ns).EnvVarsInjectionPolicy("Always").Obj(),
+			obj:      testutil.MakeTemplate("env-always", ns).EnvVarsInjectionPolicy("Always").Obj(),
 			wantErrs: []string{"spec.envVarsInjectionPolicy", `Unsupported value: "Always"`},
 		},
 		"unknown volumeClaimTemplatesPolicy": {
-			obj:      makeTemplate("vct-merge", ns).VolumeClaimTemplatesPolicy("Merge").Obj(),
+			obj:      testutil.MakeTemplate("vct-merge", ns).VolumeClaimTemplatesPolicy("Merge").Obj(),
 			wantErrs: []string{"spec.volumeClaimTemplatesPolicy", `Unsupported value: "Merge"`},
 		},
 		"volume claim templates with distinct names": {
-			obj: makeTemplate("vct-distinct", ns).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("cache", "1Gi").Obj(),
+			obj: testutil.MakeTemplate("vct-distinct", ns).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("cache", "1Gi").Obj(),
 		},
 		"volume claim templates with the same name": {
-			obj:      makeTemplate("vct-same", ns).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("data", "2Gi").Obj(),
+			obj:      testutil.MakeTemplate("vct-same", ns).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("data", "2Gi").Obj(),
 			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTUnique},
 		},
 		"volume claim template with an invalid name": {
-			obj:      makeTemplate("vct-invalid", ns).VolumeClaimTemplate("Data", "1Gi").Obj(),
+			obj:      testutil.MakeTemplate("vct-invalid", ns).VolumeClaimTemplate("Data", "1Gi").Obj(),
 			wantErrs: []string{"spec.volumeClaimTemplates[0]", msgVCTName},
 		},
 		"no podTemplate": {
@@ -207,12 +208,12 @@ func TestSandboxTemplateUpdateValidation(t *testing.T) {
 	ns := env.NewNamespace(t)
 	long := "t" + strings.Repeat("a", 238) // 239 characters
 	cases := map[string]struct {
-		template *templateWrapper
+		template *testutil.TemplateWrapper
 		update   func(*extv1beta1.SandboxTemplate)
 		wantErrs []string // empty: the update is accepted
 	}{
 		"managing the network policy of a template with a long name": {
-			template: makeTemplate(long, ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged),
+			template: testutil.MakeTemplate(long, ns).NetworkPolicyManagement(extv1beta1.NetworkPolicyManagementUnmanaged),
 			update: func(tpl *extv1beta1.SandboxTemplate) {
 				tpl.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementManaged
 			},
@@ -221,13 +222,13 @@ func TestSandboxTemplateUpdateValidation(t *testing.T) {
 		// A template's volume claim templates, unlike a Sandbox's, may change: they apply to
 		// sandboxes built afterwards.
 		"changing volume claim templates": {
-			template: makeTemplate("vct-change", ns).VolumeClaimTemplate("data", "1Gi"),
+			template: testutil.MakeTemplate("vct-change", ns).VolumeClaimTemplate("data", "1Gi"),
 			update: func(tpl *extv1beta1.SandboxTemplate) {
 				tpl.Spec.VolumeClaimTemplates[0].Metadata.Name = "workspace"
 			},
 		},
 		"changing the pod template and policies": {
-			template: makeTemplate("change", ns),
+			template: testutil.MakeTemplate("change", ns),
 			update: func(tpl *extv1beta1.SandboxTemplate) {
 				tpl.Spec.PodTemplate.Spec.Containers[0].Image = "registry.invalid/other:2"
 				tpl.Spec.EnvVarsInjectionPolicy = extv1beta1.EnvVarsInjectionPolicyAllowed

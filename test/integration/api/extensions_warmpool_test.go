@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
 // Messages of the SandboxWarmPool CRD's CEL rules.
@@ -40,11 +41,11 @@ func TestSandboxWarmPoolDefaults(t *testing.T) {
 	ns := env.NewNamespace(t)
 	defaultSurge, defaultUnavailable := intstr.FromString(extv1beta1.DefaultMaxSurge), intstr.FromString(extv1beta1.DefaultMaxUnavailable)
 	cases := map[string]struct {
-		pool *poolWrapper
+		pool *testutil.PoolWrapper
 		want extv1beta1.SandboxWarmPoolSpec
 	}{
 		"unset fields": {
-			pool: makePool("unset", ns, "template"),
+			pool: testutil.MakePool("unset", ns, "template"),
 			want: extv1beta1.SandboxWarmPoolSpec{
 				Replicas:                ptr.To(extv1beta1.DefaultWarmPoolReplicas),
 				SandboxTemplateRef:      extv1beta1.SandboxTemplateReference{Name: "template"},
@@ -53,7 +54,7 @@ func TestSandboxWarmPoolDefaults(t *testing.T) {
 			},
 		},
 		"zero replicas are kept": {
-			pool: makePool("cold", ns, "template").Replicas(0),
+			pool: testutil.MakePool("cold", ns, "template").Replicas(0),
 			want: extv1beta1.SandboxWarmPoolSpec{
 				Replicas:                ptr.To[int32](0),
 				SandboxTemplateRef:      extv1beta1.SandboxTemplateReference{Name: "template"},
@@ -62,7 +63,7 @@ func TestSandboxWarmPoolDefaults(t *testing.T) {
 			},
 		},
 		"empty rolling update": {
-			pool: makePool("rolling", ns, "template").RollingUpdate(nil, nil),
+			pool: testutil.MakePool("rolling", ns, "template").RollingUpdate(nil, nil),
 			want: extv1beta1.SandboxWarmPoolSpec{
 				Replicas:           ptr.To(extv1beta1.DefaultWarmPoolReplicas),
 				SandboxTemplateRef: extv1beta1.SandboxTemplateReference{Name: "template"},
@@ -74,7 +75,7 @@ func TestSandboxWarmPoolDefaults(t *testing.T) {
 			},
 		},
 		"set fields are kept": {
-			pool: makePool("set", ns, "template").Replicas(7).ProgressDeadlineSeconds(30).
+			pool: testutil.MakePool("set", ns, "template").Replicas(7).ProgressDeadlineSeconds(30).
 				RollingUpdate(intOrString(intstr.FromInt32(2)), intOrString(intstr.FromString("50%"))),
 			want: extv1beta1.SandboxWarmPoolSpec{
 				Replicas:           ptr.To[int32](7),
@@ -131,40 +132,40 @@ func TestAgentSandboxWarmPoolManifest(t *testing.T) {
 func TestSandboxWarmPoolCreateValidation(t *testing.T) {
 	ns := env.NewNamespace(t)
 	rolling := func(name string, surge, unavailable intstr.IntOrString) client.Object {
-		return makePool(name, ns, "template").RollingUpdate(&surge, &unavailable).Obj()
+		return testutil.MakePool(name, ns, "template").RollingUpdate(&surge, &unavailable).Obj()
 	}
 	cases := map[string]struct {
 		obj      client.Object
 		wantErrs []string // empty: the object is accepted
 	}{
 		"name of 63 characters": {
-			obj: makePool("p"+strings.Repeat("a", 62), ns, "template").Obj(),
+			obj: testutil.MakePool("p"+strings.Repeat("a", 62), ns, "template").Obj(),
 		},
 		"name of 64 characters": {
-			obj:      makePool("p"+strings.Repeat("a", 63), ns, "template").Obj(),
+			obj:      testutil.MakePool("p"+strings.Repeat("a", 63), ns, "template").Obj(),
 			wantErrs: []string{msgPoolName},
 		},
 		"name starting with a digit": {
-			obj:      makePool("1pool", ns, "template").Obj(),
+			obj:      testutil.MakePool("1pool", ns, "template").Obj(),
 			wantErrs: []string{msgPoolName},
 		},
 		"name with a dot": {
-			obj:      makePool("warm.pool", ns, "template").Obj(),
+			obj:      testutil.MakePool("warm.pool", ns, "template").Obj(),
 			wantErrs: []string{msgPoolName},
 		},
 		"negative replicas": {
-			obj:      makePool("negative", ns, "template").Replicas(-1).Obj(),
+			obj:      testutil.MakePool("negative", ns, "template").Replicas(-1).Obj(),
 			wantErrs: []string{"spec.replicas", "greater than or equal to 0"},
 		},
 		"template name with dots": {
-			obj: makePool("dotted-template", ns, "python.v2").Obj(),
+			obj: testutil.MakePool("dotted-template", ns, "python.v2").Obj(),
 		},
 		"empty template name": {
-			obj:      makePool("empty-template", ns, "").Obj(),
+			obj:      testutil.MakePool("empty-template", ns, "").Obj(),
 			wantErrs: []string{"spec.sandboxTemplateRef.name", msgPoolTemplateRefName},
 		},
 		"template name with uppercase letters": {
-			obj:      makePool("upper-template", ns, "Python").Obj(),
+			obj:      testutil.MakePool("upper-template", ns, "Python").Obj(),
 			wantErrs: []string{"spec.sandboxTemplateRef.name", msgPoolTemplateRefName},
 		},
 		"no sandboxTemplateRef": {
@@ -179,15 +180,15 @@ spec:
 			wantErrs: []string{"spec.sandboxTemplateRef: Required value"},
 		},
 		"Recreate": {
-			obj: makePool("recreate", ns, "template").Strategy(extv1beta1.WarmPoolUpdateStrategyRecreate).Obj(),
+			obj: testutil.MakePool("recreate", ns, "template").Strategy(extv1beta1.WarmPoolUpdateStrategyRecreate).Obj(),
 		},
 		"unknown update strategy": {
-			obj:      makePool("surge", ns, "template").Strategy("Surge").Obj(),
+			obj:      testutil.MakePool("surge", ns, "template").Strategy("Surge").Obj(),
 			wantErrs: []string{"spec.updateStrategy.type", `Unsupported value: "Surge"`},
 		},
 		"rollingUpdate with type Recreate": {
 			obj: func() client.Object {
-				w := makePool("recreate-rolling", ns, "template").RollingUpdate(nil, nil)
+				w := testutil.MakePool("recreate-rolling", ns, "template").RollingUpdate(nil, nil)
 				w.Spec.UpdateStrategy.Type = extv1beta1.WarmPoolUpdateStrategyRecreate
 				return w.Obj()
 			}(),
@@ -195,7 +196,7 @@ spec:
 		},
 		"rollingUpdate without a type": {
 			obj: func() client.Object {
-				w := makePool("untyped-rolling", ns, "template").RollingUpdate(nil, nil)
+				w := testutil.MakePool("untyped-rolling", ns, "template").RollingUpdate(nil, nil)
 				w.Spec.UpdateStrategy.Type = ""
 				return w.Obj()
 			}(),
@@ -242,7 +243,7 @@ spec:
 			wantErrs: []string{"spec.updateStrategy.rollingUpdate.maxUnavailable", msgMaxUnavailable},
 		},
 		"progressDeadlineSeconds 0": {
-			obj:      makePool("deadline-0", ns, "template").ProgressDeadlineSeconds(0).Obj(),
+			obj:      testutil.MakePool("deadline-0", ns, "template").ProgressDeadlineSeconds(0).Obj(),
 			wantErrs: []string{"spec.progressDeadlineSeconds", "greater than or equal to 1"},
 		},
 		"agent-sandbox's manifest": {
@@ -260,32 +261,32 @@ spec:
 func TestSandboxWarmPoolUpdateValidation(t *testing.T) {
 	ns := env.NewNamespace(t)
 	cases := map[string]struct {
-		pool     *poolWrapper
+		pool     *testutil.PoolWrapper
 		update   func(*extv1beta1.SandboxWarmPool)
 		wantErrs []string // empty: the update is accepted
 	}{
 		"switching to another template and strategy": {
-			pool: makePool("switch", ns, "template"),
+			pool: testutil.MakePool("switch", ns, "template"),
 			update: func(p *extv1beta1.SandboxWarmPool) {
 				p.Spec.SandboxTemplateRef.Name = "other"
 				p.Spec.UpdateStrategy.Type = extv1beta1.WarmPoolUpdateStrategyRecreate
 			},
 		},
 		"leaving RollingUpdate but keeping its bounds": {
-			pool: makePool("leave-rolling", ns, "template").RollingUpdate(nil, nil),
+			pool: testutil.MakePool("leave-rolling", ns, "template").RollingUpdate(nil, nil),
 			update: func(p *extv1beta1.SandboxWarmPool) {
 				p.Spec.UpdateStrategy.Type = extv1beta1.WarmPoolUpdateStrategyOnReplenish
 			},
 			wantErrs: []string{msgRollingUpdateType},
 		},
 		"leaving RollingUpdate": {
-			pool: makePool("leave-rolling-clean", ns, "template").RollingUpdate(nil, nil),
+			pool: testutil.MakePool("leave-rolling-clean", ns, "template").RollingUpdate(nil, nil),
 			update: func(p *extv1beta1.SandboxWarmPool) {
 				p.Spec.UpdateStrategy = extv1beta1.WarmPoolUpdateStrategy{Type: extv1beta1.WarmPoolUpdateStrategyOnReplenish}
 			},
 		},
 		"negative replicas": {
-			pool:     makePool("negative-update", ns, "template"),
+			pool:     testutil.MakePool("negative-update", ns, "template"),
 			update:   func(p *extv1beta1.SandboxWarmPool) { p.Spec.Replicas = ptr.To[int32](-3) },
 			wantErrs: []string{"spec.replicas"},
 		},
@@ -306,7 +307,7 @@ func TestSandboxWarmPoolUpdateValidation(t *testing.T) {
 func TestSandboxWarmPoolStatusValidation(t *testing.T) {
 	ns := env.NewNamespace(t)
 	ctx := t.Context()
-	pool := makePool("status", ns, "template").Obj()
+	pool := testutil.MakePool("status", ns, "template").Obj()
 	if err := env.Client.Create(ctx, pool); err != nil {
 		t.Fatalf("Creating pool: %v", err)
 	}

@@ -101,12 +101,12 @@ func TestAdoption(t *testing.T) {
 func testAdopted(t *testing.T, k adoptionKind, name string, labels map[string]string) {
 	ns := startController(t)
 	obj := k.object(ns, name, labels)
-	create(t, obj)
-	create(t, k.sandbox(ns, name))
-	sb := getSandbox(t, ns, name)
+	env.Create(t, obj)
+	env.Create(t, k.sandbox(ns, name))
+	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, name)
 
-	adopted := waitForObject(t, obj.DeepCopyObject().(client.Object), func(o client.Object) (bool, string) {
-		ok, msg := isControlledBy(o, sb)
+	adopted := framework.WaitForObject(t, env, obj.DeepCopyObject().(client.Object), func(o client.Object) (bool, string) {
+		ok, msg := env.IsControlledBy(o, sb)
 		if ok && o.GetLabels()[sandboxv1beta1.SandboxNameHashLabel] != sandboxv1beta1.NameHash(name) {
 			return false, fmt.Sprintf("adopted %s has labels %v; want the name-hash label, which the controller's cache selects on",
 				o.GetName(), o.GetLabels())
@@ -119,13 +119,13 @@ func testAdopted(t *testing.T, k adoptionKind, name string, labels map[string]st
 	if adopted.GetLabels()["origin"] != "pool" {
 		t.Errorf("Adopted %s lost its own labels: %v", k.kind, adopted.GetLabels())
 	}
-	waitForEvent(t, ns, name, corev1.EventTypeNormal, sandbox.EventAdopted, fmt.Sprintf("Adopted existing %s %s", k.kind, obj.GetName()))
+	env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeNormal, sandbox.EventAdopted, fmt.Sprintf("Adopted existing %s %s", k.kind, obj.GetName()))
 
 	switch o := adopted.(type) {
 	case *corev1.Service:
 		// The adopted Service is brought to what the Sandbox's own would be.
 		want := map[string]string{sandboxv1beta1.SandboxNameLabel: name}
-		waitForObject(t, o, func(s *corev1.Service) (bool, string) {
+		framework.WaitForObject(t, env, o, func(s *corev1.Service) (bool, string) {
 			return cmp.Equal(want, s.Spec.Selector) && len(s.Spec.Ports) == 1 && s.Spec.Ports[0].Port == 8080,
 				fmt.Sprintf("selector %v, ports %v; want selector %v and port 8080", s.Spec.Selector, s.Spec.Ports, want)
 		})
@@ -138,13 +138,13 @@ func testAdopted(t *testing.T, k adoptionKind, name string, labels map[string]st
 
 	// The Sandbox proceeds with the adopted child: no error, and once its Pod is ready, Ready.
 	waitForPod(t, ns, name)
-	updatePodStatus(t, ns, name, runReady("10.0.0.3"))
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady("10.0.0.3"))
 	msg := "Pod is Ready"
 	if _, ok := adopted.(*corev1.Service); ok {
 		msg += "; Service Exists"
 	}
 	waitForConditions(t, ns, name, readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, msg))
-	waitForObject(t, adopted, func(o client.Object) (bool, string) { return isControlledBy(o, sb) })
+	framework.WaitForObject(t, env, adopted, func(o client.Object) (bool, string) { return env.IsControlledBy(o, sb) })
 }
 
 // testRefused checks that the object made by existing is left as it is and that the Sandbox reports
@@ -152,8 +152,8 @@ func testAdopted(t *testing.T, k adoptionKind, name string, labels map[string]st
 func testRefused(t *testing.T, k adoptionKind, name string, existing func(ns string) client.Object, wantMsg string) {
 	ns := startController(t)
 	obj := existing(ns)
-	create(t, obj)
-	create(t, k.sandbox(ns, name))
+	env.Create(t, obj)
+	env.Create(t, k.sandbox(ns, name))
 
 	sb := waitForSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) (bool, string) {
 		c := findCondition(sb, sandboxv1beta1.SandboxConditionReady)
@@ -173,13 +173,13 @@ func testRefused(t *testing.T, k adoptionKind, name string, existing func(ns str
 	}
 	framework.Consistently(t, quiet, func() (bool, string) {
 		cur := obj.DeepCopyObject().(client.Object)
-		found, err := get(t, cur)
+		found, err := env.Get(t, cur)
 		return found && err == nil && cur.GetResourceVersion() == obj.GetResourceVersion(),
 			fmt.Sprintf("%s %s was changed or deleted (found %t, err %v, owners %v)", k.kind, obj.GetName(), found, err, cur.GetOwnerReferences())
 	})
 	if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 		// The claims come first: without its claim, no Pod is made.
-		if found, err := get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); found || err != nil {
+		if found, err := env.Get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); found || err != nil {
 			t.Errorf("Pod %s was created although its claim could not be adopted (err %v)", name, err)
 		}
 	}
@@ -188,7 +188,7 @@ func testRefused(t *testing.T, k adoptionKind, name string, existing func(ns str
 func testOwnedByOther(t *testing.T, k adoptionKind, name string) {
 	testRefused(t, k, name, func(ns string) client.Object {
 		owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-owner"}}
-		create(t, owner)
+		env.Create(t, owner)
 		obj := k.object(ns, name, map[string]string{
 			sandboxv1beta1.AdoptableLabel:       "true",
 			sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(name),

@@ -18,12 +18,12 @@ import (
 // The Pod is not bound to a node, so deleting it removes it at once.
 func readySandbox(t *testing.T, sb *sandboxv1beta1.Sandbox) (*corev1.Pod, *corev1.Service) {
 	t.Helper()
-	create(t, sb)
+	env.Create(t, sb)
 	pod := waitForPod(t, sb.Namespace, sb.Name)
-	updatePodStatus(t, sb.Namespace, sb.Name, runReady("10.0.0.2"))
+	env.UpdatePodStatus(t, sb.Namespace, sb.Name, framework.RunningAndReady("10.0.0.2"))
 	waitForConditions(t, sb.Namespace, sb.Name,
 		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service Exists"))
-	svc := waitForObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: sb.Name}}, nil)
+	svc := framework.WaitForObject(t, env, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: sb.Name}}, nil)
 	return pod, svc
 }
 
@@ -50,8 +50,8 @@ func TestExpiry(t *testing.T) {
 		waitForConditions(t, ns, name,
 			notReady(sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired"),
 			absent(sandboxv1beta1.SandboxConditionPodScheduled))
-		waitGone(t, pod)
-		waitGone(t, svc)
+		env.WaitGone(t, pod)
+		env.WaitGone(t, svc)
 		sb := waitForSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) (bool, string) {
 			return len(sb.Status.PodIPs) == 0 && sb.Status.NodeName == "" && sb.Status.Service == "" &&
 				sb.Status.ServiceFQDN == "" && sb.Status.LabelSelector == "", describe(sb)
@@ -59,21 +59,21 @@ func TestExpiry(t *testing.T) {
 		if sb.DeletionTimestamp != nil {
 			t.Errorf("Sandbox with shutdownPolicy Retain is being deleted; want it kept")
 		}
-		waitForEvent(t, ns, name, corev1.EventTypeNormal, sandbox.EventExpired, "shutdownPolicy Retain")
+		env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeNormal, sandbox.EventExpired, "shutdownPolicy Retain")
 
 		// whenExpired defaults to Retain: the claim stays, still owned by the Sandbox.
-		pvc := waitForObject(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
+		pvc := framework.WaitForObject(t, env, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
 			Name: sandboxv1beta1.PVCName("data", name)}}, nil)
 		if pvc.DeletionTimestamp != nil {
 			t.Errorf("PersistentVolumeClaim %s is being deleted on expiry; whenExpired defaults to Retain", pvc.Name)
 		}
-		if ok, msg := isControlledBy(pvc, sb); !ok {
+		if ok, msg := env.IsControlledBy(pvc, sb); !ok {
 			t.Error(msg)
 		}
 		// An expired Sandbox stays down.
 		framework.Consistently(t, quiet, func() (bool, string) {
-			podFound, err1 := get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
-			svcFound, err2 := get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			podFound, err1 := env.Get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			svcFound, err2 := env.Get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 			return !podFound && !svcFound && err1 == nil && err2 == nil, "a Pod or Service was recreated for an expired Sandbox"
 		})
 	})
@@ -86,10 +86,10 @@ func TestExpiry(t *testing.T) {
 			ShutdownPolicy(sandboxv1beta1.ShutdownPolicyDelete).Obj())
 		setShutdownTime(t, ns, name, past())
 
-		waitGone(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
-		waitGone(t, pod)
-		waitGone(t, svc)
-		waitForEvent(t, ns, name, corev1.EventTypeNormal, sandbox.EventExpired, "shutdownPolicy Delete")
+		env.WaitGone(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		env.WaitGone(t, pod)
+		env.WaitGone(t, svc)
+		env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeNormal, sandbox.EventExpired, "shutdownPolicy Delete")
 	})
 
 	t.Run("whenExpired Delete deletes the claims", func(t *testing.T) {
@@ -100,16 +100,16 @@ func TestExpiry(t *testing.T) {
 			VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("cache", "1Gi").DeletePVCsWhenExpired().Obj())
 		var pvcs []*corev1.PersistentVolumeClaim
 		for _, vct := range []string{"data", "cache"} {
-			pvcs = append(pvcs, waitForObject(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
+			pvcs = append(pvcs, framework.WaitForObject(t, env, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
 				Name: sandboxv1beta1.PVCName(vct, name)}}, nil))
 		}
 		setShutdownTime(t, ns, name, past())
 
 		waitForConditions(t, ns, name, notReady(sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired"))
-		waitGone(t, pod)
-		waitGone(t, svc)
+		env.WaitGone(t, pod)
+		env.WaitGone(t, svc)
 		for _, pvc := range pvcs {
-			waitDeleted(t, pvc)
+			env.WaitDeleting(t, pvc)
 		}
 	})
 
@@ -124,16 +124,16 @@ func TestExpiry(t *testing.T) {
 		at := time.Now().Add(6 * time.Second)
 		gen := setShutdownTime(t, ns, name, at).Generation
 		framework.WaitFor(t, time.Until(at), func() (bool, string) {
-			sb := getSandbox(t, ns, name)
+			sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, name)
 			return sb.Status.ObservedGeneration == gen && !isExpired(sb), describe(sb)
 		})
-		if found, err := get(t, pod.DeepCopy()); !found || err != nil {
+		if found, err := env.Get(t, pod.DeepCopy()); !found || err != nil {
 			t.Fatalf("Pod %s is gone before shutdownTime (err %v)", name, err)
 		}
 
 		waitForConditions(t, ns, name, notReady(sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired"))
-		waitGone(t, pod)
-		waitGone(t, svc)
+		env.WaitGone(t, pod)
+		env.WaitGone(t, svc)
 		if now := time.Now(); now.Before(at.Truncate(time.Second)) {
 			t.Errorf("Sandbox expired at %v, before its shutdownTime %v", now, at.Truncate(time.Second))
 		}

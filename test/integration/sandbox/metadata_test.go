@@ -11,6 +11,7 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/testutil"
+	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
 // TestPodMetadataPropagation checks that the pod template's labels and annotations reach the Pod
@@ -21,7 +22,7 @@ func TestPodMetadataPropagation(t *testing.T) {
 	ns := startController(t)
 	const name = "labelled"
 	hash := sandboxv1beta1.NameHash(name)
-	create(t, testutil.MakeSandbox(name, ns).
+	env.Create(t, testutil.MakeSandbox(name, ns).
 		PodLabel("app", "agent").PodLabel("team", "a").
 		PodLabel(sandboxv1beta1.SandboxNameHashLabel, "deadbeef").PodLabel(sandboxv1beta1.AgentsPrefix+"custom", "x").
 		PodLabel(sandboxv1beta1.ExtensionsPrefix+"custom", "x").
@@ -71,7 +72,7 @@ func TestPodMetadataPropagation(t *testing.T) {
 		sandboxv1beta1.PropagatedLabelsAnnotation:      "app,env",
 		sandboxv1beta1.PropagatedAnnotationsAnnotation: "owner,ticket",
 	}
-	updated := waitForObject(t, pod.DeepCopy(), func(p *corev1.Pod) (bool, string) {
+	updated := framework.WaitForObject(t, env, pod.DeepCopy(), func(p *corev1.Pod) (bool, string) {
 		return cmp.Equal(wantLabels, p.Labels) && cmp.Equal(wantAnnos, p.Annotations),
 			fmt.Sprintf("labels %v, annotations %v; want labels %v, annotations %v", p.Labels, p.Annotations, wantLabels, wantAnnos)
 	})
@@ -84,7 +85,7 @@ func TestPodMetadataPropagation(t *testing.T) {
 	if err := env.Client.Patch(t.Context(), updated, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatalf("Labelling Pod: %v", err)
 	}
-	waitForObject(t, pod.DeepCopy(), func(p *corev1.Pod) (bool, string) {
+	framework.WaitForObject(t, env, pod.DeepCopy(), func(p *corev1.Pod) (bool, string) {
 		return cmp.Equal(wantLabels, p.Labels), fmt.Sprintf("labels %v; want %v", p.Labels, wantLabels)
 	})
 }

@@ -35,8 +35,8 @@ func TestVolumeClaimTemplates(t *testing.T) {
 		})
 	sbw.Spec.VolumeClaimTemplates[0].Metadata.Labels = map[string]string{"tier": "fast"}
 	sbw.Spec.VolumeClaimTemplates[0].Metadata.Annotations = map[string]string{"backup": "daily"}
-	create(t, sbw.Obj())
-	sb := getSandbox(t, ns, name)
+	env.Create(t, sbw.Obj())
+	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, name)
 
 	for _, tc := range []struct {
 		vct, size string
@@ -50,8 +50,8 @@ func TestVolumeClaimTemplates(t *testing.T) {
 		if pvcName != tc.vct+"-"+name {
 			t.Fatalf("PVCName(%q, %q) = %q; want <template>-<sandbox>", tc.vct, name, pvcName)
 		}
-		pvc := waitForObject(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pvcName}}, nil)
-		if ok, msg := isControlledBy(pvc, sb); !ok {
+		pvc := framework.WaitForObject(t, env, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pvcName}}, nil)
+		if ok, msg := env.IsControlledBy(pvc, sb); !ok {
 			t.Error(msg)
 		}
 		wantLabels := map[string]string{sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(name)}
@@ -114,15 +114,15 @@ func TestPVCRetentionWhenDeleted(t *testing.T) {
 			t.Parallel()
 			ns := startController(t)
 			const name = "owner"
-			create(t, tc.sandbox(ns, name).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("logs", "1Gi").Obj())
+			env.Create(t, tc.sandbox(ns, name).VolumeClaimTemplate("data", "1Gi").VolumeClaimTemplate("logs", "1Gi").Obj())
 			sb := waitForSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) (bool, string) {
 				has := slices.Contains(sb.Finalizers, sandbox.RetainPVCsFinalizer)
 				return has == tc.wantReleased, fmt.Sprintf("finalizers %v", sb.Finalizers)
 			})
 			var pvcs []*corev1.PersistentVolumeClaim
 			for _, vct := range []string{"data", "logs"} {
-				pvc := waitForObject(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
-					Name: sandboxv1beta1.PVCName(vct, name)}}, func(p *corev1.PersistentVolumeClaim) (bool, string) { return isControlledBy(p, sb) })
+				pvc := framework.WaitForObject(t, env, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
+					Name: sandboxv1beta1.PVCName(vct, name)}}, func(p *corev1.PersistentVolumeClaim) (bool, string) { return env.IsControlledBy(p, sb) })
 				pvcs = append(pvcs, pvc)
 			}
 			pod := waitForPod(t, ns, name)
@@ -130,9 +130,9 @@ func TestPVCRetentionWhenDeleted(t *testing.T) {
 			if err := env.Client.Delete(t.Context(), sb); err != nil {
 				t.Fatalf("Deleting Sandbox: %v", err)
 			}
-			waitGone(t, sb.DeepCopy())
+			env.WaitGone(t, sb.DeepCopy())
 			for _, pvc := range pvcs {
-				got := waitForObject(t, pvc.DeepCopy(), nil)
+				got := framework.WaitForObject(t, env, pvc.DeepCopy(), nil)
 				if got.DeletionTimestamp != nil {
 					t.Errorf("Claim %s is being deleted; no one but a garbage collector should delete it", got.Name)
 				}
@@ -142,7 +142,7 @@ func TestPVCRetentionWhenDeleted(t *testing.T) {
 				}
 			}
 			// The Pod is the garbage collector's in both cases.
-			if got := waitForObject(t, pod.DeepCopy(), nil); controllerUID(got) != sb.UID {
+			if got := framework.WaitForObject(t, env, pod.DeepCopy(), nil); controllerUID(got) != sb.UID {
 				t.Errorf("Pod %s lost its owner reference to the deleted Sandbox: %v", got.Name, got.OwnerReferences)
 			}
 		})
@@ -152,7 +152,7 @@ func TestPVCRetentionWhenDeleted(t *testing.T) {
 		t.Parallel()
 		ns := startController(t)
 		const name = "undecided"
-		create(t, testutil.MakeSandbox(name, ns).RetainPVCsWhenDeleted().VolumeClaimTemplate("data", "1Gi").Obj())
+		env.Create(t, testutil.MakeSandbox(name, ns).RetainPVCsWhenDeleted().VolumeClaimTemplate("data", "1Gi").Obj())
 		waitForSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) (bool, string) {
 			return slices.Contains(sb.Finalizers, sandbox.RetainPVCsFinalizer), fmt.Sprintf("finalizers %v", sb.Finalizers)
 		})
@@ -168,10 +168,10 @@ func TestPVCRetentionWhenDeleted(t *testing.T) {
 		t.Parallel()
 		ns := startController(t)
 		const name = "diskless"
-		create(t, testutil.MakeSandbox(name, ns).RetainPVCsWhenDeleted().Obj())
+		env.Create(t, testutil.MakeSandbox(name, ns).RetainPVCsWhenDeleted().Obj())
 		waitForPod(t, ns, name)
 		framework.Consistently(t, quiet, func() (bool, string) {
-			sb := getSandbox(t, ns, name)
+			sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, name)
 			return len(sb.Finalizers) == 0, fmt.Sprintf("finalizers %v", sb.Finalizers)
 		})
 	})
@@ -184,10 +184,10 @@ func TestPVCRetentionReleasesAnAdoptedClaim(t *testing.T) {
 	ns := startController(t)
 	const name = "keeper"
 	pvc := testutil.MakePVC(sandboxv1beta1.PVCName("data", name), ns).Labels(map[string]string{sandboxv1beta1.AdoptableLabel: "true"}).Obj()
-	create(t, pvc)
-	create(t, testutil.MakeSandbox(name, ns).RetainPVCsWhenDeleted().VolumeClaimTemplate("data", "1Gi").Obj())
-	sb := getSandbox(t, ns, name)
-	waitForObject(t, pvc.DeepCopy(), func(p *corev1.PersistentVolumeClaim) (bool, string) { return isControlledBy(p, sb) })
+	env.Create(t, pvc)
+	env.Create(t, testutil.MakeSandbox(name, ns).RetainPVCsWhenDeleted().VolumeClaimTemplate("data", "1Gi").Obj())
+	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, name)
+	framework.WaitForObject(t, env, pvc.DeepCopy(), func(p *corev1.PersistentVolumeClaim) (bool, string) { return env.IsControlledBy(p, sb) })
 	waitForPod(t, ns, name)
 	sb = waitForSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) (bool, string) {
 		return slices.Contains(sb.Finalizers, sandbox.RetainPVCsFinalizer), fmt.Sprintf("finalizers %v", sb.Finalizers)
@@ -196,8 +196,8 @@ func TestPVCRetentionReleasesAnAdoptedClaim(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), sb); err != nil {
 		t.Fatalf("Deleting Sandbox: %v", err)
 	}
-	waitGone(t, sb.DeepCopy())
-	got := waitForObject(t, pvc.DeepCopy(), nil)
+	env.WaitGone(t, sb.DeepCopy())
+	got := framework.WaitForObject(t, env, pvc.DeepCopy(), nil)
 	if ownedBy(got, sb.UID) {
 		t.Errorf("Adopted claim %s still owned by the deleted Sandbox (owner references %v); want it released", got.Name, got.OwnerReferences)
 	}

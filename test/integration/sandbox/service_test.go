@@ -27,14 +27,14 @@ func TestServiceToggle(t *testing.T) {
 		s.InitContainers = []corev1.Container{{Name: "sidecar", Image: testutil.DefaultImage, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 			Ports: []corev1.ContainerPort{{ContainerPort: 7070}, {Name: "dup", ContainerPort: 8080}, {Name: "http", ContainerPort: 8081}}}}
 	})
-	create(t, sbw.Obj())
+	env.Create(t, sbw.Obj())
 	svcKey := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	waitForPod(t, ns, name)
-	updatePodStatus(t, ns, name, runReady("10.0.0.7"))
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady("10.0.0.7"))
 
 	t.Log("Unset: no Service")
 	waitForConditions(t, ns, name, readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"))
-	if found, err := get(t, svcKey.DeepCopy()); found || err != nil {
+	if found, err := env.Get(t, svcKey.DeepCopy()); found || err != nil {
 		t.Fatalf("Service %s exists (err %v) while spec.service is unset; want none", name, err)
 	}
 
@@ -47,8 +47,8 @@ func TestServiceToggle(t *testing.T) {
 	if want := fmt.Sprintf("%s.%s.svc.%s", name, ns, clusterDomain); sb.Status.Service != name || sb.Status.ServiceFQDN != want {
 		t.Errorf("Sandbox reports service %q (%q); want %q (%q)", sb.Status.Service, sb.Status.ServiceFQDN, name, want)
 	}
-	svc := waitForObject(t, svcKey.DeepCopy(), nil)
-	if ok, msg := isControlledBy(svc, sb); !ok {
+	svc := framework.WaitForObject(t, env, svcKey.DeepCopy(), nil)
+	if ok, msg := env.IsControlledBy(svc, sb); !ok {
 		t.Error(msg)
 	}
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
@@ -80,7 +80,7 @@ func TestServiceToggle(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), svc); err != nil {
 		t.Fatalf("Deleting Service: %v", err)
 	}
-	recreated := waitForObject(t, svcKey.DeepCopy(), func(s *corev1.Service) (bool, string) {
+	recreated := framework.WaitForObject(t, env, svcKey.DeepCopy(), func(s *corev1.Service) (bool, string) {
 		return s.UID != svc.UID, "the deleted Service is still there"
 	})
 	svc = recreated
@@ -91,13 +91,13 @@ func TestServiceToggle(t *testing.T) {
 		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service Exists"))
 	framework.Consistently(t, quiet, func() (bool, string) {
 		cur := svcKey.DeepCopy()
-		found, err := get(t, cur)
+		found, err := env.Get(t, cur)
 		return found && err == nil && cur.UID == svc.UID && cur.DeletionTimestamp == nil, "the Service was deleted while spec.service is unset"
 	})
 
 	t.Log("False: the owned Service is deleted")
 	updateSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) { sb.Spec.Service = ptr.To(false) })
-	waitGone(t, svcKey.DeepCopy())
+	env.WaitGone(t, svcKey.DeepCopy())
 	sb = waitForConditions(t, ns, name, readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"))
 	if sb.Status.Service != "" || sb.Status.ServiceFQDN != "" {
 		t.Errorf("Sandbox reports service %q (%q) after spec.service=false; want none", sb.Status.Service, sb.Status.ServiceFQDN)
@@ -111,17 +111,17 @@ func TestServiceFalseLeavesAForeignService(t *testing.T) {
 	ns := startController(t)
 	const name = "keepout"
 	foreign := testutil.MakeService(name, ns).Labels(map[string]string{sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(name)}).Obj()
-	create(t, foreign)
-	create(t, testutil.MakeSandbox(name, ns).Service(false).Obj())
+	env.Create(t, foreign)
+	env.Create(t, testutil.MakeSandbox(name, ns).Service(false).Obj())
 	waitForPod(t, ns, name)
-	updatePodStatus(t, ns, name, runReady("10.0.0.1"))
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady("10.0.0.1"))
 	sb := waitForConditions(t, ns, name, readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"))
 	if sb.Status.Service != "" {
 		t.Errorf("Sandbox reports service %q, which it does not own; want none", sb.Status.Service)
 	}
 	framework.Consistently(t, quiet, func() (bool, string) {
 		cur := foreign.DeepCopy()
-		found, err := get(t, cur)
+		found, err := env.Get(t, cur)
 		return found && err == nil && cur.ResourceVersion == foreign.ResourceVersion, "the foreign Service was changed or deleted"
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/testutil"
+	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
 // TestStatusFollowsThePod drives one Pod from creation through scheduling to Ready and then to
@@ -19,7 +20,7 @@ func TestStatusFollowsThePod(t *testing.T) {
 	t.Parallel()
 	ns := startController(t)
 	const name = "life"
-	create(t, testutil.MakeSandbox(name, ns).Service(true).Container("main", testutil.DefaultImage, 8080).Obj())
+	env.Create(t, testutil.MakeSandbox(name, ns).Service(true).Container("main", testutil.DefaultImage, 8080).Obj())
 	selector := sandboxv1beta1.SandboxNameHashLabel + "=" + sandboxv1beta1.NameHash(name)
 	fqdn := fmt.Sprintf("%s.%s.svc.%s", name, ns, clusterDomain)
 
@@ -44,8 +45,8 @@ func TestStatusFollowsThePod(t *testing.T) {
 	}
 
 	t.Log("The scheduler finds no node")
-	updatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
-		setPodCondition(st, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+	env.UpdatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
+		framework.SetPodCondition(st, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 			Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient memory."})
 	})
 	waitForConditions(t, ns, name,
@@ -54,7 +55,7 @@ func TestStatusFollowsThePod(t *testing.T) {
 	)
 
 	t.Log("The scheduler binds the Pod: PodScheduled=True without a reason")
-	bindPod(t, ns, name, "node-a")
+	env.BindPod(t, ns, name, "node-a")
 	waitForConditions(t, ns, name,
 		scheduledCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodScheduled, ""),
 		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod exists with phase: Pending; Service Exists"),
@@ -64,20 +65,20 @@ func TestStatusFollowsThePod(t *testing.T) {
 	})
 
 	t.Log("The containers start, not yet ready")
-	updatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
+	env.UpdatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
 		st.Phase = corev1.PodRunning
-		setPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"})
+		framework.SetPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"})
 	})
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod is Running but not Ready; Service Exists"))
 
 	t.Log("Ready, but the Pod has no IP yet")
-	updatePodStatus(t, ns, name, runReady())
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady())
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod is Ready but has no podIPs yet; Service Exists"))
 
 	t.Log("Ready with a dual-stack IP pair")
-	updatePodStatus(t, ns, name, runReady("10.1.2.3", "fd00::1:2:3"))
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady("10.1.2.3", "fd00::1:2:3"))
 	sb = waitForConditions(t, ns, name,
 		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service Exists"),
 		notSuspended,
@@ -104,10 +105,7 @@ func TestStatusFollowsThePod(t *testing.T) {
 	}
 
 	t.Log("The Pod completes")
-	updatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
-		st.Phase = corev1.PodSucceeded
-		setPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodCompleted"})
-	})
+	env.UpdatePodStatus(t, ns, name, framework.Succeeded)
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonPodSucceeded, "Pod completed successfully"),
 		finishedCond(sandboxv1beta1.SandboxReasonPodSucceeded, "Pod completed successfully"),
@@ -144,19 +142,19 @@ func TestPodFailed(t *testing.T) {
 	t.Parallel()
 	ns := startController(t)
 	const name = "fails"
-	create(t, testutil.MakeSandbox(name, ns).Obj())
+	env.Create(t, testutil.MakeSandbox(name, ns).Obj())
 	pod := waitForPod(t, ns, name)
 
-	updatePodStatus(t, ns, name, runReady("10.0.0.9"))
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady("10.0.0.9"))
 	waitForConditions(t, ns, name,
 		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"),
 		absent(sandboxv1beta1.SandboxConditionFinished),
 	)
 
-	updatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
+	env.UpdatePodStatus(t, ns, name, func(st *corev1.PodStatus) {
 		st.Phase = corev1.PodFailed
 		st.Reason, st.Message = "OOMKilled", "The container used more memory than its limit"
-		setPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodFailed"})
+		framework.SetPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodFailed"})
 	})
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonPodFailed, "Pod failed"),
@@ -174,16 +172,16 @@ func TestNoService(t *testing.T) {
 	t.Parallel()
 	ns := startController(t)
 	const name = "bare"
-	create(t, testutil.MakeSandbox(name, ns).Container("main", testutil.DefaultImage, 8080).Obj())
+	env.Create(t, testutil.MakeSandbox(name, ns).Container("main", testutil.DefaultImage, 8080).Obj())
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod exists with phase: Pending"))
-	updatePodStatus(t, ns, name, runReady("10.0.0.4"))
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady("10.0.0.4"))
 	sb := waitForConditions(t, ns, name,
 		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"))
 	if sb.Status.Service != "" || sb.Status.ServiceFQDN != "" {
 		t.Errorf("Sandbox without spec.service reports service %q (%q); want none", sb.Status.Service, sb.Status.ServiceFQDN)
 	}
-	if found, err := get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); found || err != nil {
+	if found, err := env.Get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); found || err != nil {
 		t.Errorf("Service %s exists (%t, err %v) for a Sandbox without spec.service; want none", name, found, err)
 	}
 }

@@ -18,24 +18,24 @@ func TestSuspendAndResume(t *testing.T) {
 	t.Parallel()
 	ns := startController(t)
 	const name = "nap"
-	create(t, testutil.MakeSandbox(name, ns).Service(true).VolumeClaimTemplate("work", "1Gi").Obj())
+	env.Create(t, testutil.MakeSandbox(name, ns).Service(true).VolumeClaimTemplate("work", "1Gi").Obj())
 	pvcName := sandboxv1beta1.PVCName("work", name)
 
 	pod := waitForPod(t, ns, name)
-	bindPod(t, ns, name, "node-a")
-	updatePodStatus(t, ns, name, runReady("10.0.0.5"))
+	env.BindPod(t, ns, name, "node-a")
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady("10.0.0.5"))
 	waitForConditions(t, ns, name,
 		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service Exists"),
 		notSuspended)
-	svc := waitForObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil)
-	pvc := waitForObject(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pvcName}}, nil)
+	svc := framework.WaitForObject(t, env, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil)
+	pvc := framework.WaitForObject(t, env, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pvcName}}, nil)
 
 	t.Log("Suspend: the Pod is deleted and, bound to a node, terminates gracefully")
 	updateSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) { sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended })
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspending"),
 		suspendedCond(metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodTerminating, "Pod is terminating. Sandbox is suspending"))
-	terminating := waitForObject(t, pod.DeepCopy(), func(p *corev1.Pod) (bool, string) {
+	terminating := framework.WaitForObject(t, env, pod.DeepCopy(), func(p *corev1.Pod) (bool, string) {
 		return p.DeletionTimestamp != nil, "Pod is not being deleted"
 	})
 	if terminating.UID != pod.UID {
@@ -43,7 +43,7 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 
 	t.Log("The kubelet finishes: the Pod is gone and the Sandbox is suspended")
-	forceDelete(t, terminating)
+	env.ForceDelete(t, terminating)
 	sb := waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended"),
 		suspendedCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod has been terminated. Sandbox is suspended"),
@@ -56,11 +56,11 @@ func TestSuspendAndResume(t *testing.T) {
 		t.Errorf("Suspended Sandbox reports service %q; want %q, which it keeps", sb.Status.Service, name)
 	}
 	framework.Consistently(t, quiet, func() (bool, string) {
-		found, err := get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		found, err := env.Get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		return !found && err == nil, "a Pod exists while the Sandbox is suspended"
 	})
-	keptSvc := waitForObject(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil)
-	keptPVC := waitForObject(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pvcName}}, nil)
+	keptSvc := framework.WaitForObject(t, env, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil)
+	keptPVC := framework.WaitForObject(t, env, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pvcName}}, nil)
 	if keptSvc.UID != svc.UID || keptSvc.DeletionTimestamp != nil {
 		t.Errorf("Service %s was replaced or is being deleted while suspended; want it kept", name)
 	}
@@ -74,7 +74,7 @@ func TestSuspendAndResume(t *testing.T) {
 	if resumed.UID == pod.UID {
 		t.Errorf("Resumed Pod has the old Pod's uid %s; want a new Pod", pod.UID)
 	}
-	if ok, msg := isControlledBy(resumed, sb); !ok {
+	if ok, msg := env.IsControlledBy(resumed, sb); !ok {
 		t.Error(msg)
 	}
 	if v := podVolume(resumed, "work"); v == nil || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != pvcName {
@@ -83,7 +83,7 @@ func TestSuspendAndResume(t *testing.T) {
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, "Pod exists with phase: Pending; Service Exists"),
 		notSuspended)
-	updatePodStatus(t, ns, name, runReady("10.0.0.6"))
+	env.UpdatePodStatus(t, ns, name, framework.RunningAndReady("10.0.0.6"))
 	sb = waitForConditions(t, ns, name,
 		readyCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service Exists"),
 		notSuspended)
@@ -98,13 +98,13 @@ func TestCreateSuspended(t *testing.T) {
 	t.Parallel()
 	ns := startController(t)
 	const name = "asleep"
-	create(t, testutil.MakeSandbox(name, ns).Suspended().Obj())
+	env.Create(t, testutil.MakeSandbox(name, ns).Suspended().Obj())
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended"),
 		suspendedCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod has been terminated. Sandbox is suspended"),
 		absent(sandboxv1beta1.SandboxConditionPodScheduled))
 	framework.Consistently(t, quiet, func() (bool, string) {
-		found, err := get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		found, err := env.Get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		return !found && err == nil, "a Pod exists for a Sandbox created suspended"
 	})
 }
@@ -116,14 +116,14 @@ func TestSuspendLeavesAForeignPod(t *testing.T) {
 	ns := startController(t)
 	const name = "squatted"
 	foreign := testutil.MakePod(name, ns).Label("app", "someone-else").Obj()
-	create(t, foreign)
-	create(t, testutil.MakeSandbox(name, ns).Suspended().Obj())
+	env.Create(t, foreign)
+	env.Create(t, testutil.MakeSandbox(name, ns).Suspended().Obj())
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspending"),
 		suspendedCond(metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodNotOwned, "Refused to delete pod because it is not owned by this sandbox"))
 	framework.Consistently(t, quiet, func() (bool, string) {
 		p := foreign.DeepCopy()
-		found, err := get(t, p)
+		found, err := env.Get(t, p)
 		return found && err == nil && p.DeletionTimestamp == nil && p.ResourceVersion == foreign.ResourceVersion,
 			"the foreign Pod was changed or deleted"
 	})

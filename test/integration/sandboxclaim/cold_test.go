@@ -18,11 +18,11 @@ import (
 
 func TestColdClaimFromATemplate(t *testing.T) {
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makeClaim("c1", ns, "").Template("python").PodLabel("sandbox.users.io/user", "u1").Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).Template("python").PodLabel("sandbox.users.io/user", "u1").Obj())
 	claim := waitReady(t, ns, "c1")
 
-	sb := getSandbox(t, ns, "c1")
+	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, "c1")
 	if ok, desc := isBoundTo(sb, claim); !ok {
 		t.Error(desc)
 	}
@@ -42,10 +42,10 @@ func TestColdClaimFromATemplate(t *testing.T) {
 		sb.Spec.PodTemplate.Metadata.Labels["sandbox.users.io/user"] != "u1" || sb.Spec.ShutdownTime != nil {
 		t.Errorf("Sandbox spec = %+v; want the template's with automountServiceAccountToken false, the claim's label and no shutdown time", sb.Spec)
 	}
-	if len(claim.Status.Sandbox.PodIPs) != 1 || claim.Status.Sandbox.PodIPs[0] != getPod(t, ns, "c1").Status.PodIP {
+	if len(claim.Status.Sandbox.PodIPs) != 1 || claim.Status.Sandbox.PodIPs[0] != framework.Read[corev1.Pod](t, env, ns, "c1").Status.PodIP {
 		t.Errorf("Claim podIPs = %v; want the Pod's IP", claim.Status.Sandbox.PodIPs)
 	}
-	waitForEvent(t, ns, "c1", corev1.EventTypeNormal, "SandboxProvisioned", "c1")
+	env.WaitForEvent(t, ns, "SandboxClaim", "c1", corev1.EventTypeNormal, "SandboxProvisioned", "c1")
 }
 
 func TestClaimWaitsForItsPoolOrTemplate(t *testing.T) {
@@ -56,31 +56,31 @@ func TestClaimWaitsForItsPoolOrTemplate(t *testing.T) {
 		create func(t *testing.T, ns string)
 	}{
 		"a missing pool": {
-			claim:      func(ns string) *extv1beta1.SandboxClaim { return makeClaim("c1", ns, "later").Obj() },
+			claim:      func(ns string) *extv1beta1.SandboxClaim { return testutil.MakeClaim("c1", ns).WarmPool("later").Obj() },
 			wantReason: extv1beta1.ClaimReasonWarmPoolNotFound,
 			create: func(t *testing.T, ns string) {
-				create(t, makeTemplate("python", ns).Obj())
-				create(t, makePool("later", ns, "python", 1).Obj())
+				env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+				env.Create(t, testutil.MakePool("later", ns, "python").Replicas(1).Obj())
 			},
 		},
 		"a missing template": {
-			claim:      func(ns string) *extv1beta1.SandboxClaim { return makeClaim("c1", ns, "").Template("later").Obj() },
+			claim:      func(ns string) *extv1beta1.SandboxClaim { return testutil.MakeClaim("c1", ns).Template("later").Obj() },
 			wantReason: extv1beta1.ClaimReasonTemplateNotFound,
-			create:     func(t *testing.T, ns string) { create(t, makeTemplate("later", ns).Obj()) },
+			create:     func(t *testing.T, ns string) { env.Create(t, testutil.MakeTemplate("later", ns).Unmanaged().Obj()) },
 		},
 		"a pool whose template is missing": {
-			claim:      func(ns string) *extv1beta1.SandboxClaim { return makeClaim("c1", ns, "pool").Obj() },
+			claim:      func(ns string) *extv1beta1.SandboxClaim { return testutil.MakeClaim("c1", ns).WarmPool("pool").Obj() },
 			wantReason: extv1beta1.ClaimReasonTemplateNotFound,
-			create:     func(t *testing.T, ns string) { create(t, makeTemplate("later", ns).Obj()) },
+			create:     func(t *testing.T, ns string) { env.Create(t, testutil.MakeTemplate("later", ns).Unmanaged().Obj()) },
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ns := startController(t)
 			if name == "a pool whose template is missing" {
-				create(t, makePool("pool", ns, "later", 0).Obj())
+				env.Create(t, testutil.MakePool("pool", ns, "later").Replicas(0).Obj())
 			}
-			create(t, tc.claim(ns))
+			env.Create(t, tc.claim(ns))
 			c := waitNotReady(t, ns, "c1", tc.wantReason)
 			if r := readyCondition(c); r.Message == "" {
 				t.Errorf("Ready = %+v; want a message", r)
@@ -123,15 +123,15 @@ func TestEnvVarsInjectionPolicy(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ns := startController(t)
-			create(t, makeTemplate("python", ns).EnvVarsInjectionPolicy(tc.policy).Env("MODE", "prod").Obj())
+			env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().EnvVarsInjectionPolicy(tc.policy).Env("MODE", "prod").Obj())
 			// A pool with a ready member: a claim with env starts cold all the same.
-			create(t, makePool("pool", ns, "python", 1).Obj())
+			env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
 			waitForPoolReady(t, ns, "pool", 1)
-			w := makeClaim("c1", ns, "pool")
+			w := testutil.MakeClaim("c1", ns).WarmPool("pool")
 			for _, e := range tc.env {
 				w.Env(e[0], e[1], e[2])
 			}
-			create(t, w.Obj())
+			env.Create(t, w.Obj())
 			if tc.wantReason != "" {
 				waitNotReady(t, ns, "c1", tc.wantReason)
 				noSandboxNamed(t, ns, "c1")
@@ -141,7 +141,7 @@ func TestEnvVarsInjectionPolicy(t *testing.T) {
 			if claim.Status.Sandbox.Name != "c1" {
 				t.Fatalf("Claim sandbox = %q; want the cold Sandbox c1", claim.Status.Sandbox.Name)
 			}
-			if diff := cmp.Diff(tc.wantEnv, getSandbox(t, ns, "c1").Spec.PodTemplate.Spec.Containers[0].Env); diff != "" {
+			if diff := cmp.Diff(tc.wantEnv, framework.Read[sandboxv1beta1.Sandbox](t, env, ns, "c1").Spec.PodTemplate.Spec.Containers[0].Env); diff != "" {
 				t.Errorf("Sandbox env mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -177,19 +177,19 @@ func TestVolumeClaimTemplatesPolicy(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ns := startController(t)
-			create(t, makeTemplate("python", ns).VolumeClaimTemplatesPolicy(tc.policy).VolumeClaimTemplate("workspace", "1Gi").Obj())
-			w := makeClaim("c1", ns, "").Template("python")
+			env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().VolumeClaimTemplatesPolicy(tc.policy).VolumeClaimTemplate("workspace", "1Gi").Obj())
+			w := testutil.MakeClaim("c1", ns).Template("python")
 			for _, v := range tc.claimVCTs {
 				w.VolumeClaimTemplate(v[0], v[1])
 			}
-			create(t, w.Obj())
+			env.Create(t, w.Obj())
 			if tc.wantReason != "" {
 				waitNotReady(t, ns, "c1", tc.wantReason)
 				noSandboxNamed(t, ns, "c1")
 				return
 			}
 			waitReady(t, ns, "c1")
-			got := getSandbox(t, ns, "c1").Spec.VolumeClaimTemplates
+			got := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, "c1").Spec.VolumeClaimTemplates
 			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b sandboxv1beta1.PersistentVolumeClaimTemplate) bool {
 				return a.Metadata.Name == b.Metadata.Name && a.Spec.Resources.Requests.Storage().Equal(*b.Spec.Resources.Requests.Storage())
 			})); diff != "" {
@@ -201,25 +201,25 @@ func TestVolumeClaimTemplatesPolicy(t *testing.T) {
 
 func TestInvalidMetadata(t *testing.T) {
 	cases := map[string]struct {
-		claim       func(*claimWrapper) *claimWrapper
+		claim       func(*testutil.ClaimWrapper) *testutil.ClaimWrapper
 		wantMessage string
 	}{
 		"a label outside the allowed domains": {
-			claim:       func(w *claimWrapper) *claimWrapper { return w.PodLabel("example.com/team", "b") },
+			claim:       func(w *testutil.ClaimWrapper) *testutil.ClaimWrapper { return w.PodLabel("example.com/team", "b") },
 			wantMessage: "additionalPodMetadata.labels key example.com/team is not in an allowed label domain",
 		},
 		"a label the template sets to another value": {
-			claim:       func(w *claimWrapper) *claimWrapper { return w.PodLabel("sandbox.users.io/team", "b") },
+			claim:       func(w *testutil.ClaimWrapper) *testutil.ClaimWrapper { return w.PodLabel("sandbox.users.io/team", "b") },
 			wantMessage: `additionalPodMetadata.labels key sandbox.users.io/team=b would override the value "a" that SandboxTemplate python sets`,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ns := startController(t)
-			create(t, makeTemplate("python", ns).PodLabel("sandbox.users.io/team", "a").Obj())
-			create(t, makePool("pool", ns, "python", 1).Obj())
+			env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().PodLabel("sandbox.users.io/team", "a").Obj())
+			env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
 			waitForPoolReady(t, ns, "pool", 1)
-			create(t, tc.claim(makeClaim("c1", ns, "pool")).Obj())
+			env.Create(t, tc.claim(testutil.MakeClaim("c1", ns).WarmPool("pool")).Obj())
 			c := waitNotReady(t, ns, "c1", extv1beta1.ClaimReasonInvalidMetadata)
 			if r := readyCondition(c); !strings.Contains(r.Message, tc.wantMessage) {
 				t.Errorf("Ready message = %q; want it to contain %q", r.Message, tc.wantMessage)
@@ -230,7 +230,7 @@ func TestInvalidMetadata(t *testing.T) {
 				if err != nil {
 					return false, err.Error()
 				}
-				found, err := get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}})
+				found, err := env.Get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}})
 				return err == nil && !found && len(members) == 1, fmt.Sprintf("pool members %d, cold sandbox %t, err %v", len(members), found, err)
 			})
 		})
@@ -239,20 +239,20 @@ func TestInvalidMetadata(t *testing.T) {
 
 func TestAdoptionConflict(t *testing.T) {
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, testutil.MakeSandbox("c1", ns).Label("team", "other").Obj())
-	create(t, makeClaim("c1", ns, "").Template("python").Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakeSandbox("c1", ns).Label("team", "other").Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).Template("python").Obj())
 	c := waitNotReady(t, ns, "c1", extv1beta1.ClaimReasonAdoptionConflict)
 	if r := readyCondition(c); !strings.Contains(r.Message, "Sandbox c1 already exists") {
 		t.Errorf("Ready message = %q; want it to name the conflicting Sandbox", r.Message)
 	}
 	framework.Consistently(t, quiet, func() (bool, string) {
-		sb := getSandbox(t, ns, "c1")
+		sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, "c1")
 		_, claimed := sb.Labels[sandboxv1beta1.ClaimUIDLabel]
 		return len(sb.OwnerReferences) == 0 && !claimed && sb.Labels["team"] == "other",
 			fmt.Sprintf("foreign Sandbox c1: owner references %v, labels %v", sb.OwnerReferences, sb.Labels)
 	})
-	if c := getClaim(t, ns, "c1"); c.Status.Sandbox.Name != "" {
+	if c := framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1"); c.Status.Sandbox.Name != "" {
 		t.Errorf("Claim sandbox = %q; want none", c.Status.Sandbox.Name)
 	}
 }

@@ -1,20 +1,13 @@
 package sandboxclaim
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,145 +28,9 @@ const burstTimeout = 4 * time.Minute
 func startController(t *testing.T) string {
 	t.Helper()
 	ns := env.NewNamespace(t)
-	startKubelet(t, ns)
-	startManager(t, ns)
-	return ns
-}
-
-// startManager starts every kubox reconciler watching ns, with the field indexes, the production
-// caches and the default configuration; it stops when t ends.
-func startManager(t *testing.T, ns string) {
-	t.Helper()
+	env.StartKubelet(t, ns)
 	env.StartKubox(t, ns, nil)
-}
-
-// kubelet is the test's stand-in for the kubelet: it marks every Pod of its namespace that has no
-// phase yet (or Pending) Running and Ready with an IP of its own. Pods a test moved on (Succeeded)
-// are left alone.
-type kubelet struct {
-	ns     string
-	c      client.WithWatch
-	nextIP atomic.Uint32
-	done   sync.Map // pod UID → struct{}
-}
-
-// startKubelet starts a kubelet stand-in for ns until t ends.
-func startKubelet(t *testing.T, ns string) {
-	t.Helper()
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatalf("Creating a watching client: %v", err)
-	}
-	k := &kubelet{ns: ns, c: c}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { k.run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-}
-
-func (k *kubelet) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		pods := &corev1.PodList{}
-		if err := k.c.List(ctx, pods, client.InNamespace(k.ns)); err != nil {
-			sleep(ctx, 100*time.Millisecond)
-			continue
-		}
-		for i := range pods.Items {
-			k.start(ctx, &pods.Items[i])
-		}
-		w, err := k.c.Watch(ctx, &corev1.PodList{}, client.InNamespace(k.ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pods.ResourceVersion}})
-		if err != nil {
-			sleep(ctx, 100*time.Millisecond)
-			continue
-		}
-		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				k.start(ctx, pod)
-			}
-		}
-		w.Stop()
-	}
-}
-
-// start reports pod Running and Ready, once.
-func (k *kubelet) start(ctx context.Context, pod *corev1.Pod) {
-	if pod.DeletionTimestamp != nil || (pod.Status.Phase != "" && pod.Status.Phase != corev1.PodPending) {
-		return
-	}
-	if _, seen := k.done.LoadOrStore(pod.UID, struct{}{}); seen {
-		return
-	}
-	n := k.nextIP.Add(1)
-	ip := fmt.Sprintf("10.%d.%d.%d", (n>>16)&0xff, (n>>8)&0xff, n&0xff)
-	now := metav1.Now()
-	patch := map[string]any{"status": map[string]any{
-		"phase": corev1.PodRunning,
-		"conditions": []corev1.PodCondition{
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		},
-		"podIP":  ip,
-		"podIPs": []corev1.PodIP{{IP: ip}},
-	}}
-	b, _ := json.Marshal(patch)
-	if err := k.c.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, b)); err != nil {
-		k.done.Delete(pod.UID) // try again on its next event
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
-
-// finishPod plays the kubelet for a Pod whose containers exited: phase Succeeded, not ready.
-func finishPod(t *testing.T, ns, name string) {
-	t.Helper()
-	patch := []byte(`{"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False","reason":"PodCompleted"}]}}`)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := env.Client.Status().Patch(t.Context(), pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		t.Fatalf("Finishing Pod %s: %v", name, err)
-	}
-}
-
-func create(t *testing.T, obj client.Object) { env.Create(t, obj) }
-
-func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-
-// get reads obj's current state; it reports false when the object is gone.
-func get(t *testing.T, obj client.Object) (bool, error) { return env.Get(t, obj) }
-
-func getClaim(t *testing.T, ns, name string) *extv1beta1.SandboxClaim {
-	t.Helper()
-	c := &extv1beta1.SandboxClaim{}
-	if err := env.Client.Get(t.Context(), key(ns, name), c); err != nil {
-		t.Fatalf("Reading SandboxClaim %s: %v", name, err)
-	}
-	return c
-}
-
-func getSandbox(t *testing.T, ns, name string) *sandboxv1beta1.Sandbox {
-	t.Helper()
-	sb := &sandboxv1beta1.Sandbox{}
-	if err := env.Client.Get(t.Context(), key(ns, name), sb); err != nil {
-		t.Fatalf("Reading Sandbox %s: %v", name, err)
-	}
-	return sb
-}
-
-func getPod(t *testing.T, ns, name string) *corev1.Pod {
-	t.Helper()
-	pod := &corev1.Pod{}
-	if err := env.Client.Get(t.Context(), key(ns, name), pod); err != nil {
-		t.Fatalf("Reading Pod %s: %v", name, err)
-	}
-	return pod
+	return ns
 }
 
 // describeClaim summarizes a claim's status for failure messages.
@@ -193,7 +50,7 @@ func waitForClaim(t *testing.T, ns, name string, ok func(*extv1beta1.SandboxClai
 	t.Helper()
 	c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	framework.Eventually(t, func() (bool, string) {
-		found, err := get(t, c)
+		found, err := env.Get(t, c)
 		switch {
 		case err != nil:
 			return false, err.Error()
@@ -283,16 +140,11 @@ func isBoundTo(sb *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim) (bool
 		sb.Name, refs, sb.Labels[sandboxv1beta1.ClaimUIDLabel], claim.Name, claim.UID)
 }
 
-// waitForEvent waits for an event of type and reason about the SandboxClaim whose note contains noteSubstr.
-func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) {
-	env.WaitForEvent(t, ns, "SandboxClaim", name, eventType, reason, noteSubstr)
-}
-
 // noSandboxNamed checks, for quiet, that no Sandbox called name appears.
 func noSandboxNamed(t *testing.T, ns, name string) {
 	t.Helper()
 	framework.Consistently(t, quiet, func() (bool, string) {
-		found, err := get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		found, err := env.Get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -12,6 +12,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -23,15 +24,15 @@ func soon() time.Time { return time.Now().Add(4 * time.Second) }
 func startWarm(t *testing.T) string {
 	t.Helper()
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makePool("pool", ns, "python", 1).Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
 	waitForPoolReady(t, ns, "pool", 1)
 	return ns
 }
 
 func TestShutdownTimeRetain(t *testing.T) {
 	ns := startWarm(t)
-	create(t, makeClaim("c1", ns, "pool").ShutdownAt(soon()).Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").ShutdownAt(soon()).Obj())
 	name := waitReady(t, ns, "c1").Status.Sandbox.Name
 
 	c := waitNotReady(t, ns, "c1", extv1beta1.ClaimReasonClaimExpired)
@@ -39,13 +40,13 @@ func TestShutdownTimeRetain(t *testing.T) {
 		t.Errorf("Expired claim's sandbox status = %+v; want name %s kept and no IPs", c.Status.Sandbox, name)
 	}
 	framework.Eventually(t, func() (bool, string) {
-		found, err := get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		found, err := env.Get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		return err == nil && !found, fmt.Sprintf("Sandbox %s still exists (err %v)", name, err)
 	})
-	waitForEvent(t, ns, "c1", corev1.EventTypeNormal, "ClaimExpired", "shutdownPolicy Retain")
+	env.WaitForEvent(t, ns, "SandboxClaim", "c1", corev1.EventTypeNormal, "ClaimExpired", "shutdownPolicy Retain")
 	// The claim stays, expired, and gets no other sandbox.
 	framework.Consistently(t, quiet, func() (bool, string) {
-		c := getClaim(t, ns, "c1")
+		c := framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")
 		all, err := sandboxes(t, ns)
 		owned := slices.ContainsFunc(all, func(sb sandboxv1beta1.Sandbox) bool { return metav1.IsControlledBy(&sb, c) })
 		return err == nil && !owned && hasReady(metav1.ConditionFalse, extv1beta1.ClaimReasonClaimExpired)(c),
@@ -77,19 +78,19 @@ func TestShutdownTimeDelete(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ns := startWarm(t)
-			create(t, makeClaim("c1", ns, "pool").ShutdownAt(soon()).ShutdownPolicy(tc.policy).Obj())
+			env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").ShutdownAt(soon()).ShutdownPolicy(tc.policy).Obj())
 			claim := waitReady(t, ns, "c1")
 			sbName := claim.Status.Sandbox.Name
 			framework.Eventually(t, func() (bool, string) {
 				c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}}
-				found, err := get(t, c)
+				found, err := env.Get(t, c)
 				if err != nil {
 					return false, err.Error()
 				}
 				return tc.check(t, c, found)
 			})
 			// The sandbox goes with the claim: a garbage collector follows this reference.
-			if ok, desc := isBoundTo(getSandbox(t, ns, sbName), claim); !ok {
+			if ok, desc := isBoundTo(framework.Read[sandboxv1beta1.Sandbox](t, env, ns, sbName), claim); !ok {
 				t.Error(desc)
 			}
 		})
@@ -98,15 +99,15 @@ func TestShutdownTimeDelete(t *testing.T) {
 
 func TestTTLAfterFinished(t *testing.T) {
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makeClaim("c1", ns, "").Template("python").TTLSecondsAfterFinished(1).Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).Template("python").TTLSecondsAfterFinished(1).Obj())
 	waitReady(t, ns, "c1")
 	framework.Consistently(t, quiet, func() (bool, string) {
-		c := getClaim(t, ns, "c1")
+		c := framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")
 		return hasReady(metav1.ConditionTrue, "")(c), "a claim with a TTL but no finished sandbox expired: " + describeClaim(c)
 	})
 
-	finishPod(t, ns, "c1")
+	env.UpdatePodStatus(t, ns, "c1", framework.Succeeded)
 	waitForClaim(t, ns, "c1", func(c *extv1beta1.SandboxClaim) bool {
 		return meta.IsStatusConditionTrue(c.Status.Conditions, extv1beta1.ClaimConditionFinished)
 	})
@@ -116,14 +117,14 @@ func TestTTLAfterFinished(t *testing.T) {
 		t.Errorf("Finished = %+v; want True/PodSucceeded kept after expiry", finished)
 	}
 	framework.Eventually(t, func() (bool, string) {
-		found, err := get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}})
+		found, err := env.Get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}})
 		return err == nil && !found, fmt.Sprintf("Sandbox c1 still exists (err %v)", err)
 	})
 }
 
 func TestClaimExpiredBeforeItGotASandbox(t *testing.T) {
 	ns := startWarm(t)
-	create(t, makeClaim("c1", ns, "pool").ShutdownAt(time.Now().Add(-time.Minute)).Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").ShutdownAt(time.Now().Add(-time.Minute)).Obj())
 	waitNotReady(t, ns, "c1", extv1beta1.ClaimReasonClaimExpired)
 	noSandboxNamed(t, ns, "c1")
 	members, err := poolMembers(t, ns, "pool")

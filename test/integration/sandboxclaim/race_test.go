@@ -17,6 +17,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -39,7 +40,7 @@ func createClaims(ctx context.Context, ns, pool, prefix string, n, workers int, 
 	for range workers {
 		wg.Go(func() {
 			for name := range work {
-				if err := env.Client.Create(ctx, makeClaim(name, ns, pool).Obj()); err != nil {
+				if err := env.Client.Create(ctx, testutil.MakeClaim(name, ns).WarmPool(pool).Obj()); err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("creating SandboxClaim %s: %w", name, err))
 					mu.Unlock()
@@ -191,8 +192,8 @@ func bindingProblems(t *testing.T, ns, pool string, live []string, orphansAllowe
 func TestBurstOfClaimsAgainstAPool(t *testing.T) {
 	const poolSize, claims = 100, 200
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makePool("pool", ns, "python", poolSize).Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(poolSize).Obj())
 	waitForPoolReady(t, ns, "pool", poolSize)
 
 	names, wait := createClaims(t.Context(), ns, "pool", "c", claims, claims, 0)
@@ -213,8 +214,8 @@ func TestBurstOfClaimsAgainstAPool(t *testing.T) {
 func TestClaimDeletedWhileBinding(t *testing.T) {
 	const poolSize = 10
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makePool("pool", ns, "python", poolSize).Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(poolSize).Obj())
 	waitForPoolReady(t, ns, "pool", poolSize)
 
 	// Claims deleted right after their creation race the controller binding them, while live
@@ -223,7 +224,7 @@ func TestClaimDeletedWhileBinding(t *testing.T) {
 	errs := make(chan error, 40)
 	for i := range 20 {
 		wg.Go(func() {
-			c := makeClaim(fmt.Sprintf("gone-%d", i), ns, "pool").Obj()
+			c := testutil.MakeClaim(fmt.Sprintf("gone-%d", i), ns).WarmPool("pool").Obj()
 			if err := env.Client.Create(t.Context(), c); err != nil {
 				errs <- err
 				return
@@ -259,13 +260,13 @@ func TestClaimDeletedWhileBinding(t *testing.T) {
 func TestControllerRestartedMidBurst(t *testing.T) {
 	const poolSize, claims = 30, 60
 	ns := env.NewNamespace(t)
-	startKubelet(t, ns)
+	env.StartKubelet(t, ns)
 	var names []string
 	var wait func() error
 	t.Run("first controller", func(t *testing.T) {
-		startManager(t, ns) // stops when this subtest ends
-		create(t, makeTemplate("python", ns).Obj())
-		create(t, makePool("pool", ns, "python", poolSize).Obj())
+		env.StartKubox(t, ns, nil) // stops when this subtest ends
+		env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+		env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(poolSize).Obj())
 		waitForPoolReady(t, ns, "pool", poolSize)
 		names, wait = createClaims(context.Background(), ns, "pool", "c", claims, 4, 20*time.Millisecond)
 		framework.WaitFor(t, burstTimeout, func() (bool, string) {
@@ -282,7 +283,7 @@ func TestControllerRestartedMidBurst(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	startManager(t, ns)
+	env.StartKubox(t, ns, nil)
 	if err := wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -296,13 +297,13 @@ func TestControllerRestartedMidBurst(t *testing.T) {
 func TestTwoControllersRaceForOnePool(t *testing.T) {
 	const poolSize, claims = 20, 40
 	ns := env.NewNamespace(t)
-	startKubelet(t, ns)
+	env.StartKubelet(t, ns)
 	// Two replicas, as if leader election had failed: they share nothing but the API server, so
 	// only its optimistic concurrency keeps them from binding one member twice.
-	startManager(t, ns)
-	startManager(t, ns)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makePool("pool", ns, "python", poolSize).Obj())
+	env.StartKubox(t, ns, nil)
+	env.StartKubox(t, ns, nil)
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(poolSize).Obj())
 	framework.WaitFor(t, burstTimeout, func() (bool, string) {
 		members, err := poolMembers(t, ns, "pool")
 		return err == nil && len(members) >= poolSize, fmt.Sprintf("%d members (err %v)", len(members), err)

@@ -10,16 +10,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
 func TestWarmClaimBindsAReadyMemberWithoutRestartingItsPod(t *testing.T) {
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).PodLabel("sandbox.users.io/team", "a").Obj())
-	create(t, makePool("pool", ns, "python", 2).Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().PodLabel("sandbox.users.io/team", "a").Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(2).Obj())
 	waitForPoolReady(t, ns, "pool", 2)
 	members, err := poolMembers(t, ns, "pool")
 	if err != nil {
@@ -27,11 +29,11 @@ func TestWarmClaimBindsAReadyMemberWithoutRestartingItsPod(t *testing.T) {
 	}
 	podUIDs := map[string]string{}
 	for _, m := range members {
-		podUIDs[m.Name] = string(getPod(t, ns, m.Name).UID)
+		podUIDs[m.Name] = string(framework.Read[corev1.Pod](t, env, ns, m.Name).UID)
 	}
 
 	const trace = `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`
-	create(t, makeClaim("c1", ns, "pool").PodLabel("sandbox.users.io/user", "u1").PodAnnotation("example.com/note", "hi").
+	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").PodLabel("sandbox.users.io/user", "u1").PodAnnotation("example.com/note", "hi").
 		Annotation(sandboxv1beta1.TraceContextAnnotation, trace).Obj())
 	claim := waitReady(t, ns, "c1")
 
@@ -42,7 +44,7 @@ func TestWarmClaimBindsAReadyMemberWithoutRestartingItsPod(t *testing.T) {
 	if r := readyCondition(claim); r.Reason != sandboxv1beta1.SandboxReasonDependenciesReady {
 		t.Errorf("Ready = %+v; want the sandbox's reason DependenciesReady", r)
 	}
-	sb := getSandbox(t, ns, name)
+	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, name)
 	if ok, desc := isBoundTo(sb, claim); !ok {
 		t.Error(desc)
 	}
@@ -56,21 +58,21 @@ func TestWarmClaimBindsAReadyMemberWithoutRestartingItsPod(t *testing.T) {
 		md.Annotations[extv1beta1.SafeToEvictAnnotation] != "" {
 		t.Errorf("Sandbox pod metadata = %+v; want the claim's label and annotation, and no safe-to-evict", md)
 	}
-	pod := getPod(t, ns, name)
+	pod := framework.Read[corev1.Pod](t, env, ns, name)
 	if !slices.Equal(claim.Status.Sandbox.PodIPs, sb.Status.PodIPs) || len(sb.Status.PodIPs) == 0 || pod.Status.PodIP != sb.Status.PodIPs[0] {
 		t.Errorf("Claim podIPs %v, Sandbox podIPs %v, Pod IP %s; want the Pod's IP in both", claim.Status.Sandbox.PodIPs, sb.Status.PodIPs, pod.Status.PodIP)
 	}
 
 	// The Sandbox controller relabels the running Pod in place: same Pod, new labels.
 	framework.Eventually(t, func() (bool, string) {
-		pod := getPod(t, ns, name)
+		pod := framework.Read[corev1.Pod](t, env, ns, name)
 		_, inPool := pod.Labels[sandboxv1beta1.WarmPoolSandboxLabel]
 		ok := string(pod.UID) == podUIDs[name] && !inPool && pod.Labels[sandboxv1beta1.ClaimUIDLabel] == string(claim.UID) &&
 			pod.Labels["sandbox.users.io/user"] == "u1" && pod.Labels["sandbox.users.io/team"] == "a" &&
 			pod.Annotations[extv1beta1.SafeToEvictAnnotation] == ""
 		return ok, fmt.Sprintf("Pod %s uid %s (was %s), labels %v, annotations %v", name, pod.UID, podUIDs[name], pod.Labels, pod.Annotations)
 	})
-	waitForEvent(t, ns, "c1", corev1.EventTypeNormal, "SandboxAdopted", name)
+	env.WaitForEvent(t, ns, "SandboxClaim", "c1", corev1.EventTypeNormal, "SandboxAdopted", name)
 
 	// The pool refills and never touches the bound sandbox again.
 	waitForPoolReady(t, ns, "pool", 2)
@@ -82,8 +84,8 @@ func TestWarmClaimBindsAReadyMemberWithoutRestartingItsPod(t *testing.T) {
 		t.Errorf("Pool members %v include the bound Sandbox %s", members, name)
 	}
 	framework.Consistently(t, quiet, func() (bool, string) {
-		c := getClaim(t, ns, "c1")
-		sb := getSandbox(t, ns, name)
+		c := framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")
+		sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, name)
 		ok, desc := isBoundTo(sb, c)
 		return ok && hasReady(metav1.ConditionTrue, "")(c), desc + "; " + describeClaim(c)
 	})
@@ -91,13 +93,13 @@ func TestWarmClaimBindsAReadyMemberWithoutRestartingItsPod(t *testing.T) {
 
 func TestWarmClaimSkipsStaleMembers(t *testing.T) {
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makePool("pool", ns, "python", 1).Obj()) // OnReplenish keeps stale members
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj()) // OnReplenish keeps stale members
 	waitForPoolReady(t, ns, "pool", 1)
 
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		tpl := &extv1beta1.SandboxTemplate{}
-		if err := env.Client.Get(t.Context(), key(ns, "python"), tpl); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "python"}, tpl); err != nil {
 			return err
 		}
 		tpl.Spec.PodTemplate.Spec.Containers[0].Image = "registry.invalid/busybox:2"
@@ -106,9 +108,9 @@ func TestWarmClaimSkipsStaleMembers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Changing the template: %v", err)
 	}
-	create(t, makeClaim("c1", ns, "pool").Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
 	claim := waitReady(t, ns, "c1")
-	sb := getSandbox(t, ns, claim.Status.Sandbox.Name)
+	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, claim.Status.Sandbox.Name)
 	if sb.Name != "c1" || sb.Labels[sandboxv1beta1.LaunchTypeLabel] != extv1beta1.LaunchTypeCold ||
 		sb.Spec.PodTemplate.Spec.Containers[0].Image != "registry.invalid/busybox:2" {
 		t.Errorf("Claim got Sandbox %s (launch-type %s, image %s); want a cold Sandbox c1 from the current template",
@@ -127,14 +129,14 @@ func TestWarmClaimSkipsStaleMembers(t *testing.T) {
 
 func TestWarmClaimStartsColdWhenThePoolHasNoReadyMember(t *testing.T) {
 	ns := startController(t)
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makePool("empty", ns, "python", 0).Obj())
-	create(t, makeClaim("c1", ns, "empty").Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("empty", ns, "python").Replicas(0).Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("empty").Obj())
 	claim := waitReady(t, ns, "c1")
 	if claim.Status.Sandbox.Name != "c1" {
 		t.Fatalf("Claim sandbox = %q; want a cold Sandbox named like the claim", claim.Status.Sandbox.Name)
 	}
-	sb := getSandbox(t, ns, "c1")
+	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, "c1")
 	if ok, desc := isBoundTo(sb, claim); !ok {
 		t.Error(desc)
 	}

@@ -11,17 +11,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
-	"github.com/kubox-dev/kubox/internal/controller/indexer"
-	"github.com/kubox-dev/kubox/internal/controller/manager"
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -103,30 +100,20 @@ func countingClient(log *writeLog) client.NewClientFunc {
 // the claim's critical path; the test logs them.
 func TestWarmClaimCostsTwoWrites(t *testing.T) {
 	ns := env.NewNamespace(t)
-	startKubelet(t, ns)
+	env.StartKubelet(t, ns)
 	log := &writeLog{}
-	env.StartManager(t, ns, func(mgr ctrl.Manager) error {
-		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
-			return err
-		}
-		cfg := &configv1alpha1.ControllerConfiguration{}
-		configv1alpha1.SetDefaults(cfg)
-		return manager.SetupReconcilers(mgr, cfg, controller.Options{SkipNameValidation: ptr.To(true)})
-	}, func(o *ctrl.Options) {
-		c := manager.CacheOptions()
-		c.DefaultNamespaces = o.Cache.DefaultNamespaces
-		o.Cache = c
-		o.NewClient = countingClient(log)
-	})
-	create(t, makeTemplate("python", ns).Obj())
-	create(t, makePool("pool", ns, "python", 1).Obj())
+	env.StartKubox(t, ns, nil, func(o *ctrl.Options) { o.NewClient = countingClient(log) })
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
 	waitForPoolReady(t, ns, "pool", 1)
 	time.Sleep(quiet) // let the pool and its member settle, then start counting
 	log.take()
 
-	create(t, makeClaim("c1", ns, "pool").Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
 	claim := waitReady(t, ns, "c1")
-	framework.Consistently(t, quiet, func() (bool, string) { return hasReady("True", "")(getClaim(t, ns, "c1")), "claim lost Ready" })
+	framework.Consistently(t, quiet, func() (bool, string) {
+		return hasReady("True", "")(framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")), "claim lost Ready"
+	})
 	writes := log.take()
 
 	var byClaimController, others []string

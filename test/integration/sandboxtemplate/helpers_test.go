@@ -10,14 +10,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -34,30 +30,6 @@ func startController(t *testing.T, configure func(*configv1alpha1.ControllerConf
 	return ns
 }
 
-// templateWrapper is internal/testutil's SandboxTemplate builder.
-type templateWrapper = testutil.TemplateWrapper
-
-// makeTemplate starts a SandboxTemplate whose blueprint is testutil.MakeSandbox's.
-func makeTemplate(name, ns string) *templateWrapper { return testutil.MakeTemplate(name, ns) }
-
-func create(t *testing.T, obj client.Object) { env.Create(t, obj) }
-
-// update changes the stored object named like obj with mutate, retrying on conflicts (the
-// controller writes it too), and leaves the result in obj.
-func update[T client.Object](t *testing.T, obj T, mutate func(T)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return env.Client.Update(t.Context(), obj)
-	})
-	if err != nil {
-		t.Fatalf("Updating %T %s: %v", obj, obj.GetName(), err)
-	}
-}
-
 func template(ns, name string) *extv1beta1.SandboxTemplate {
 	return &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
@@ -67,36 +39,16 @@ func policyOf(ns, template string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: extv1beta1.NetworkPolicyName(template)}}
 }
 
-// get reads obj's current state; it reports false when the object is gone.
-func get(t *testing.T, obj client.Object) (bool, error) { return env.Get(t, obj) }
-
-// waitForObject waits until the object named like obj exists and ok (if any) accepts it.
-func waitForObject[T client.Object](t *testing.T, obj T, ok func(T) (bool, string)) T {
-	return framework.WaitForObject(t, env, obj, ok)
-}
-
-// waitGone waits until the object named like obj no longer exists.
-func waitGone(t *testing.T, obj client.Object) {
-	t.Helper()
-	framework.Eventually(t, func() (bool, string) {
-		found, err := get(t, obj)
-		if err != nil {
-			return false, err.Error()
-		}
-		return !found, fmt.Sprintf("%T %s still exists", obj, obj.GetName())
-	})
-}
-
 // waitForPolicy waits until the template's NetworkPolicy exists, is controlled by the template
 // (whose current UID it reads) and has spec want and the template's label, and returns it.
 func waitForPolicy(t *testing.T, ns, tplName string, want networkingv1.NetworkPolicySpec) *networkingv1.NetworkPolicy {
 	t.Helper()
 	tpl := template(ns, tplName)
-	return waitForObject(t, policyOf(ns, tplName), func(np *networkingv1.NetworkPolicy) (bool, string) {
-		if found, err := get(t, tpl); !found || err != nil {
+	return framework.WaitForObject(t, env, policyOf(ns, tplName), func(np *networkingv1.NetworkPolicy) (bool, string) {
+		if found, err := env.Get(t, tpl); !found || err != nil {
 			return false, fmt.Sprintf("SandboxTemplate %s not readable (found %v, err %v)", tplName, found, err)
 		}
-		if ok, msg := isControlledBy(np, tpl); !ok {
+		if ok, msg := env.IsControlledBy(np, tpl); !ok {
 			return false, msg
 		}
 		if got := np.Labels[sandboxv1beta1.SandboxTemplateRefHashLabel]; got != sandboxv1beta1.NameHash(tplName) {
@@ -107,23 +59,6 @@ func waitForPolicy(t *testing.T, ns, tplName string, want networkingv1.NetworkPo
 		}
 		return true, ""
 	})
-}
-
-// isControlledBy reports whether tpl is obj's controller, with the reference a garbage collector
-// follows: kind SandboxTemplate, controller and blockOwnerDeletion set.
-func isControlledBy(obj metav1.Object, tpl *extv1beta1.SandboxTemplate) (bool, string) {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil {
-		return false, fmt.Sprintf("%s has no controller (owner references %v)", obj.GetName(), obj.GetOwnerReferences())
-	}
-	ok := ref.UID == tpl.UID && ref.Kind == "SandboxTemplate" && ref.APIVersion == extv1beta1.GroupVersion.String() &&
-		ref.Name == tpl.Name && ptr.Deref(ref.BlockOwnerDeletion, false)
-	return ok, fmt.Sprintf("%s has controller reference %+v; want SandboxTemplate %s (uid %s)", obj.GetName(), *ref, tpl.Name, tpl.UID)
-}
-
-// waitForEvent waits for an event of type and reason about the SandboxTemplate whose note contains noteSubstr.
-func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) {
-	env.WaitForEvent(t, ns, "SandboxTemplate", name, eventType, reason, noteSubstr)
 }
 
 // The expected policies, written out from API.md rather than taken from the controller.

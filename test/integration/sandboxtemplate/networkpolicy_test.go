@@ -13,6 +13,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxtemplate"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -21,13 +22,13 @@ import (
 func TestSecureDefault(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	create(t, makeTemplate("python", ns).Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Obj())
 
 	np := waitForPolicy(t, ns, "python", secureDefault("python", defaultRouter, defaultDNS))
 	if len(np.OwnerReferences) != 1 {
 		t.Errorf("NetworkPolicy owner references %v; want only the template", np.OwnerReferences)
 	}
-	waitForEvent(t, ns, "python", corev1.EventTypeNormal, sandboxtemplate.EventNetworkPolicyCreated, np.Name)
+	env.WaitForEvent(t, ns, "SandboxTemplate", "python", corev1.EventTypeNormal, sandboxtemplate.EventNetworkPolicyCreated, np.Name)
 }
 
 // TestRouterFromConfiguration: the router and cluster DNS peers of the secure default come from
@@ -39,7 +40,7 @@ func TestRouterFromConfiguration(t *testing.T) {
 	ns := startController(t, func(cfg *configv1alpha1.ControllerConfiguration) {
 		cfg.NetworkPolicy.Router, cfg.NetworkPolicy.ClusterDNS = router, dns
 	})
-	create(t, makeTemplate("python", ns).Obj())
+	env.Create(t, testutil.MakeTemplate("python", ns).Obj())
 	waitForPolicy(t, ns, "python", secureDefault("python", router, dns))
 }
 
@@ -60,22 +61,22 @@ func TestUserRules(t *testing.T) {
 		From:  ingress[0].From,
 		Ports: []networkingv1.NetworkPolicyPort{{Protocol: protocol(corev1.ProtocolTCP), Port: port(8080)}},
 	}}
-	create(t, makeTemplate("custom", ns).Rules(ingress, egress).Obj())
+	env.Create(t, testutil.MakeTemplate("custom", ns).Rules(ingress, egress).Obj())
 
 	t.Log("Rules: the policy holds them, with the controller's selector and policy types")
 	waitForPolicy(t, ns, "custom", policySpec("custom", storedIngress, egress))
 
 	t.Log("Egress emptied: egress denied")
 	tpl := template(ns, "custom")
-	update(t, tpl, func(tpl *extv1beta1.SandboxTemplate) { tpl.Spec.NetworkPolicy.Egress = nil })
+	framework.Update(t, env, tpl, func(tpl *extv1beta1.SandboxTemplate) { tpl.Spec.NetworkPolicy.Egress = nil })
 	waitForPolicy(t, ns, "custom", policySpec("custom", storedIngress, nil))
 
 	t.Log("Both lists empty: everything denied")
-	update(t, tpl, func(tpl *extv1beta1.SandboxTemplate) { tpl.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{} })
+	framework.Update(t, env, tpl, func(tpl *extv1beta1.SandboxTemplate) { tpl.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{} })
 	waitForPolicy(t, ns, "custom", policySpec("custom", nil, nil))
 
 	t.Log("Rules removed: the secure default")
-	update(t, tpl, func(tpl *extv1beta1.SandboxTemplate) { tpl.Spec.NetworkPolicy = nil })
+	framework.Update(t, env, tpl, func(tpl *extv1beta1.SandboxTemplate) { tpl.Spec.NetworkPolicy = nil })
 	waitForPolicy(t, ns, "custom", secureDefault("custom", defaultRouter, defaultDNS))
 }
 
@@ -84,20 +85,20 @@ func TestUserRules(t *testing.T) {
 func TestUnmanaged(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	create(t, makeTemplate("managed", ns).Obj())
-	create(t, makeTemplate("never", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakeTemplate("managed", ns).Obj())
+	env.Create(t, testutil.MakeTemplate("never", ns).Unmanaged().Obj())
 	np := waitForPolicy(t, ns, "managed", secureDefault("managed", defaultRouter, defaultDNS))
 
 	t.Log("Unmanaged: the policy is deleted")
 	tpl := template(ns, "managed")
-	update(t, tpl, func(tpl *extv1beta1.SandboxTemplate) {
+	framework.Update(t, env, tpl, func(tpl *extv1beta1.SandboxTemplate) {
 		tpl.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementUnmanaged
 	})
-	waitGone(t, policyOf(ns, "managed"))
-	waitForEvent(t, ns, "managed", corev1.EventTypeNormal, sandboxtemplate.EventNetworkPolicyDeleted, np.Name)
+	env.WaitGone(t, policyOf(ns, "managed"))
+	env.WaitForEvent(t, ns, "SandboxTemplate", "managed", corev1.EventTypeNormal, sandboxtemplate.EventNetworkPolicyDeleted, np.Name)
 
 	t.Log("Managed again: a new policy")
-	update(t, tpl, func(tpl *extv1beta1.SandboxTemplate) {
+	framework.Update(t, env, tpl, func(tpl *extv1beta1.SandboxTemplate) {
 		tpl.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementManaged
 	})
 	if again := waitForPolicy(t, ns, "managed", secureDefault("managed", defaultRouter, defaultDNS)); again.UID == np.UID {
@@ -107,7 +108,7 @@ func TestUnmanaged(t *testing.T) {
 	// The "managed" template was reconciled after "never" was created, with one worker, but
 	// that says nothing about order: watch for a while.
 	framework.Consistently(t, quiet, func() (bool, string) {
-		found, err := get(t, policyOf(ns, "never"))
+		found, err := env.Get(t, policyOf(ns, "never"))
 		return !found && err == nil, fmt.Sprintf("NetworkPolicy of the Unmanaged template: found %v, err %v", found, err)
 	})
 }
@@ -127,7 +128,7 @@ func TestForeignPolicyNeverTouched(t *testing.T) {
 		// Labelled like the template's, controlled by something else: in the cache.
 		"labelled, controlled by another object": func(t *testing.T, ns string) *networkingv1.NetworkPolicy {
 			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
-			create(t, owner)
+			env.Create(t, owner)
 			np := policyOf(ns, "tpl")
 			np.Labels = map[string]string{sandboxv1beta1.SandboxTemplateRefHashLabel: sandboxv1beta1.NameHash("tpl")}
 			np.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, corev1.SchemeGroupVersion.WithKind("ConfigMap"))}
@@ -140,23 +141,23 @@ func TestForeignPolicyNeverTouched(t *testing.T) {
 			t.Parallel()
 			ns := startController(t, nil)
 			np := foreign(t, ns)
-			create(t, np)
+			env.Create(t, np)
 			want := np.DeepCopy()
 			untouched := func() (bool, string) {
 				got := policyOf(ns, "tpl")
-				if found, err := get(t, got); !found || err != nil {
+				if found, err := env.Get(t, got); !found || err != nil {
 					return false, fmt.Sprintf("the foreign NetworkPolicy is gone (found %v, err %v)", found, err)
 				}
 				return got.ResourceVersion == want.ResourceVersion && got.UID == want.UID,
 					fmt.Sprintf("the foreign NetworkPolicy changed: %s", cmp.Diff(want, got))
 			}
 
-			create(t, makeTemplate("tpl", ns).Obj())
-			waitForEvent(t, ns, "tpl", corev1.EventTypeWarning, sandboxtemplate.EventNetworkPolicyConflict,
+			env.Create(t, testutil.MakeTemplate("tpl", ns).Obj())
+			env.WaitForEvent(t, ns, "SandboxTemplate", "tpl", corev1.EventTypeWarning, sandboxtemplate.EventNetworkPolicyConflict,
 				fmt.Sprintf("NetworkPolicy %s already exists", np.Name))
 			framework.Consistently(t, quiet, untouched)
 
-			update(t, template(ns, "tpl"), func(tpl *extv1beta1.SandboxTemplate) {
+			framework.Update(t, env, template(ns, "tpl"), func(tpl *extv1beta1.SandboxTemplate) {
 				tpl.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementUnmanaged
 			})
 			framework.Consistently(t, quiet, untouched)
@@ -169,12 +170,12 @@ func TestForeignPolicyNeverTouched(t *testing.T) {
 func TestDriftRepaired(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	create(t, makeTemplate("tpl", ns).Obj())
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Obj())
 	want := secureDefault("tpl", defaultRouter, defaultDNS)
 	np := waitForPolicy(t, ns, "tpl", want)
 
 	t.Log("Spec drift: an extra selector key (unconfining the sandboxes), an allow-all ingress rule, egress dropped")
-	update(t, np, func(np *networkingv1.NetworkPolicy) {
+	framework.Update(t, env, np, func(np *networkingv1.NetworkPolicy) {
 		np.Spec.PodSelector.MatchLabels["extra"] = "x"
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{})
 		np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
@@ -184,10 +185,10 @@ func TestDriftRepaired(t *testing.T) {
 	if repaired.UID != np.UID {
 		t.Errorf("NetworkPolicy was replaced (uid %s, was %s); want it patched", repaired.UID, np.UID)
 	}
-	waitForEvent(t, ns, "tpl", corev1.EventTypeNormal, sandboxtemplate.EventNetworkPolicyRepaired, np.Name)
+	env.WaitForEvent(t, ns, "SandboxTemplate", "tpl", corev1.EventTypeNormal, sandboxtemplate.EventNetworkPolicyRepaired, np.Name)
 
 	t.Log("Label removed and spec changed: the policy leaves the cache and is still repaired")
-	update(t, np, func(np *networkingv1.NetworkPolicy) {
+	framework.Update(t, env, np, func(np *networkingv1.NetworkPolicy) {
 		delete(np.Labels, sandboxv1beta1.SandboxTemplateRefHashLabel)
 		np.Labels["other"] = "kept"
 		np.Spec.Ingress = nil
@@ -204,30 +205,30 @@ func TestDriftRepaired(t *testing.T) {
 func TestTemplateDeletion(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	create(t, makeTemplate("tpl", ns).Obj())
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Obj())
 	old := template(ns, "tpl")
-	waitForObject(t, old, nil)
+	framework.WaitForObject(t, env, old, nil)
 	np := waitForPolicy(t, ns, "tpl", secureDefault("tpl", defaultRouter, defaultDNS))
 
 	if err := env.Client.Delete(t.Context(), old); err != nil {
 		t.Fatalf("Deleting SandboxTemplate tpl: %v", err)
 	}
-	waitGone(t, template(ns, "tpl"))
+	env.WaitGone(t, template(ns, "tpl"))
 	// No garbage collector here: the reference it would follow must still be there.
 	framework.Consistently(t, quiet, func() (bool, string) {
 		got := policyOf(ns, "tpl")
-		if found, err := get(t, got); !found || err != nil {
+		if found, err := env.Get(t, got); !found || err != nil {
 			return false, fmt.Sprintf("NetworkPolicy found %v, err %v", found, err)
 		}
-		ok, msg := isControlledBy(got, old)
+		ok, msg := env.IsControlledBy(got, old)
 		return ok && got.ResourceVersion == np.ResourceVersion, msg
 	})
 
 	t.Log("Recreated before garbage collection: the old policy is reported, not taken over")
-	create(t, makeTemplate("tpl", ns).Obj())
-	waitForEvent(t, ns, "tpl", corev1.EventTypeWarning, sandboxtemplate.EventNetworkPolicyConflict, string(old.UID))
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Obj())
+	env.WaitForEvent(t, ns, "SandboxTemplate", "tpl", corev1.EventTypeWarning, sandboxtemplate.EventNetworkPolicyConflict, string(old.UID))
 	got := policyOf(ns, "tpl")
-	if found, err := get(t, got); !found || err != nil || got.ResourceVersion != np.ResourceVersion {
+	if found, err := env.Get(t, got); !found || err != nil || got.ResourceVersion != np.ResourceVersion {
 		t.Fatalf("The old template's NetworkPolicy changed or went: found %v, err %v, resourceVersion %s (was %s)",
 			found, err, got.ResourceVersion, np.ResourceVersion)
 	}
@@ -246,19 +247,19 @@ func TestTemplateDeletion(t *testing.T) {
 func TestTemplateLabel(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	create(t, makeTemplate("python-3", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakeTemplate("python-3", ns).Unmanaged().Obj())
 	hash := sandboxv1beta1.NameHash("python-3")
 	labelled := func(tpl *extv1beta1.SandboxTemplate) (bool, string) {
 		return tpl.Labels[sandboxv1beta1.SandboxTemplateRefHashLabel] == hash,
 			fmt.Sprintf("labels %v; want %s=%s", tpl.Labels, sandboxv1beta1.SandboxTemplateRefHashLabel, hash)
 	}
-	tpl := waitForObject(t, template(ns, "python-3"), labelled)
+	tpl := framework.WaitForObject(t, env, template(ns, "python-3"), labelled)
 
-	update(t, tpl, func(tpl *extv1beta1.SandboxTemplate) {
+	framework.Update(t, env, tpl, func(tpl *extv1beta1.SandboxTemplate) {
 		delete(tpl.Labels, sandboxv1beta1.SandboxTemplateRefHashLabel)
 		tpl.Labels["team"] = "ml"
 	})
-	tpl = waitForObject(t, template(ns, "python-3"), labelled)
+	tpl = framework.WaitForObject(t, env, template(ns, "python-3"), labelled)
 	if tpl.Labels["team"] != "ml" {
 		t.Errorf("Template labels %v; want the user's team=ml kept", tpl.Labels)
 	}

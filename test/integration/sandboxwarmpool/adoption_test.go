@@ -22,7 +22,7 @@ func TestOrphansAreAdopted(t *testing.T) {
 	// pool created while its informer has not yet delivered an orphan fills itself with new
 	// members instead, and later replaces the stale orphan).
 	ns := env.NewNamespace(t)
-	create(t, makeTemplate("tpl", ns).Obj())
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
 	poolLabel := sandboxv1beta1.NameHash("pool")
 	orphan := testutil.MakeSandbox("orphan", ns).Label(sandboxv1beta1.WarmPoolSandboxLabel, poolLabel).Obj()
 	foreign := testutil.MakeSandbox("foreign", ns).Label(sandboxv1beta1.WarmPoolSandboxLabel, poolLabel).Obj()
@@ -30,12 +30,12 @@ func TestOrphansAreAdopted(t *testing.T) {
 	claimed := testutil.MakeSandbox("claimed", ns).Label(sandboxv1beta1.WarmPoolSandboxLabel, poolLabel).
 		Label(sandboxv1beta1.ClaimUIDLabel, "claim-uid").Obj()
 	for _, sb := range []*sandboxv1beta1.Sandbox{orphan, foreign, claimed} {
-		create(t, sb)
+		env.Create(t, sb)
 	}
-	startControllerIn(t, ns, nil)
-	startKubelet(t, ns)
+	env.StartKubox(t, ns, nil)
+	env.StartKubelet(t, ns)
 
-	create(t, makePool("pool", ns, "tpl").Replicas(2).Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
 	pool := waitForPool(t, ns, "pool", poolState{Replicas: 2, Ready: 2, Updated: 1,
 		ReadyReason: "ReplicasReady", ProgressReason: "ReplicasUpToDate"})
 	// The orphan has no template hash label: it is stale, but OnReplenish keeps it.
@@ -44,13 +44,13 @@ func TestOrphansAreAdopted(t *testing.T) {
 		t.Errorf("Members %v; want the orphan and one new member", []string{ms[0].Name, ms[1].Name})
 	}
 	sb := &sandboxv1beta1.Sandbox{}
-	if err := env.Client.Get(t.Context(), key(ns, "orphan"), sb); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "orphan"}, sb); err != nil {
 		t.Fatalf("Reading the orphan: %v", err)
 	}
 	if ref := metav1.GetControllerOf(sb); ref == nil || ref.UID != pool.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
 		t.Errorf("Orphan owner references %v; want the pool as controller", sb.OwnerReferences)
 	}
-	waitForEvent(t, ns, "pool", "Normal", "Adopted", "orphan")
+	env.WaitForEvent(t, ns, "SandboxWarmPool", "pool", "Normal", "Adopted", "orphan")
 
 	framework.Consistently(t, quiet, func() (bool, string) {
 		for _, want := range []*sandboxv1beta1.Sandbox{foreign, claimed} {

@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -20,9 +22,9 @@ import (
 func TestBoundMemberLeavesThePool(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	startKubelet(t, ns)
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(2).Obj())
+	env.StartKubelet(t, ns)
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
 	pool := waitForPool(t, ns, "pool", full(2))
 	before := members(t, ns, pool)
 
@@ -59,9 +61,9 @@ func TestBurstOfBindingsDoesNotOverCreate(t *testing.T) {
 	t.Parallel()
 	const replicas, bursts, perBurst = 10, 3, 8
 	ns := startController(t, nil, slowSandboxWatches(300*time.Millisecond))
-	startKubelet(t, ns)
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(replicas).Obj())
+	env.StartKubelet(t, ns)
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(replicas).Obj())
 	pool := waitForPool(t, ns, "pool", full(replicas))
 
 	w := watchSandboxes(t, ns)
@@ -113,9 +115,9 @@ func TestBurstOfBindingsDoesNotOverCreate(t *testing.T) {
 func TestPoolDeletionLeavesBoundSandboxes(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	startKubelet(t, ns)
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(3).Obj())
+	env.StartKubelet(t, ns)
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(3).Obj())
 	pool := waitForPool(t, ns, "pool", full(3))
 	bound := bindFresh(t, members(t, ns, pool)[0])
 	pool = waitForPool(t, ns, "pool", full(3))
@@ -127,7 +129,7 @@ func TestPoolDeletionLeavesBoundSandboxes(t *testing.T) {
 		t.Fatalf("Deleting the pool: %v", err)
 	}
 	framework.Eventually(t, func() (bool, string) {
-		p := getPool(t, ns, "pool")
+		p := framework.Read[extv1beta1.SandboxWarmPool](t, env, ns, "pool")
 		return p.DeletionTimestamp != nil, "the pool is not being deleted yet"
 	})
 	for _, sb := range unbound {

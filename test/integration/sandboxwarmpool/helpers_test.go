@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,15 +33,8 @@ const quiet = 2 * time.Second
 func startController(t *testing.T, configure func(*configv1alpha1.ControllerConfiguration), opts ...framework.ManagerOption) string {
 	t.Helper()
 	ns := env.NewNamespace(t)
-	startControllerIn(t, ns, configure, opts...)
-	return ns
-}
-
-// startControllerIn starts the controllers on an existing namespace, so a test can create objects
-// that the controllers' caches hold from their first list.
-func startControllerIn(t *testing.T, ns string, configure func(*configv1alpha1.ControllerConfiguration), opts ...framework.ManagerOption) {
-	t.Helper()
 	env.StartKubox(t, ns, configure, opts...)
+	return ns
 }
 
 // gracePeriod sets the readiness grace period and the unschedulable recheck interval.
@@ -52,34 +42,6 @@ func gracePeriod(grace, recheck time.Duration) func(*configv1alpha1.ControllerCo
 	return func(cfg *configv1alpha1.ControllerConfiguration) {
 		cfg.Controllers.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: grace}
 		cfg.Controllers.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: recheck}
-	}
-}
-
-func create(t *testing.T, obj client.Object) { env.Create(t, obj) }
-
-func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-
-func getPool(t *testing.T, ns, name string) *extv1beta1.SandboxWarmPool {
-	t.Helper()
-	pool := &extv1beta1.SandboxWarmPool{}
-	if err := env.Client.Get(t.Context(), key(ns, name), pool); err != nil {
-		t.Fatalf("Reading SandboxWarmPool %s: %v", name, err)
-	}
-	return pool
-}
-
-// update changes the stored object named like obj with mutate, retrying on conflicts.
-func update[T client.Object](t *testing.T, obj T, mutate func(T)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return env.Client.Update(t.Context(), obj)
-	})
-	if err != nil {
-		t.Fatalf("Updating %T %s: %v", obj, obj.GetName(), err)
 	}
 }
 
@@ -159,7 +121,7 @@ func waitForPool(t *testing.T, ns, name string, want poolState) *extv1beta1.Sand
 	var pool *extv1beta1.SandboxWarmPool
 	framework.Eventually(t, func() (bool, string) {
 		pool = &extv1beta1.SandboxWarmPool{}
-		if err := env.Client.Get(t.Context(), key(ns, name), pool); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, pool); err != nil {
 			return false, err.Error()
 		}
 		got := stateOf(pool)
@@ -225,147 +187,6 @@ func bindFresh(t *testing.T, sb sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox 
 		t.Fatalf("Binding Sandbox %s: %v", sb.Name, err)
 	}
 	return cur
-}
-
-// waitForEvent waits for an event of type and reason about the pool whose note contains noteSubstr.
-func waitForEvent(t *testing.T, ns, name, eventType, reason, noteSubstr string) eventsv1.Event {
-	return env.WaitForEvent(t, ns, "SandboxWarmPool", name, eventType, reason, noteSubstr)
-}
-
-// fate is what the test's kubelet does with a Pod.
-type fate int
-
-const (
-	// runReady makes the Pod Running and Ready with an IP.
-	runReady fate = iota
-	// leavePending leaves the Pod Pending, as a kubelet still pulling its image would.
-	leavePending
-	// unschedulable marks the Pod PodScheduled=False/Unschedulable, as the scheduler does when no
-	// node fits.
-	unschedulable
-)
-
-// unschedulableMessage is the scheduler's message for unschedulable Pods.
-const unschedulableMessage = "0/3 nodes are available: 3 Insufficient cpu."
-
-// kubelet plays the scheduler and kubelet for every Pod in a namespace, by writing Pod status:
-// each Pod meets the fate the test's function decides.
-type kubelet struct {
-	mu     sync.Mutex
-	fateOf func(*corev1.Pod) fate
-	nextIP int
-}
-
-// startKubelet starts playing the kubelet in ns until the test ends; every Pod runs Ready until
-// setFate says otherwise.
-func startKubelet(t *testing.T, ns string) *kubelet {
-	t.Helper()
-	k := &kubelet{fateOf: func(*corev1.Pod) fate { return runReady }}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			k.pass(ctx, t, ns)
-			select {
-			case <-ctx.Done():
-			case <-time.After(framework.PollInterval):
-			}
-		}
-	})
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-	return k
-}
-
-// setFate changes what happens to Pods from now on (Pods already Ready stay Ready).
-func (k *kubelet) setFate(f func(*corev1.Pod) fate) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.fateOf = f
-}
-
-// imageFate runs Pods whose first container has image as fated, and every other Pod Ready.
-func imageFate(image string, f fate) func(*corev1.Pod) fate {
-	return func(pod *corev1.Pod) fate {
-		if pod.Spec.Containers[0].Image == image {
-			return f
-		}
-		return runReady
-	}
-}
-
-func (k *kubelet) pass(ctx context.Context, t *testing.T, ns string) {
-	pods := &corev1.PodList{}
-	if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
-		if ctx.Err() == nil {
-			t.Errorf("Kubelet: listing Pods: %v", err)
-		}
-		return
-	}
-	k.mu.Lock()
-	fateOf := k.fateOf
-	k.mu.Unlock()
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if pod.DeletionTimestamp != nil || podReady(pod) {
-			continue
-		}
-		st := pod.Status.DeepCopy()
-		switch fateOf(pod) {
-		case runReady:
-			k.mu.Lock()
-			k.nextIP++
-			ip := fmt.Sprintf("10.1.%d.%d", k.nextIP/250, k.nextIP%250+1)
-			k.mu.Unlock()
-			st.Phase = corev1.PodRunning
-			setPodCondition(st, corev1.PodScheduled, corev1.ConditionTrue, "", "")
-			setPodCondition(st, corev1.ContainersReady, corev1.ConditionTrue, "", "")
-			setPodCondition(st, corev1.PodReady, corev1.ConditionTrue, "", "")
-			st.PodIP, st.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-		case unschedulable:
-			setPodCondition(st, corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable, unschedulableMessage)
-		case leavePending:
-		}
-		if equalStatus(&pod.Status, st) {
-			continue
-		}
-		pod.Status = *st
-		if err := env.Client.Status().Update(ctx, pod); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-			t.Errorf("Kubelet: updating the status of Pod %s: %v", pod.Name, err)
-		}
-	}
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func setPodCondition(st *corev1.PodStatus, typ corev1.PodConditionType, status corev1.ConditionStatus, reason, msg string) {
-	c := corev1.PodCondition{Type: typ, Status: status, Reason: reason, Message: msg}
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == typ {
-			if st.Conditions[i].Status == status && st.Conditions[i].Reason == reason {
-				return
-			}
-			st.Conditions[i] = c
-			return
-		}
-	}
-	st.Conditions = append(st.Conditions, c)
-}
-
-func equalStatus(a, b *corev1.PodStatus) bool {
-	return a.Phase == b.Phase && a.PodIP == b.PodIP && slices.EqualFunc(a.Conditions, b.Conditions,
-		func(x, y corev1.PodCondition) bool {
-			return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason
-		})
 }
 
 // sandboxWatch follows every change to the Sandboxes of a namespace, in the API server's order,

@@ -10,6 +10,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -18,26 +19,26 @@ import (
 func TestNotReadyMemberIsReplaced(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, gracePeriod(2*time.Second, time.Minute))
-	k := startKubelet(t, ns)
-	k.setFate(func(*corev1.Pod) fate { return leavePending })
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(1).Obj())
+	k := env.StartKubelet(t, ns)
+	k.SetFate(func(*corev1.Pod) framework.Fate { return framework.LeavePending })
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(1).Obj())
 	pool := waitForPool(t, ns, "pool", poolState{Replicas: 1, Updated: 1,
 		ReadyReason: extv1beta1.WarmPoolReasonReplicasNotReady, ProgressReason: extv1beta1.WarmPoolReasonReplicasUpdating})
 	stuck := members(t, ns, pool)[0]
 
 	// From now on Pods start, but the stuck one stays Pending: only its replacement gets Ready.
-	k.setFate(func(pod *corev1.Pod) fate {
+	k.SetFate(func(pod *corev1.Pod) framework.Fate {
 		if pod.Name == stuck.Name {
-			return leavePending
+			return framework.LeavePending
 		}
-		return runReady
+		return framework.RunReady
 	})
 	pool = waitForPool(t, ns, "pool", full(1))
 	if ms := members(t, ns, pool); slices.Contains(uids(ms), stuck.UID) {
 		t.Errorf("The stuck member %s is still in the pool", stuck.Name)
 	}
-	waitForEvent(t, ns, "pool", corev1.EventTypeNormal, "ReplacedNotReadyMembers", stuck.Name)
+	env.WaitForEvent(t, ns, "SandboxWarmPool", "pool", corev1.EventTypeNormal, "ReplacedNotReadyMembers", stuck.Name)
 	replacement := members(t, ns, pool)
 	framework.Consistently(t, quiet, func() (bool, string) {
 		got := uids(members(t, ns, pool))
@@ -52,10 +53,10 @@ func TestUnschedulableMembersAreHeld(t *testing.T) {
 	t.Parallel()
 	const grace = 2 * time.Second
 	ns := startController(t, gracePeriod(grace, time.Second))
-	k := startKubelet(t, ns)
-	k.setFate(func(*corev1.Pod) fate { return unschedulable })
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(2).Obj())
+	k := env.StartKubelet(t, ns)
+	k.SetFate(func(*corev1.Pod) framework.Fate { return framework.Unschedulable })
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
 
 	held := poolState{Replicas: 2, Updated: 2, ReadyReason: extv1beta1.WarmPoolReasonMembersUnschedulable,
 		ProgressReason: extv1beta1.WarmPoolReasonReplicasUpdating}
@@ -63,7 +64,7 @@ func TestUnschedulableMembersAreHeld(t *testing.T) {
 	var pool *extv1beta1.SandboxWarmPool
 	var ms []sandboxv1beta1.Sandbox
 	framework.Eventually(t, func() (bool, string) {
-		pool = getPool(t, ns, "pool")
+		pool = framework.Read[extv1beta1.SandboxWarmPool](t, env, ns, "pool")
 		ms = members(t, ns, pool)
 		if len(ms) != 2 {
 			return false, fmt.Sprintf("%d members", len(ms))
@@ -71,11 +72,11 @@ func TestUnschedulableMembersAreHeld(t *testing.T) {
 		names := []string{ms[0].Name, ms[1].Name}
 		slices.Sort(names)
 		want := fmt.Sprintf("0 of 2 members are ready; 2 cannot be scheduled (%s, %s): %s; "+
-			"the pool keeps them, rather than replacing them, until the cluster can place them", names[0], names[1], unschedulableMessage)
+			"the pool keeps them, rather than replacing them, until the cluster can place them", names[0], names[1], framework.UnschedulableMessage)
 		c := condition(t, pool, extv1beta1.WarmPoolConditionReady)
 		return c.Message == want, fmt.Sprintf("Ready message %q; want %q", c.Message, want)
 	})
-	waitForEvent(t, ns, "pool", corev1.EventTypeWarning, "WarmPoolNotProgressing", unschedulableMessage)
+	env.WaitForEvent(t, ns, "SandboxWarmPool", "pool", corev1.EventTypeWarning, "WarmPoolNotProgressing", framework.UnschedulableMessage)
 
 	// Grace periods and rechecks pass: the same members stay.
 	framework.Consistently(t, 2*grace, func() (bool, string) {
@@ -83,10 +84,10 @@ func TestUnschedulableMembersAreHeld(t *testing.T) {
 		return slices.Equal(got, uids(ms)), fmt.Sprintf("members %v; want the held ones %v", got, uids(ms))
 	})
 
-	k.setFate(func(*corev1.Pod) fate { return runReady })
+	k.SetFate(func(*corev1.Pod) framework.Fate { return framework.RunReady })
 	pool = waitForPool(t, ns, "pool", full(2))
 	if got := uids(members(t, ns, pool)); !slices.Equal(got, uids(ms)) {
 		t.Errorf("Members %v after they were scheduled; want the held ones %v", got, uids(ms))
 	}
-	waitForEvent(t, ns, "pool", corev1.EventTypeNormal, "WarmPoolProgressing", "")
+	env.WaitForEvent(t, ns, "SandboxWarmPool", "pool", corev1.EventTypeNormal, "WarmPoolProgressing", "")
 }

@@ -16,6 +16,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -24,10 +25,10 @@ import (
 func TestPoolFillsToReplicas(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	startKubelet(t, ns)
-	tpl := makeTemplate("tpl", ns).PodLabel("app", "agent").Obj()
-	create(t, tpl)
-	create(t, makePool("pool", ns, "tpl").Replicas(3).Obj())
+	env.StartKubelet(t, ns)
+	tpl := testutil.MakeTemplate("tpl", ns).Unmanaged().PodLabel("app", "agent").Obj()
+	env.Create(t, tpl)
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(3).Obj())
 
 	pool := waitForPool(t, ns, "pool", full(3))
 	if got, want := pool.Status.Selector, "agents.x-k8s.io/warm-pool-sandbox=91dd7983"; got != want {
@@ -82,7 +83,7 @@ func TestPoolFillsToReplicas(t *testing.T) {
 			t.Errorf("Member %s has a shutdownTime: %v", sb.Name, sb.Spec.ShutdownTime)
 		}
 		pod := &corev1.Pod{}
-		if err := env.Client.Get(t.Context(), key(ns, sb.Name), pod); err != nil {
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: sb.Name}, pod); err != nil {
 			t.Fatalf("Reading the Pod of member %s: %v", sb.Name, err)
 		}
 		if pod.Labels["agents.x-k8s.io/warm-pool-sandbox"] != "91dd7983" {
@@ -104,9 +105,9 @@ func TestPoolFillsToReplicas(t *testing.T) {
 func TestScale(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	k := startKubelet(t, ns)
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(2).Obj())
+	k := env.StartKubelet(t, ns)
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
 	pool := waitForPool(t, ns, "pool", full(2))
 	oldest := members(t, ns, pool)
 	// Creation timestamps have a resolution of a second: let the next members be visibly newer.
@@ -115,8 +116,8 @@ func TestScale(t *testing.T) {
 	})
 
 	t.Log("Scale up to 4 through spec.replicas; the new members stay Pending")
-	k.setFate(func(*corev1.Pod) fate { return leavePending })
-	update(t, pool, func(p *extv1beta1.SandboxWarmPool) { p.Spec.Replicas = ptr.To(int32(4)) })
+	k.SetFate(func(*corev1.Pod) framework.Fate { return framework.LeavePending })
+	framework.Update(t, env, pool, func(p *extv1beta1.SandboxWarmPool) { p.Spec.Replicas = ptr.To(int32(4)) })
 	waitForPool(t, ns, "pool", poolState{Replicas: 4, Ready: 2, Updated: 4,
 		ReadyReason: extv1beta1.WarmPoolReasonReplicasNotReady, ProgressReason: extv1beta1.WarmPoolReasonReplicasUpdating})
 
@@ -134,12 +135,12 @@ func TestScale(t *testing.T) {
 	}
 	waitForPool(t, ns, "pool", poolState{Replicas: 3, Ready: 2, Updated: 3,
 		ReadyReason: extv1beta1.WarmPoolReasonReplicasNotReady, ProgressReason: extv1beta1.WarmPoolReasonReplicasUpdating})
-	if got := getPool(t, ns, "pool").Spec.Replicas; *got != 3 {
+	if got := framework.Read[extv1beta1.SandboxWarmPool](t, env, ns, "pool").Spec.Replicas; *got != 3 {
 		t.Errorf("spec.replicas = %d after scaling to 3", *got)
 	}
 
 	t.Log("The Pending member becomes Ready; scale down to 1: the newer Ready members go first")
-	k.setFate(func(*corev1.Pod) fate { return runReady })
+	k.SetFate(func(*corev1.Pod) framework.Fate { return framework.RunReady })
 	waitForPool(t, ns, "pool", full(3))
 	scale = &autoscalingv1.Scale{}
 	if err := env.Client.SubResource("scale").Get(t.Context(), pool, scale); err != nil {
@@ -156,14 +157,14 @@ func TestScale(t *testing.T) {
 	}
 
 	t.Log("Scale to 0")
-	update(t, pool, func(p *extv1beta1.SandboxWarmPool) { p.Spec.Replicas = ptr.To(int32(0)) })
+	framework.Update(t, env, pool, func(p *extv1beta1.SandboxWarmPool) { p.Spec.Replicas = ptr.To(int32(0)) })
 	waitForPool(t, ns, "pool", full(0))
 }
 
 func getTemplate(t *testing.T, ns, name string) *extv1beta1.SandboxTemplate {
 	t.Helper()
 	tpl := &extv1beta1.SandboxTemplate{}
-	if err := env.Client.Get(t.Context(), key(ns, name), tpl); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, tpl); err != nil {
 		t.Fatalf("Reading SandboxTemplate %s: %v", name, err)
 	}
 	return tpl

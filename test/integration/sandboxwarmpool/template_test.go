@@ -8,6 +8,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -17,8 +18,8 @@ import (
 func TestMissingTemplate(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	startKubelet(t, ns)
-	create(t, makePool("pool", ns, "later").Replicas(2).Obj())
+	env.StartKubelet(t, ns)
+	env.Create(t, testutil.MakePool("pool", ns, "later").Replicas(2).Obj())
 
 	notFound := poolState{ReadyReason: extv1beta1.WarmPoolReasonTemplateNotFound, ProgressReason: extv1beta1.WarmPoolReasonTemplateNotFound}
 	pool := waitForPool(t, ns, "pool", notFound)
@@ -42,7 +43,7 @@ func TestMissingTemplate(t *testing.T) {
 		return n == 0, fmt.Sprintf("%d Sandboxes exist without a template", n)
 	})
 
-	create(t, makeTemplate("later", ns).Obj())
+	env.Create(t, testutil.MakeTemplate("later", ns).Unmanaged().Obj())
 	waitForPool(t, ns, "pool", full(2))
 }
 
@@ -51,10 +52,10 @@ func TestMissingTemplate(t *testing.T) {
 func TestTemplateDeleted(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	startKubelet(t, ns)
-	tpl := makeTemplate("tpl", ns).Obj()
-	create(t, tpl)
-	create(t, makePool("pool", ns, "tpl").Replicas(2).Obj())
+	env.StartKubelet(t, ns)
+	tpl := testutil.MakeTemplate("tpl", ns).Unmanaged().Obj()
+	env.Create(t, tpl)
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
 	pool := waitForPool(t, ns, "pool", full(2))
 	before := members(t, ns, pool)
 

@@ -13,6 +13,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -22,7 +23,7 @@ const newImage = "registry.invalid/busybox:2"
 func changeImage(t *testing.T, ns, name, image string) string {
 	t.Helper()
 	tpl := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	update(t, tpl, func(tpl *extv1beta1.SandboxTemplate) { tpl.Spec.PodTemplate.Spec.Containers[0].Image = image })
+	framework.Update(t, env, tpl, func(tpl *extv1beta1.SandboxTemplate) { tpl.Spec.PodTemplate.Spec.Containers[0].Image = image })
 	bp := blueprint.FromTemplate(tpl)
 	return blueprint.Hash(&bp)
 }
@@ -56,9 +57,9 @@ func waitForRollout(t *testing.T, ns string, pool *extv1beta1.SandboxWarmPool, h
 func TestOnReplenish(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	startKubelet(t, ns)
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(2).Obj())
+	env.StartKubelet(t, ns)
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
 	pool := waitForPool(t, ns, "pool", full(2))
 	before := members(t, ns, pool)
 
@@ -88,14 +89,14 @@ func TestOnReplenish(t *testing.T) {
 func TestRecreate(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	startKubelet(t, ns)
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(3).Strategy(extv1beta1.WarmPoolUpdateStrategyRecreate).Obj())
+	env.StartKubelet(t, ns)
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(3).Strategy(extv1beta1.WarmPoolUpdateStrategyRecreate).Obj())
 	pool := waitForPool(t, ns, "pool", full(3))
 	before := members(t, ns, pool)
 
 	t.Log("Labels of the pod template and of the template change: no member is stale")
-	update(t, &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tpl"}}, func(tpl *extv1beta1.SandboxTemplate) {
+	framework.Update(t, env, &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tpl"}}, func(tpl *extv1beta1.SandboxTemplate) {
 		tpl.Labels = map[string]string{"team": "b"}
 		tpl.Spec.PodTemplate.Metadata.Labels = map[string]string{"app": "agent"}
 	})
@@ -114,7 +115,7 @@ func TestRecreate(t *testing.T) {
 				sb.Name, sb.Labels[sandboxv1beta1.SandboxTemplateHashLabel], image(&sb), hash, newImage)
 		}
 	}
-	waitForEvent(t, ns, "pool", corev1.EventTypeNormal, "DeletedStaleMembers", "updateStrategy Recreate")
+	env.WaitForEvent(t, ns, "SandboxWarmPool", "pool", corev1.EventTypeNormal, "DeletedStaleMembers", "updateStrategy Recreate")
 }
 
 // TestRollingUpdate changes the template of a RollingUpdate pool and checks, after every change
@@ -134,9 +135,9 @@ func TestRollingUpdate(t *testing.T) {
 			t.Parallel()
 			const replicas = 5
 			ns := startController(t, nil)
-			startKubelet(t, ns)
-			create(t, makeTemplate("tpl", ns).Obj())
-			create(t, makePool("pool", ns, "tpl").Replicas(replicas).RollingUpdate(&tc.maxSurge, &tc.maxUnavailable).Obj())
+			env.StartKubelet(t, ns)
+			env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+			env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(replicas).RollingUpdate(&tc.maxSurge, &tc.maxUnavailable).Obj())
 			pool := waitForPool(t, ns, "pool", full(replicas))
 			before := members(t, ns, pool)
 
@@ -172,10 +173,10 @@ func TestRollingUpdate(t *testing.T) {
 func TestProgressDeadline(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
-	k := startKubelet(t, ns)
-	k.setFate(imageFate(newImage, leavePending))
-	create(t, makeTemplate("tpl", ns).Obj())
-	create(t, makePool("pool", ns, "tpl").Replicas(2).ProgressDeadlineSeconds(2).
+	k := env.StartKubelet(t, ns)
+	k.SetFate(framework.ImageFate(newImage, framework.LeavePending))
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).ProgressDeadlineSeconds(2).
 		RollingUpdate(ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))).Obj())
 	waitForPool(t, ns, "pool", full(2))
 
@@ -185,8 +186,8 @@ func TestProgressDeadline(t *testing.T) {
 	if c := condition(t, pool, extv1beta1.WarmPoolConditionProgressing); c.Status != metav1.ConditionFalse {
 		t.Errorf("Progressing condition %+v; want False", c)
 	}
-	waitForEvent(t, ns, "pool", corev1.EventTypeWarning, "ProgressDeadlineExceeded", "made no progress for 2s")
+	env.WaitForEvent(t, ns, "SandboxWarmPool", "pool", corev1.EventTypeWarning, "ProgressDeadlineExceeded", "made no progress for 2s")
 
-	k.setFate(func(*corev1.Pod) fate { return runReady })
+	k.SetFate(func(*corev1.Pod) framework.Fate { return framework.RunReady })
 	waitForPool(t, ns, "pool", full(2))
 }
