@@ -34,18 +34,7 @@ const (
 // v1beta1 version.
 func extServedVersion(t *testing.T, resource string) (*apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinitionVersion) {
 	t.Helper()
-	name := resource + "." + extv1beta1.GroupVersion.Group
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, crd); err != nil {
-		t.Fatalf("Reading CRD %s: %v", name, err)
-	}
-	for i := range crd.Spec.Versions {
-		if v := &crd.Spec.Versions[i]; v.Name == extv1beta1.GroupVersion.Version {
-			return crd, v
-		}
-	}
-	t.Fatalf("CRD %s has no version %s", name, extv1beta1.GroupVersion.Version)
-	return nil, nil
+	return servedVersion(t, resource, extv1beta1.GroupVersion)
 }
 
 // undescribed lists the fields under root that have no description, as dotted paths.

@@ -6,13 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,22 +21,28 @@ import (
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
-const sandboxCRD = "sandboxes.agents.x-k8s.io"
-
-// servedSchema returns the CRD as the API server has it and the schema of its v1beta1 version.
-func servedSchema(t *testing.T) (*apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinitionVersion) {
+// servedVersion returns the CRD of resource in gv's group as the API server has it, and its
+// version gv.Version.
+func servedVersion(t *testing.T, resource string, gv schema.GroupVersion) (*apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinitionVersion) {
 	t.Helper()
+	name := resource + "." + gv.Group
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: sandboxCRD}, crd); err != nil {
-		t.Fatalf("Reading CRD %s: %v", sandboxCRD, err)
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, crd); err != nil {
+		t.Fatalf("Reading CRD %s: %v", name, err)
 	}
 	for i := range crd.Spec.Versions {
-		if v := &crd.Spec.Versions[i]; v.Name == sandboxv1beta1.GroupVersion.Version {
+		if v := &crd.Spec.Versions[i]; v.Name == gv.Version {
 			return crd, v
 		}
 	}
-	t.Fatalf("CRD %s has no version %s", sandboxCRD, sandboxv1beta1.GroupVersion.Version)
+	t.Fatalf("CRD %s has no version %s", name, gv.Version)
 	return nil, nil
+}
+
+// servedSchema returns the Sandbox CRD as the API server has it and its v1beta1 version.
+func servedSchema(t *testing.T) (*apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinitionVersion) {
+	t.Helper()
+	return servedVersion(t, "sandboxes", sandboxv1beta1.GroupVersion)
 }
 
 // property returns the schema at a dotted path of property names; "[]" steps into list items.
@@ -93,30 +99,7 @@ func TestSandboxCRDDescriptions(t *testing.T) {
 	}
 
 	t.Run("every field", func(t *testing.T) {
-		var missing []string
-		var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
-		walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
-			if path != "" && path != "metadata" && strings.TrimSpace(s.Description) == "" {
-				missing = append(missing, path)
-			}
-			for name, p := range s.Properties {
-				walk(strings.TrimPrefix(path+"."+name, "."), &p)
-			}
-			if s.Items != nil && s.Items.Schema != nil {
-				// A list's items are described by the list itself.
-				items := *s.Items.Schema
-				items.Description = s.Description
-				walk(path+".[]", &items)
-			}
-			if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-				values := *s.AdditionalProperties.Schema
-				values.Description = s.Description
-				walk(path+".{}", &values)
-			}
-		}
-		walk("", root)
-		sort.Strings(missing)
-		if diff := cmp.Diff([]string(nil), missing); diff != "" {
+		if diff := cmp.Diff([]string(nil), undescribed(root)); diff != "" {
 			t.Errorf("Fields without a description (-want +got):\n%s", diff)
 		}
 	})

@@ -23,9 +23,7 @@ func TestBoundMemberLeavesThePool(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
 	env.StartKubelet(t, ns)
-	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
-	pool := waitForPool(t, ns, "pool", full(2))
+	pool := createFullPool(t, ns, testutil.MakePool("pool", ns, "tpl").Replicas(2))
 	before := members(t, ns, pool)
 
 	bound := bindFresh(t, before[0])
@@ -62,9 +60,7 @@ func TestBurstOfBindingsDoesNotOverCreate(t *testing.T) {
 	const replicas, bursts, perBurst = 10, 3, 8
 	ns := startController(t, nil, slowSandboxWatches(300*time.Millisecond))
 	env.StartKubelet(t, ns)
-	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(replicas).Obj())
-	pool := waitForPool(t, ns, "pool", full(replicas))
+	pool := createFullPool(t, ns, testutil.MakePool("pool", ns, "tpl").Replicas(replicas))
 
 	w := watchSandboxes(t, ns)
 	poolUID := pool.UID
@@ -116,9 +112,7 @@ func TestPoolDeletionLeavesBoundSandboxes(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
 	env.StartKubelet(t, ns)
-	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(3).Obj())
-	pool := waitForPool(t, ns, "pool", full(3))
+	pool := createFullPool(t, ns, testutil.MakePool("pool", ns, "tpl").Replicas(3))
 	bound := bindFresh(t, members(t, ns, pool)[0])
 	pool = waitForPool(t, ns, "pool", full(3))
 	unbound := members(t, ns, pool)

@@ -20,6 +20,7 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -43,6 +44,15 @@ func gracePeriod(grace, recheck time.Duration) func(*configv1alpha1.ControllerCo
 		cfg.Controllers.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: grace}
 		cfg.Controllers.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: recheck}
 	}
+}
+
+// createFullPool creates pool and, with its NetworkPolicy left unmanaged, the template it names,
+// and waits until the pool is full: its replicas members Ready and built from the template.
+func createFullPool(t *testing.T, ns string, pool *testutil.PoolWrapper) *extv1beta1.SandboxWarmPool {
+	t.Helper()
+	env.Create(t, testutil.MakeTemplate(pool.Spec.SandboxTemplateRef.Name, ns).Unmanaged().Obj())
+	env.Create(t, pool.Obj())
+	return waitForPool(t, ns, pool.Name, full(*pool.Spec.Replicas))
 }
 
 // members lists the Sandboxes pool controls that are not being deleted, oldest first.

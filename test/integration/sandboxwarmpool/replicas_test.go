@@ -106,9 +106,7 @@ func TestScale(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
 	k := env.StartKubelet(t, ns)
-	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
-	pool := waitForPool(t, ns, "pool", full(2))
+	pool := createFullPool(t, ns, testutil.MakePool("pool", ns, "tpl").Replicas(2))
 	oldest := members(t, ns, pool)
 	// Creation timestamps have a resolution of a second: let the next members be visibly newer.
 	framework.Eventually(t, func() (bool, string) {

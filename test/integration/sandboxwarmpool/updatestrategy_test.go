@@ -58,9 +58,7 @@ func TestOnReplenish(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
 	env.StartKubelet(t, ns)
-	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(2).Obj())
-	pool := waitForPool(t, ns, "pool", full(2))
+	pool := createFullPool(t, ns, testutil.MakePool("pool", ns, "tpl").Replicas(2))
 	before := members(t, ns, pool)
 
 	hash := changeImage(t, ns, "tpl", newImage)
@@ -90,9 +88,7 @@ func TestRecreate(t *testing.T) {
 	t.Parallel()
 	ns := startController(t, nil)
 	env.StartKubelet(t, ns)
-	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(3).Strategy(extv1beta1.WarmPoolUpdateStrategyRecreate).Obj())
-	pool := waitForPool(t, ns, "pool", full(3))
+	pool := createFullPool(t, ns, testutil.MakePool("pool", ns, "tpl").Replicas(3).Strategy(extv1beta1.WarmPoolUpdateStrategyRecreate))
 	before := members(t, ns, pool)
 
 	t.Log("Labels of the pod template and of the template change: no member is stale")
@@ -136,9 +132,7 @@ func TestRollingUpdate(t *testing.T) {
 			const replicas = 5
 			ns := startController(t, nil)
 			env.StartKubelet(t, ns)
-			env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
-			env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(replicas).RollingUpdate(&tc.maxSurge, &tc.maxUnavailable).Obj())
-			pool := waitForPool(t, ns, "pool", full(replicas))
+			pool := createFullPool(t, ns, testutil.MakePool("pool", ns, "tpl").Replicas(replicas).RollingUpdate(&tc.maxSurge, &tc.maxUnavailable))
 			before := members(t, ns, pool)
 
 			w := watchSandboxes(t, ns)
