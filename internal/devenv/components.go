@@ -46,10 +46,11 @@ const (
 	Containerd        = "containerd"
 	Kubelet           = "kubelet"
 	Controller        = "kubox-controller"
+	Router            = "kubox-router"
 )
 
 // StartOrder lists every component in the order `up` starts them; `down` stops them in reverse.
-var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, Kubelet, Controller}
+var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, Kubelet, Controller, Router}
 
 // Plan returns the command line of every component except kubox-controller, whose binary is
 // built from the checkout (see ControllerComponent).
@@ -74,6 +75,17 @@ func ControllerComponent(bin string, c Config, l Layout) Component {
 		"--leader-election-namespace=kube-system"}}
 }
 
+// RouterComponent runs kubox-router against the environment: clients on RouterURL, metrics and
+// probes on 127.0.0.1, the agent token key it shares with the controller. It dials sandboxes by
+// their pod IPs on the environment's bridge.
+func RouterComponent(bin string, c Config, l Layout) Component {
+	return Component{Router, []string{bin, "--kubeconfig=" + l.Kubeconfig,
+		fmt.Sprintf("--http-bind-address=127.0.0.1:%d", c.Ports.RouterHTTP),
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", c.Ports.RouterMetrics),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", c.Ports.RouterHealth),
+		"--agent-token-key-file=" + l.AgentTokenKey}}
+}
+
 func etcdArgs(c Config, l Layout, t Tools) []string {
 	client := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdClient)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdPeer)
@@ -92,7 +104,7 @@ func apiserverArgs(c Config, l Layout, t Tools) []string {
 		// 127.0.0.1 may not back the `kubernetes` Service endpoints (1.37 refuses loopback).
 		"--endpoint-reconciler-type=none",
 		"--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
-		"--client-ca-file=" + p("ca.crt"),
+		"--client-ca-file=" + p("ca.crt"), "--token-auth-file=" + l.TokenAuthFile,
 		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
 		"--kubelet-preferred-address-types=InternalIP",

@@ -1,6 +1,7 @@
 package devenv
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -40,6 +41,11 @@ type Ports struct {
 	// ControllerMetrics and ControllerHealth are kubox-controller's metrics and probe ports.
 	ControllerMetrics int
 	ControllerHealth  int
+	// RouterHTTP is kubox-router's listener (clients reach sandboxes there); RouterMetrics and
+	// RouterHealth its metrics and probe ports.
+	RouterHTTP    int
+	RouterMetrics int
+	RouterHealth  int
 }
 
 // DefaultConfig returns ports and names chosen not to collide with envtest (random ports), the
@@ -58,6 +64,7 @@ func DefaultConfig() Config {
 			ControllerManager: 16257, Scheduler: 16259,
 			Kubelet: 11250, KubeletHealthz: 11248,
 			ControllerMetrics: 16080, ControllerHealth: 16081,
+			RouterHTTP: 16090, RouterMetrics: 16091, RouterHealth: 16092,
 		},
 	}
 }
@@ -79,6 +86,9 @@ func cacheHome() string {
 	return filepath.Join(home, ".cache")
 }
 
+// RouterURL is where kubox-router serves clients.
+func (c Config) RouterURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.RouterHTTP) }
+
 // NodeIP is the bridge gateway address. The kubelet serves on it, so the API server reaches the
 // kubelet (exec, logs) on an address of the bridge kubox creates, never on a host interface.
 func (c Config) NodeIP() netip.Addr { return c.PodSubnet.Addr().Next() }
@@ -97,6 +107,10 @@ type Layout struct {
 	// ControllerConfig is kubox-controller's --config file; AgentTokenKey the key it derives
 	// sandboxes' agent tokens from (the router reads it too).
 	ControllerConfig, AgentTokenKey string
+	// AdminToken is the bearer token of the kubeconfig's admin user, and TokenAuthFile the API
+	// server's static token file that holds it: kubox-router authenticates callers by bearer token
+	// (TokenReview), which a client certificate alone cannot give it.
+	AdminToken, TokenAuthFile string
 }
 
 // NewLayout derives every path from the state directory.
@@ -110,6 +124,7 @@ func NewLayout(stateDir string) Layout {
 		CNIConfDir: j("cni", "net.d"), CNIIPAMDir: j("cni", "ipam"), RunscLogs: j("logs", "runsc") + "/",
 		Kubeconfig:       j("kubeconfig"),
 		ControllerConfig: j("etc", "kubox-controller.yaml"), AgentTokenKey: j("etc", "agent-token-key"),
+		AdminToken: j("etc", "admin-token"), TokenAuthFile: j("etc", "tokens.csv"),
 	}
 }
 

@@ -29,6 +29,7 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	}
 	var errs []error
 	stop := func(name string) { errs = append(errs, stopComponent(p, l, name)) }
+	stop(Router)
 	stop(Controller)
 	stop(ControllerManager)
 	stop(Scheduler)

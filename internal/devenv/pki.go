@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -173,4 +174,16 @@ func EnsureKey(path string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(raw)+"\n"), 0o600)
+}
+
+// ensureToken returns the bearer token stored at path, creating it (EnsureKey) the first time.
+func ensureToken(path string) (string, error) {
+	if err := EnsureKey(path); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
 }

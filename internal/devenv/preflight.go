@@ -94,6 +94,7 @@ func (p Ports) PortList() map[string]int {
 		"kube-controller-manager": p.ControllerManager, "kube-scheduler": p.Scheduler,
 		"kubelet": p.Kubelet, "kubelet healthz": p.KubeletHealthz,
 		"kubox-controller metrics": p.ControllerMetrics, "kubox-controller health": p.ControllerHealth,
+		"kubox-router": p.RouterHTTP, "kubox-router metrics": p.RouterMetrics, "kubox-router health": p.RouterHealth,
 	}
 }
 

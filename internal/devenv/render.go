@@ -158,24 +158,44 @@ clusters:
   cluster:
     server: {{.Server}}
     certificate-authority-data: {{.CA}}
+    extensions:
+    - name: {{.RouterExtension}}
+      extension:
+        url: {{.Router}}
 users:
 - name: kubox-admin
   user:
     client-certificate-data: {{.Cert}}
     client-key-data: {{.Key}}
+    token: {{.Token}}
 contexts:
 - name: kubox-dev
   context: {cluster: kubox-dev, user: kubox-admin, namespace: default}
 current-context: kubox-dev
 `))
 
-// RenderKubeconfig renders an admin kubeconfig (client certificate in system:masters).
-func RenderKubeconfig(c Config, caPEM, certPEM, keyPEM []byte) string {
+// RouterExtension names the kubeconfig cluster extension that holds the URL of the cluster's
+// kubox-router ({"url": "http://..."}); the kubox CLI reads it when no router URL is given.
+const RouterExtension = "kubox.dev/router"
+
+// RenderKubeconfig renders an admin kubeconfig: a client certificate in system:masters for the
+// API server, the same identity's bearer token (the static token file, RenderTokenAuthFile) for
+// kubox-router, which authenticates callers with TokenReview, and the router's URL.
+func RenderKubeconfig(c Config, caPEM, certPEM, keyPEM []byte, token string) string {
 	b64 := base64.StdEncoding.EncodeToString
 	return execute(kubeconfigTmpl, map[string]string{
 		"Server": fmt.Sprintf("https://127.0.0.1:%d", c.Ports.APIServer),
-		"CA":     b64(caPEM), "Cert": b64(certPEM), "Key": b64(keyPEM),
+		"CA":     b64(caPEM), "Cert": b64(certPEM), "Key": b64(keyPEM), "Token": token,
+		"RouterExtension": RouterExtension, "Router": c.RouterURL(),
 	})
+}
+
+// AdminUser is the identity of the admin token: the admin certificate's user, in system:masters.
+const AdminUser = "kubox-admin"
+
+// RenderTokenAuthFile is the API server's --token-auth-file: the admin token, user, uid, groups.
+func RenderTokenAuthFile(token string) string {
+	return fmt.Sprintf("%s,%s,%s,\"system:masters\"\n", token, AdminUser, AdminUser)
 }
 
 func execute(t *template.Template, data any) string {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
 
@@ -93,11 +95,31 @@ func TestRenderKubeconfig(t *testing.T) {
 		} `json:"clusters"`
 		Current string `json:"current-context"`
 	}
-	if err := yaml.Unmarshal([]byte(RenderKubeconfig(c, []byte("ca"), []byte("crt"), []byte("key"))), &got); err != nil {
+	rendered := RenderKubeconfig(c, []byte("ca"), []byte("crt"), []byte("key"), "s3cret")
+	if err := yaml.Unmarshal([]byte(rendered), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Clusters[0].Cluster.Server != "https://127.0.0.1:16443" || got.Clusters[0].Cluster.CA != "Y2E=" || got.Current != "kubox-dev" {
 		t.Errorf("kubeconfig = %+v", got)
+	}
+	// client-go loads it: the admin user has the token, the cluster names the router.
+	cfg, err := clientcmd.Load([]byte(rendered))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := cfg.AuthInfos["kubox-admin"]; u == nil || u.Token != "s3cret" || len(u.ClientCertificateData) == 0 {
+		t.Errorf("admin user = %+v, want the client certificate and the token", u)
+	}
+	ext, ok := cfg.Clusters["kubox-dev"].Extensions[RouterExtension].(*runtime.Unknown)
+	if !ok || !strings.Contains(string(ext.Raw), `"url":"http://127.0.0.1:16090"`) {
+		t.Errorf("router extension = %#v, want the router's URL", cfg.Clusters["kubox-dev"].Extensions)
+	}
+}
+
+func TestRenderTokenAuthFile(t *testing.T) {
+	got := RenderTokenAuthFile("s3cret")
+	if want := "s3cret,kubox-admin,kubox-admin,\"system:masters\"\n"; got != want {
+		t.Errorf("token file = %q, want %q", got, want)
 	}
 }
 
@@ -118,7 +140,7 @@ func TestPlanFlags(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range StartOrder[:len(StartOrder)-1] {
+	for _, name := range StartOrder[:len(StartOrder)-2] { // all but kubox-controller and kubox-router
 		if plan[name].Name != name || !strings.HasPrefix(plan[name].Argv[0], "/c/") {
 			t.Errorf("component %s is planned as %+v", name, plan[name])
 		}
@@ -132,4 +154,31 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestKuboxComponents(t *testing.T) {
+	c, l, _ := testEnv()
+	tests := map[string]struct {
+		comp  Component
+		flags []string
+	}{
+		Controller: {ControllerComponent("/bin/kubox-controller", c, l), []string{
+			"--health-probe-bind-address=127.0.0.1:16081", "--config=/var/lib/kubox-dev/etc/kubox-controller.yaml"}},
+		Router: {RouterComponent("/bin/kubox-router", c, l), []string{
+			"--http-bind-address=127.0.0.1:16090", "--health-probe-bind-address=127.0.0.1:16092",
+			"--agent-token-key-file=/var/lib/kubox-dev/etc/agent-token-key"}},
+	}
+	for name, tc := range tests {
+		if tc.comp.Name != name {
+			t.Errorf("component %s is named %s", name, tc.comp.Name)
+		}
+		for _, f := range tc.flags {
+			if !contains(tc.comp.Argv, f) {
+				t.Errorf("%s lacks %s: %v", name, f, tc.comp.Argv)
+			}
+		}
+	}
+	if !contains(Plan(c, l, Tools{})[APIServer].Argv, "--token-auth-file=/var/lib/kubox-dev/etc/tokens.csv") {
+		t.Errorf("kube-apiserver does not read the admin token file")
+	}
 }

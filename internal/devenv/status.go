@@ -58,6 +58,7 @@ func readinessProbes(c Config, l Layout) map[string]func(context.Context) (bool,
 		Scheduler:         HTTPOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", c.Ports.Scheduler)),
 		Kubelet:           HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", c.Ports.KubeletHealthz)),
 		Controller:        controllerReady(c),
+		Router:            routerReady(c),
 		Containerd: func(context.Context) (bool, error) {
 			_, err := os.Stat(l.ContainerdSocket)
 			return err == nil, err
@@ -75,6 +76,11 @@ func readinessProbes(c Config, l Layout) map[string]func(context.Context) (bool,
 		}
 	}
 	return probes
+}
+
+// routerReady probes kubox-router's /readyz (its caches of Sandboxes and claims are synced).
+func routerReady(c Config) func(context.Context) (bool, error) {
+	return HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", c.Ports.RouterHealth))
 }
 
 // controllerReady probes kubox-controller's /readyz.

@@ -64,16 +64,21 @@ func toolsScript(repo string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// BuildController builds bin/kubox-controller from the checkout. A failure is returned with the
-// first lines of the compiler's output.
-func BuildController(repo string) (string, error) {
-	bin := filepath.Join(repo, "bin", "kubox-controller")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kubox-controller")
+// BuildBinaries builds bin/<name> from ./cmd/<name> of the checkout for each name, in one `go
+// build`, and returns their paths by name. A failure is returned with the compiler's first lines.
+func BuildBinaries(repo string, names ...string) (map[string]string, error) {
+	args := []string{"build", "-o", filepath.Join(repo, "bin") + string(filepath.Separator)}
+	bins := map[string]string{}
+	for _, n := range names {
+		args = append(args, "./cmd/"+n)
+		bins[n] = filepath.Join(repo, "bin", n)
+	}
+	cmd := exec.Command("go", args...)
 	cmd.Dir = repo
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/kubox-controller: %v: %s", err, firstLines(string(out), 5))
+		return nil, fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, firstLines(string(out), 5))
 	}
-	return bin, nil
+	return bins, nil
 }
 
 func firstLines(s string, n int) string {

@@ -128,16 +128,21 @@ func (e *env) writeState() error {
 }
 
 func (e *env) writeConfigs(pki PKI) error {
+	if err := EnsureKey(e.l.AgentTokenKey); err != nil {
+		return fmt.Errorf("create the agent token key: %w", err)
+	}
+	token, err := ensureToken(e.l.AdminToken)
+	if err != nil {
+		return fmt.Errorf("create the admin token: %w", err)
+	}
 	files := map[string]string{
-		e.l.Kubeconfig: RenderKubeconfig(e.c, pki["ca.crt"], pki["admin.crt"], pki["admin.key"]),
+		e.l.Kubeconfig:    RenderKubeconfig(e.c, pki["ca.crt"], pki["admin.crt"], pki["admin.key"], token),
+		e.l.TokenAuthFile: RenderTokenAuthFile(token),
 		filepath.Join(e.l.Etc, "containerd.toml"):          RenderContainerd(e.l, e.t),
 		filepath.Join(e.l.Etc, "runsc.toml"):               RenderRunsc(e.l, e.t),
 		filepath.Join(e.l.Etc, "kubelet.yaml"):             RenderKubelet(e.c, e.l, Host{CgroupV1: HostCgroupV1()}),
 		filepath.Join(e.l.CNIConfDir, "10-kubox.conflist"): RenderCNI(e.c, e.l),
 		e.l.ControllerConfig:                               RenderControllerConfig(e.l),
-	}
-	if err := EnsureKey(e.l.AgentTokenKey); err != nil {
-		return fmt.Errorf("create the agent token key: %w", err)
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
@@ -216,16 +221,20 @@ func (e *env) platform(ctx context.Context) error {
 	if err := e.wait(ctx, ControllerManager, "service account default/default", 60*time.Second, DefaultServiceAccount(e.cs)); err != nil {
 		return err
 	}
-	return e.controller(ctx)
+	return e.kubox(ctx)
 }
 
-func (e *env) controller(ctx context.Context) error {
-	e.p.Say("building bin/kubox-controller from the checkout")
-	bin, err := BuildController(e.c.RepoDir)
+// kubox builds kubox-controller and kubox-router from the checkout and runs them.
+func (e *env) kubox(ctx context.Context) error {
+	e.p.Say("building bin/kubox-controller and bin/kubox-router from the checkout")
+	bins, err := BuildBinaries(e.c.RepoDir, Controller, Router)
 	if err != nil {
 		return err
 	}
-	return e.run(ctx, ControllerComponent(bin, e.c, e.l), 60*time.Second, controllerReady(e.c))
+	if err := e.run(ctx, ControllerComponent(bins[Controller], e.c, e.l), 60*time.Second, controllerReady(e.c)); err != nil {
+		return err
+	}
+	return e.run(ctx, RouterComponent(bins[Router], e.c, e.l), 60*time.Second, routerReady(e.c))
 }
 
 // run starts comp and waits until ready reports true, failing early when the process exits.
@@ -290,7 +299,8 @@ func printSummary(out io.Writer, c Config, l Layout) {
 kubox dev environment
   use it      export KUBECONFIG=%[1]s
               %[2]s/kubectl get nodes        (kubectl v1.37.2; ctr and runsc are there too)
-  API server  https://127.0.0.1:%[3]d (admin client certificate in the kubeconfig)
+  API server  https://127.0.0.1:%[3]d (admin client certificate and token in the kubeconfig)
+  router      %[15]s (kubox-router; the kubeconfig names it for the kubox CLI)
   node        %[4]s, IP %[5]s; pods on bridge %[6]s %[7]s, reachable from this host by pod IP
   runtimes    RuntimeClass runc (default) and gvisor (handler runsc)
   storage     StorageClass %[8]s (default; hostPath volumes under /tmp/hostpath_pv)
@@ -298,5 +308,5 @@ kubox dev environment
   state       %[11]s   logs %[12]s/<component>.log   pidfiles %[13]s
   status      kubox dev status        stop and remove: kubox dev down
 `, l.Kubeconfig, l.Bin, c.Ports.APIServer, c.NodeName, c.NodeIP(), c.Bridge, c.PodSubnet,
-		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids, PythonImage)
+		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids, PythonImage, c.RouterURL())
 }
