@@ -10,19 +10,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -30,6 +25,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
+	"github.com/kubox-dev/kubox/test/bench/harness"
 )
 
 type options struct {
@@ -51,7 +47,8 @@ func main() {
 }
 
 type agentProc struct {
-	cmd   *exec.Cmd
+	*harness.Process
+	bin   string
 	base  string
 	token string
 	dir   string
@@ -64,13 +61,13 @@ func run(o options) error {
 	}
 	defer a.stop()
 	time.Sleep(2 * time.Second) // let it settle before measuring idle memory
-	idle, err := rssKiB(a.cmd.Process.Pid)
+	idle, err := a.RSSKiB()
 	if err != nil {
 		return err
 	}
 	fmt.Printf("# kubox-agent benchmark: %d CPUs, %s\n\n", runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("| measure | value |\n|---|---|\n")
-	fmt.Printf("| agent binary (static, stripped) | %.1f MiB |\n", fileMiB(a.binary()))
+	fmt.Printf("| agent binary (static, stripped) | %.1f MiB |\n", harness.FileMiB(a.bin))
 	fmt.Printf("| RSS idle | %.1f MiB |\n", float64(idle)/1024)
 	ctx := context.Background()
 	client := agentv1connect.NewProcessServiceClient(auth.Client(a.token), a.base)
@@ -79,14 +76,14 @@ func run(o options) error {
 		return err
 	}
 	fmt.Printf("| exec round trip of `true` (%d sequential RunProcess) p50 / p90 / p99 | %s / %s / %s ms |\n",
-		o.execs, msf(pct(lat, 50)), msf(pct(lat, 90)), msf(pct(lat, 99)))
+		o.execs, harness.Ms(lat.Pct(50)), harness.Ms(lat.Pct(90)), harness.Ms(lat.Pct(99)))
 	if err := streamThroughput(ctx, client, o.streamBytes); err != nil {
 		return err
 	}
 	if err := fileThroughput(ctx, a, o.fileBytes); err != nil {
 		return err
 	}
-	after, err := rssKiB(a.cmd.Process.Pid)
+	after, err := a.RSSKiB()
 	if err != nil {
 		return err
 	}
@@ -100,11 +97,8 @@ func startAgent() (*agentProc, error) {
 		return nil, err
 	}
 	a := &agentProc{dir: dir}
-	bin := a.binary()
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/kubox-agent")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building kubox-agent (run from the checkout): %v\n%s", err, out)
+	if a.bin, err = harness.BuildStatic(dir, "kubox-agent"); err != nil {
+		return nil, err
 	}
 	raw := make([]byte, 48)
 	if _, err := rand.Read(raw); err != nil {
@@ -115,54 +109,24 @@ func startAgent() (*agentProc, error) {
 	if err := os.WriteFile(tokenFile, []byte(a.token), 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	a.base = "http://127.0.0.1:" + strconv.Itoa(port)
-	a.cmd = exec.Command(bin, "--host=127.0.0.1", "--port="+strconv.Itoa(port), "--compat-port=0", "--token-file="+tokenFile)
-	a.cmd.Stderr = os.Stderr
-	if err := a.cmd.Start(); err != nil {
-		return nil, err
-	}
-	return a, a.waitHealthy()
-}
-
-func (a *agentProc) binary() string { return filepath.Join(a.dir, "kubox-agent") }
-
-func (a *agentProc) waitHealthy() error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(a.base + "/healthz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("kubox-agent did not answer /healthz within 30s")
+	a.Process, err = harness.StartProcess(a.bin, a.base+"/healthz",
+		"--host=127.0.0.1", "--port="+strconv.Itoa(port), "--compat-port=0", "--token-file="+tokenFile)
+	return a, err
 }
 
 func (a *agentProc) stop() {
-	_ = a.cmd.Process.Signal(os.Interrupt)
-	_ = a.cmd.Wait()
+	a.Stop()
 	_ = os.RemoveAll(a.dir)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func execLatencies(ctx context.Context, c agentv1connect.ProcessServiceClient, n int) ([]time.Duration, error) {
+func execLatencies(ctx context.Context, c agentv1connect.ProcessServiceClient, n int) (harness.Latencies, error) {
 	req := &agentv1.RunProcessRequest{Spec: &agentv1.ProcessSpec{Argv: []string{"true"}}}
-	out := make([]time.Duration, 0, n)
+	out := make(harness.Latencies, 0, n)
 	for range n {
 		start := time.Now()
 		res, err := c.RunProcess(ctx, connect.NewRequest(req))
@@ -174,8 +138,7 @@ func execLatencies(ctx context.Context, c agentv1connect.ProcessServiceClient, n
 		}
 		out = append(out, time.Since(start))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
+	return out.Sorted(), nil
 }
 
 // streamThroughput starts a process writing n bytes to stdout and reads its output stream.
@@ -266,27 +229,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func rssKiB(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}
-
-func fileMiB(path string) float64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return float64(fi.Size()) / (1 << 20)
-}
-
 func size(n int64) string {
 	if n >= 1<<30 && n%(1<<30) == 0 {
 		return fmt.Sprintf("%d GiB", n>>30)
@@ -294,9 +236,3 @@ func size(n int64) string {
 	return fmt.Sprintf("%d MiB", n>>20)
 }
 
-func pct(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
-	return sorted[max(0, min(len(sorted)-1, i-1))]
-}
-
-func msf(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
