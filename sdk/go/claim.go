@@ -1,0 +1,316 @@
+package kubox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+// ClaimGenerateName is the metadata.generateName of the claims Claim creates without WithName.
+const ClaimGenerateName = "kubox-"
+
+// CreatedBy is the value of the agents.x-k8s.io/created-by label on the claims the SDK
+// creates. It is agent-sandbox's value for its Go client: the controllers' metrics count only
+// agent-sandbox's known values and would count any other one as "unknown".
+const CreatedBy = extv1beta1.CreatedByGoClient
+
+// ClaimSource is what a claim takes its sandbox from: a warm pool (FromPool) or a template
+// (FromTemplate).
+type ClaimSource struct {
+	pool, template string
+}
+
+// FromPool claims a ready sandbox from the SandboxWarmPool name (spec.warmPoolRef); when the
+// pool has none ready, the claim gets one as soon as the pool has.
+func FromPool(name string) ClaimSource { return ClaimSource{pool: name} }
+
+// FromTemplate claims a new sandbox built from the SandboxTemplate name
+// (spec.sandboxTemplateRef).
+func FromTemplate(name string) ClaimSource { return ClaimSource{template: name} }
+
+// String describes the source: `pool "python"` or `template "python"`.
+func (s ClaimSource) String() string {
+	if s.pool != "" {
+		return fmt.Sprintf("pool %q", s.pool)
+	}
+	return fmt.Sprintf("template %q", s.template)
+}
+
+// claimConfig collects the ClaimOptions of one call.
+type claimConfig struct {
+	namespace      string
+	name           string
+	ttl            time.Duration
+	env            map[string]string
+	labels         map[string]string
+	podLabels      map[string]string
+	podAnnotations map[string]string
+}
+
+// ClaimOption changes the claim that Claim creates, or says where Connect finds one.
+type ClaimOption func(*claimConfig)
+
+// WithTTL makes the claim expire d from now: spec.lifecycle.shutdownTime = now+d with
+// shutdownPolicy Delete, so the controller deletes the claim and its sandbox then, even when
+// the program that claimed it is gone.
+func WithTTL(d time.Duration) ClaimOption { return func(c *claimConfig) { c.ttl = d } }
+
+// WithEnv sets environment variables in the sandbox's containers (spec.env); the template's
+// envVarsInjectionPolicy must allow them.
+func WithEnv(env map[string]string) ClaimOption {
+	return func(c *claimConfig) { c.env = mergeMaps(c.env, env) }
+}
+
+// WithLabels adds labels to the claim itself (not its Pod; see WithPodLabels).
+func WithLabels(l map[string]string) ClaimOption {
+	return func(c *claimConfig) { c.labels = mergeMaps(c.labels, l) }
+}
+
+// WithPodLabels adds labels to the sandbox's Pod (spec.additionalPodMetadata.labels).
+func WithPodLabels(l map[string]string) ClaimOption {
+	return func(c *claimConfig) { c.podLabels = mergeMaps(c.podLabels, l) }
+}
+
+// WithPodAnnotations adds annotations to the sandbox's Pod
+// (spec.additionalPodMetadata.annotations).
+func WithPodAnnotations(a map[string]string) ClaimOption {
+	return func(c *claimConfig) { c.podAnnotations = mergeMaps(c.podAnnotations, a) }
+}
+
+// WithName names the claim; by default its name is generated ("kubox-" and five characters).
+func WithName(name string) ClaimOption { return func(c *claimConfig) { c.name = name } }
+
+// InNamespace puts the claim in ns instead of Options.Namespace (Claim), or looks for it there
+// (Connect).
+func InNamespace(ns string) ClaimOption { return func(c *claimConfig) { c.namespace = ns } }
+
+func mergeMaps(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = make(map[string]string, len(src))
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+func (c *Client) claimConfig(opts []ClaimOption) claimConfig {
+	cfg := claimConfig{namespace: c.opts.Namespace}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.namespace == "" {
+		cfg.namespace = c.opts.Namespace
+	}
+	return cfg
+}
+
+// buildClaim is the SandboxClaim that Claim creates for src and cfg at now.
+func buildClaim(src ClaimSource, cfg claimConfig, now time.Time) *extv1beta1.SandboxClaim {
+	claim := &extv1beta1.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   cfg.namespace,
+			Name:        cfg.name,
+			Labels:      mergeMaps(maps.Clone(cfg.labels), map[string]string{sandboxv1beta1.CreatedByLabel: CreatedBy}),
+			Annotations: map[string]string{extv1beta1.ClientFirstRequestedAtAnnotation: now.UTC().Format(time.RFC3339Nano)},
+		},
+	}
+	if cfg.name == "" {
+		claim.GenerateName = ClaimGenerateName
+	}
+	if src.pool != "" {
+		claim.Spec.WarmPoolRef = &extv1beta1.SandboxWarmPoolReference{Name: src.pool}
+	} else {
+		claim.Spec.SandboxTemplateRef = &extv1beta1.SandboxTemplateReference{Name: src.template}
+	}
+	if cfg.ttl > 0 {
+		at := metav1.NewTime(now.Add(cfg.ttl).Truncate(time.Second))
+		claim.Spec.Lifecycle = &extv1beta1.ClaimLifecycle{ShutdownTime: &at, ShutdownPolicy: extv1beta1.ClaimShutdownPolicyDelete}
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg.env)) {
+		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: cfg.env[k]})
+	}
+	claim.Spec.AdditionalPodMetadata = extv1beta1.AdditionalPodMetadata{
+		Labels: maps.Clone(cfg.podLabels), Annotations: maps.Clone(cfg.podAnnotations)}
+	return claim
+}
+
+// Claim creates a SandboxClaim for src and waits, with one watch from the claim's creation, until
+// it is Ready; it returns the claim's sandbox. When the claim fails (ErrClaimFailed: its pool or
+// template does not exist, its env or metadata is rejected, ...) or is not Ready within
+// Options.ReadyTimeout (ErrTimeout), Claim deletes it and returns an error that names the claim,
+// the condition's reason and message, and what to do.
+//
+// RBAC: create, get, watch and delete on sandboxclaims; get on sandboxes.
+func (c *Client) Claim(ctx context.Context, src ClaimSource, opts ...ClaimOption) (*Sandbox, error) {
+	if src.pool == "" && src.template == "" {
+		return nil, errors.New("kubox: Claim needs a source: FromPool(name) or FromTemplate(name)")
+	}
+	cfg := c.claimConfig(opts)
+	claim := buildClaim(src, cfg, time.Now())
+	if err := c.kube.Create(ctx, claim); err != nil {
+		return nil, kubeError(err, "kubox: creating a SandboxClaim from", src.String()+" in namespace "+cfg.namespace,
+			"create on sandboxclaims (extensions.agents.x-k8s.io) in "+cfg.namespace)
+	}
+	sb, err := c.waitClaim(ctx, claim, src)
+	if err != nil {
+		// The claim is ours and useless: delete it, with a context of its own since ctx may be
+		// what ended.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if derr := c.deleteClaim(dctx, claim.Namespace, claim.Name); derr != nil {
+			return nil, errors.Join(err, derr)
+		}
+		return nil, err
+	}
+	sb.ownsClaim = true
+	return sb, nil
+}
+
+// Connect returns the sandbox of the existing claim claimName (in Options.Namespace, or the
+// namespace of InNamespace), waiting until the claim is Ready. A claim whose sandbox is suspended
+// is returned at once, so that it can be resumed. Connect never deletes the claim.
+//
+// RBAC: get and watch on sandboxclaims; get on sandboxes.
+func (c *Client) Connect(ctx context.Context, claimName string, opts ...ClaimOption) (*Sandbox, error) {
+	cfg := c.claimConfig(opts)
+	claim := &extv1beta1.SandboxClaim{}
+	obj := "SandboxClaim " + cfg.namespace + "/" + claimName
+	if err := c.kube.Get(ctx, client.ObjectKey{Namespace: cfg.namespace, Name: claimName}, claim); err != nil {
+		return nil, kubeError(err, "kubox: reading", obj, "get on sandboxclaims (extensions.agents.x-k8s.io) in "+cfg.namespace)
+	}
+	return c.waitClaim(ctx, claim, ClaimSource{})
+}
+
+// Open returns the Sandbox namespace/sandboxName, with no claim, waiting until it is Ready. A
+// suspended sandbox is returned at once, so that it can be resumed.
+//
+// RBAC: get and watch on sandboxes.
+func (c *Client) Open(ctx context.Context, namespace, sandboxName string) (*Sandbox, error) {
+	if namespace == "" {
+		namespace = c.opts.Namespace
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	obj := "Sandbox " + namespace + "/" + sandboxName
+	if err := c.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: sandboxName}, sb); err != nil {
+		return nil, kubeError(err, "kubox: reading", obj, "get on sandboxes (agents.x-k8s.io) in "+namespace)
+	}
+	if sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended {
+		var err error
+		if sb, err = c.waitSandbox(ctx, sb, sandboxReady); err != nil {
+			return nil, err
+		}
+	}
+	return &Sandbox{c: c, ns: namespace, name: sandboxName, obj: sb}, nil
+}
+
+// waitClaim waits, from claim's resourceVersion, until the claim is Ready (or its sandbox is
+// suspended) and returns its sandbox.
+func (c *Client) waitClaim(ctx context.Context, claim *extv1beta1.SandboxClaim, src ClaimSource) (*Sandbox, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
+	defer cancel()
+	last := claim
+	err := c.watchUntil(ctx, &extv1beta1.SandboxClaimList{}, claim, func(obj client.Object, deleted bool) (bool, error) {
+		cl := obj.(*extv1beta1.SandboxClaim)
+		last = cl
+		if deleted {
+			return false, fmt.Errorf("kubox: SandboxClaim %s/%s was deleted while waiting for it to become Ready: %w", cl.Namespace, cl.Name, ErrClaimFailed)
+		}
+		return claimState(cl)
+	})
+	if err != nil {
+		return nil, c.waitError(ctx, err, "SandboxClaim "+claim.Namespace+"/"+last.Name, claimConditionText(last), src)
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	key := client.ObjectKey{Namespace: last.Namespace, Name: last.Status.Sandbox.Name}
+	if err := c.kube.Get(ctx, key, sb); err != nil {
+		return nil, kubeError(err, "kubox: reading the claim's", "Sandbox "+key.String(), "get on sandboxes (agents.x-k8s.io) in "+key.Namespace)
+	}
+	return &Sandbox{c: c, ns: sb.Namespace, name: sb.Name, claim: last.Name, obj: sb}, nil
+}
+
+// waitError turns the error of a wait on obj into the error returned: a timeout names the last
+// condition seen.
+func (c *Client) waitError(ctx context.Context, err error, obj, lastCondition string, src ClaimSource) error {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	from := ""
+	if src.pool != "" {
+		from = fmt.Sprintf(" (is %s filling? `kubectl get sandboxwarmpool %s`)", src, src.pool)
+	}
+	return fmt.Errorf("kubox: %s is not Ready after %s: %w; last %s%s", obj, c.opts.ReadyTimeout, ErrTimeout, lastCondition, from)
+}
+
+// terminalClaimReasons are the Ready reasons a claim does not leave by itself.
+var terminalClaimReasons = map[string]string{
+	extv1beta1.ClaimReasonWarmPoolNotFound:          "",
+	extv1beta1.ClaimReasonTemplateNotFound:          "",
+	extv1beta1.ClaimReasonInvalidMetadata:           "change the Pod labels and annotations (WithPodLabels, WithPodAnnotations) to ones the template and the controller allow",
+	extv1beta1.ClaimReasonEnvVarsInjectionRejected:  "drop WithEnv, or allow the variables in the template's envVarsInjectionPolicy",
+	extv1beta1.ClaimReasonVolumeClaimTemplatesError: "change the claim's volumeClaimTemplates to ones the template's volumeClaimTemplatesPolicy allows",
+	extv1beta1.ClaimReasonClaimExpired:              "claim a new sandbox (a longer WithTTL keeps it longer)",
+	extv1beta1.ClaimReasonSandboxExpired:            "claim a new sandbox",
+	sandboxv1beta1.SandboxReasonPodFailed:           "read the Pod's logs (`kubectl logs`) and claim a new sandbox",
+	sandboxv1beta1.SandboxReasonPodSucceeded:        "the sandbox's main command exited; claim a new sandbox",
+}
+
+// claimState says whether the claim is ready to use (Ready, or its sandbox suspended), or failed
+// for good (an error wrapping ErrClaimFailed), from a status computed for its generation.
+func claimState(cl *extv1beta1.SandboxClaim) (bool, error) {
+	r := meta.FindStatusCondition(cl.Status.Conditions, extv1beta1.ClaimConditionReady)
+	if r == nil || cl.Status.ObservedGeneration != cl.Generation || r.ObservedGeneration != cl.Generation {
+		return false, nil
+	}
+	switch {
+	case r.Status == metav1.ConditionTrue && cl.Status.Sandbox.Name != "":
+		return true, nil
+	case r.Reason == sandboxv1beta1.SandboxReasonSuspended && cl.Status.Sandbox.Name != "":
+		return true, nil
+	case r.Status != metav1.ConditionFalse:
+		return false, nil
+	}
+	fix, terminal := terminalClaimReasons[r.Reason]
+	if !terminal {
+		return false, nil
+	}
+	switch r.Reason {
+	case extv1beta1.ClaimReasonWarmPoolNotFound:
+		pool := ""
+		if cl.Spec.WarmPoolRef != nil {
+			pool = cl.Spec.WarmPoolRef.Name
+		}
+		fix = fmt.Sprintf("create SandboxWarmPool %q in namespace %s, or claim from a pool that exists (`kubectl get sandboxwarmpools -n %s`)",
+			pool, cl.Namespace, cl.Namespace)
+	case extv1beta1.ClaimReasonTemplateNotFound:
+		fix = fmt.Sprintf("create the SandboxTemplate in namespace %s, or name one that exists (`kubectl get sandboxtemplates -n %s`)",
+			cl.Namespace, cl.Namespace)
+	}
+	return false, fmt.Errorf("kubox: SandboxClaim %s/%s: %w: %s: %s; %s", cl.Namespace, cl.Name, ErrClaimFailed, r.Reason, r.Message, fix)
+}
+
+// claimConditionText describes the claim's Ready condition for a timeout message.
+func claimConditionText(cl *extv1beta1.SandboxClaim) string {
+	r := meta.FindStatusCondition(cl.Status.Conditions, extv1beta1.ClaimConditionReady)
+	if r == nil {
+		return "status: no Ready condition yet (is kubox-controller running?)"
+	}
+	return fmt.Sprintf("Ready=%s %s: %s", r.Status, r.Reason, r.Message)
+}
+
+func (c *Client) deleteClaim(ctx context.Context, ns, name string) error {
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	err := c.kube.Delete(ctx, claim, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if client.IgnoreNotFound(err) != nil {
+		return kubeError(err, "kubox: deleting", "SandboxClaim "+ns+"/"+name, "delete on sandboxclaims (extensions.agents.x-k8s.io) in "+ns)
+	}
+	return nil
+}

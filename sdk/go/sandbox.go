@@ -1,0 +1,146 @@
+package kubox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/sandbox"
+)
+
+// Sandbox is a handle on one kubox Sandbox: it runs processes (Run, RunCmd, Start), moves files
+// (Files), suspends and resumes it, and closes its claim. It is safe for concurrent use.
+type Sandbox struct {
+	c         *Client
+	ns, name  string
+	claim     string
+	ownsClaim bool
+
+	mu       sync.Mutex
+	obj      *sandboxv1beta1.Sandbox
+	tokenUID types.UID
+	token    string
+	closed   bool
+}
+
+// Name is the Sandbox's name (its Pod's name too).
+func (s *Sandbox) Name() string { return s.name }
+
+// Namespace is the Sandbox's namespace.
+func (s *Sandbox) Namespace() string { return s.ns }
+
+// ClaimName is the name of the SandboxClaim the sandbox was claimed or connected through; "" when
+// it was opened by name (Client.Open).
+func (s *Sandbox) ClaimName() string { return s.claim }
+
+// String is "namespace/name".
+func (s *Sandbox) String() string { return s.ns + "/" + s.name }
+
+// Object returns a copy of the Sandbox as last seen (after Claim, Connect, Open, Suspend or
+// Resume).
+func (s *Sandbox) Object() *sandboxv1beta1.Sandbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.obj.DeepCopy()
+}
+
+func (s *Sandbox) setObject(sb *sandboxv1beta1.Sandbox) {
+	s.mu.Lock()
+	s.obj = sb
+	s.mu.Unlock()
+}
+
+// object names the sandbox in error messages.
+func (s *Sandbox) object() string { return "sandbox " + s.String() }
+
+// agentToken returns the agent token of sb (direct mode), read from its Secret once per UID.
+func (s *Sandbox) agentToken(ctx context.Context, sb *sandboxv1beta1.Sandbox) (string, error) {
+	s.mu.Lock()
+	if s.token != "" && s.tokenUID == sb.UID {
+		defer s.mu.Unlock()
+		return s.token, nil
+	}
+	s.mu.Unlock()
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: sb.Namespace, Name: sandbox.AgentSecretName(sb.Name)}
+	if err := s.c.kube.Get(ctx, key, secret); err != nil {
+		return "", kubeError(err, "kubox: reading the agent token of sandbox "+s.String()+" from", "Secret "+key.String(),
+			"get on secrets in "+sb.Namespace+" (direct connections only; the router needs none)")
+	}
+	tok := strings.TrimSpace(string(secret.Data[sandbox.AgentTokenKey]))
+	if tok == "" {
+		return "", fmt.Errorf("kubox: Secret %s has no %q key: the controller has not written the sandbox's agent token; "+
+			"check its agent configuration (agent.tokenKeyFile)", key, sandbox.AgentTokenKey)
+	}
+	s.mu.Lock()
+	s.token, s.tokenUID = tok, sb.UID
+	s.mu.Unlock()
+	return tok, nil
+}
+
+// Suspend sets the Sandbox's spec.operatingMode to Suspended (a merge patch; RBAC patch on
+// sandboxes) and waits until its Pod is gone (condition Suspended=True). Its volumes, Service
+// and claim stay; Resume starts it again.
+func (s *Sandbox) Suspend(ctx context.Context) error {
+	sb, err := s.setMode(ctx, sandboxv1beta1.SandboxOperatingModeSuspended)
+	if err != nil {
+		return err
+	}
+	if sb, err = s.c.waitSandbox(ctx, sb, sandboxSuspended); err != nil {
+		return err
+	}
+	s.setObject(sb)
+	return nil
+}
+
+// Resume sets the Sandbox's spec.operatingMode to Running (RBAC patch on sandboxes) and waits
+// until it is Ready again, with its new Pod's IP.
+func (s *Sandbox) Resume(ctx context.Context) error {
+	sb, err := s.setMode(ctx, sandboxv1beta1.SandboxOperatingModeRunning)
+	if err != nil {
+		return err
+	}
+	if sb, err = s.c.waitSandbox(ctx, sb, sandboxReady); err != nil {
+		return err
+	}
+	s.setObject(sb)
+	return nil
+}
+
+func (s *Sandbox) setMode(ctx context.Context, mode sandboxv1beta1.SandboxOperatingMode) (*sandboxv1beta1.Sandbox, error) {
+	sb := &sandboxv1beta1.Sandbox{}
+	sb.Namespace, sb.Name = s.ns, s.name
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"operatingMode":"`+string(mode)+`"}}`))
+	if err := s.c.kube.Patch(ctx, sb, patch); err != nil {
+		return nil, kubeError(err, "kubox: setting spec.operatingMode="+string(mode)+" on", "Sandbox "+s.String(),
+			"patch on sandboxes (agents.x-k8s.io) in "+s.ns)
+	}
+	s.setObject(sb)
+	return sb, nil
+}
+
+// Close deletes the sandbox's SandboxClaim (background propagation: the call returns once the
+// claim is deleted, and the garbage collector then deletes its Sandbox and Pod). A sandbox
+// opened by name (Client.Open) has no claim: Close does nothing. Close is idempotent; a claim
+// already gone is not an error. RBAC: delete on sandboxclaims.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed || s.claim == "" {
+		return nil
+	}
+	if err := s.c.deleteClaim(ctx, s.ns, s.claim); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,117 @@
+package kubox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
+)
+
+// errNoBearer explains why the router cannot be used with a kubeconfig that authenticates by
+// client certificate only.
+var errNoBearer = errors.New("kubox-router authenticates bearer tokens, and this kubeconfig has none " +
+	"(it authenticates with a client certificate, or not at all): set Options.Token to a token the router accepts — " +
+	"a Kubernetes service account token (`kubectl create token <service-account>`), a claim token " +
+	"(Client.MintClaimToken, `kubox token`) or the router's shared token — or use a kubeconfig with a token or an exec plugin")
+
+// routerTransport returns the transport of requests to the router: base with token as the
+// bearer when token is set, otherwise with cfg's bearer credentials (token, token file or exec
+// plugin, refreshed as client-go refreshes them). A cfg with no bearer credentials is an error
+// that says how to get one.
+func routerTransport(cfg *rest.Config, token string, base http.RoundTripper) (http.RoundTripper, error) {
+	if token != "" {
+		return &auth.Transport{Token: token, Base: base}, nil
+	}
+	if cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil {
+		return nil, errNoBearer
+	}
+	// Only the bearer credentials go to the router: not the API server's TLS settings, basic
+	// auth or impersonation.
+	c := &rest.Config{
+		Host:                cfg.Host,
+		BearerToken:         cfg.BearerToken,
+		BearerTokenFile:     cfg.BearerTokenFile,
+		ExecProvider:        cfg.ExecProvider,
+		AuthProvider:        cfg.AuthProvider,
+		AuthConfigPersister: cfg.AuthConfigPersister,
+		UserAgent:           cfg.UserAgent,
+	}
+	rt, err := rest.HTTPWrappersForConfig(c, base)
+	if err != nil {
+		return nil, fmt.Errorf("kubox: using the kubeconfig's credentials for the router: %w", err)
+	}
+	return rt, nil
+}
+
+// sandboxRouterURL is the base URL, under the router, of the agent of sandbox ns/name.
+func sandboxRouterURL(router, ns, name string) string {
+	return router + "/sandboxes/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
+}
+
+// directURL is the base URL of a sandbox's agent at its Pod IP.
+func directURL(ip string, port int32) string {
+	return "http://" + net.JoinHostPort(ip, strconv.Itoa(int(port)))
+}
+
+// endpoint is where a sandbox's agent is reached and with which client.
+type endpoint struct {
+	base string
+	http *http.Client
+}
+
+// routerBase returns the router's URL and client, starting the port-forward when that is the
+// mode and it is not running.
+func (c *Client) routerBase(ctx context.Context) (string, *http.Client, error) {
+	if c.routerErr != nil {
+		return "", nil, c.routerErr
+	}
+	switch c.opts.Connection {
+	case ConnectRouter:
+		return c.opts.RouterURL, c.router, nil
+	case ConnectPortForward:
+		u, err := c.forwardURL(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		return u, c.router, nil
+	}
+	return "", nil, fmt.Errorf("kubox: the router is not used with Options.Connection %q: "+
+		"set Options.RouterURL, or Connection to %q", c.opts.Connection, ConnectPortForward)
+}
+
+// endpoint returns where s's agent is reached now.
+func (s *Sandbox) endpoint(ctx context.Context) (endpoint, error) {
+	if s.c.opts.Connection != ConnectDirect {
+		router, hc, err := s.c.routerBase(ctx)
+		if err != nil {
+			return endpoint{}, err
+		}
+		return endpoint{base: sandboxRouterURL(router, s.ns, s.name), http: hc}, nil
+	}
+	sb := s.Object()
+	if sb.Spec.Agent == nil {
+		return endpoint{}, fmt.Errorf("sandbox %s has no spec.agent, so kubox-agent does not run in it: "+
+			"claim it from a SandboxTemplate whose spec sets agent: {}", s)
+	}
+	if len(sb.Status.PodIPs) == 0 {
+		return endpoint{}, fmt.Errorf("sandbox %s: %w: it has no Pod IP (suspended or starting); Resume it or wait for Ready", s, ErrNotReady)
+	}
+	tok, err := s.agentToken(ctx, sb)
+	if err != nil {
+		return endpoint{}, err
+	}
+	port := ptr.Deref(sb.Spec.Agent.Port, configv1alpha1.DefaultAgentPort)
+	return endpoint{
+		base: directURL(sb.Status.PodIPs[0], port),
+		http: &http.Client{Transport: &auth.Transport{Token: tok, Base: s.c.base}},
+	}, nil
+}
