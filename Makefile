@@ -76,11 +76,15 @@ test-integration: ## Integration tests against the repo's own etcd and kube-apis
 
 ##@ Benchmarks
 .PHONY: bench
-bench: bench-claims bench-agent bench-e2e ## Every benchmark: claims on a kwok cluster, kubox-agent on loopback, pod/Sandbox start on the real node
+bench: bench-claims bench-agent bench-router bench-e2e ## Every benchmark: claims on a kwok cluster, kubox-agent and kubox-router on loopback, pod/Sandbox start on the real node
 
 .PHONY: bench-agent
 bench-agent: ## kubox-agent on 127.0.0.1: exec round trip, stdout streaming, 1 GiB file upload/download, memory
 	go run ./test/bench/agent $(BENCH_ARGS)
+
+.PHONY: bench-router
+bench-router: ## kubox-router on 127.0.0.1: exec round trip through it vs straight to the agent, requests/s at 50 clients, memory
+	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) go run ./test/bench/router $(BENCH_ARGS)
 
 .PHONY: bench-claims
 bench-claims: ## Claim latency, throughput and API writes per claim against a 300-member warm pool (kwok nodes)
