@@ -1,0 +1,156 @@
+package kubox
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+func TestBuildClaim(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 123, time.UTC)
+	requested := map[string]string{extv1beta1.ClientFirstRequestedAtAnnotation: "2026-05-01T12:00:00.000000123Z"}
+	createdBy := map[string]string{sandboxv1beta1.CreatedByLabel: "go-client"}
+	c := &Client{opts: Options{Namespace: "default"}}
+	cases := map[string]struct {
+		src  ClaimSource
+		opts []ClaimOption
+		want *extv1beta1.SandboxClaim
+	}{
+		"pool, generated name": {src: FromPool("python"), want: &extv1beta1.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},
+			Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: &extv1beta1.SandboxWarmPoolReference{Name: "python"}},
+		}},
+		"template with every option": {src: FromTemplate("py"), opts: []ClaimOption{
+			WithName("mine"), InNamespace("team"), WithTTL(90 * time.Minute),
+			WithEnv(map[string]string{"B": "2", "A": "1"}), WithLabels(map[string]string{"app": "x"}),
+			WithPodLabels(map[string]string{"team": "a"}), WithPodAnnotations(map[string]string{"note": "hi"}),
+		}, want: &extv1beta1.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "mine",
+				Labels: map[string]string{"app": "x", sandboxv1beta1.CreatedByLabel: "go-client"}, Annotations: requested},
+			Spec: extv1beta1.SandboxClaimSpec{
+				SandboxTemplateRef: &extv1beta1.SandboxTemplateReference{Name: "py"},
+				Lifecycle: &extv1beta1.ClaimLifecycle{ShutdownTime: ptrTime(time.Date(2026, 5, 1, 13, 30, 0, 0, time.UTC)),
+					ShutdownPolicy: extv1beta1.ClaimShutdownPolicyDelete},
+				Env:                   []extv1beta1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}},
+				AdditionalPodMetadata: extv1beta1.AdditionalPodMetadata{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "hi"}},
+			},
+		}},
+		"created-by cannot be overridden": {src: FromPool("p"), opts: []ClaimOption{WithLabels(map[string]string{sandboxv1beta1.CreatedByLabel: "me"})},
+			want: &extv1beta1.SandboxClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},
+				Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: &extv1beta1.SandboxWarmPoolReference{Name: "p"}},
+			}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := buildClaim(tc.src, c.claimConfig(tc.opts), now)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("buildClaim (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	m := metav1.NewTime(t)
+	return &m
+}
+
+// claimWith returns a claim of generation 2 with a Ready condition of that generation.
+func claimWith(status metav1.ConditionStatus, reason, msg, sandbox string) *extv1beta1.SandboxClaim {
+	c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c.Spec.WarmPoolRef = &extv1beta1.SandboxWarmPoolReference{Name: "python"}
+	c.Status.ObservedGeneration = 2
+	c.Status.Sandbox.Name = sandbox
+	c.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: status, Reason: reason, Message: msg, ObservedGeneration: 2}}
+	return c
+}
+
+func TestClaimState(t *testing.T) {
+	stale := claimWith(metav1.ConditionTrue, "DependenciesReady", "", "sb")
+	stale.Generation = 3
+	cases := map[string]struct {
+		claim     *extv1beta1.SandboxClaim
+		wantReady bool
+		wantError []string
+	}{
+		"no condition":   {claim: &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}},
+		"stale":          {claim: stale},
+		"ready":          {claim: claimWith(metav1.ConditionTrue, "DependenciesReady", "Pod is Ready", "sb"), wantReady: true},
+		"ready, no name": {claim: claimWith(metav1.ConditionTrue, "DependenciesReady", "Pod is Ready", "")},
+		"starting":       {claim: claimWith(metav1.ConditionFalse, "DependenciesNotReady", "Pod exists with phase: Pending", "sb")},
+		"suspended":      {claim: claimWith(metav1.ConditionFalse, "SandboxSuspended", "Sandbox is suspended", "sb"), wantReady: true},
+		"pool missing": {claim: claimWith(metav1.ConditionFalse, "WarmPoolNotFound", `SandboxWarmPool "python" not found`, ""),
+			wantError: []string{"SandboxClaim ns/c", "WarmPoolNotFound", `create SandboxWarmPool "python" in namespace ns`}},
+		"expired": {claim: claimWith(metav1.ConditionFalse, "ClaimExpired", "expired", "sb"),
+			wantError: []string{"ClaimExpired", "WithTTL"}},
+		"env rejected": {claim: claimWith(metav1.ConditionFalse, "EnvVarsInjectionRejected", "not allowed", ""),
+			wantError: []string{"envVarsInjectionPolicy"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ready, err := claimState(tc.claim)
+			if ready != tc.wantReady {
+				t.Errorf("ready = %v; want %v", ready, tc.wantReady)
+			}
+			if len(tc.wantError) == 0 {
+				if err != nil {
+					t.Errorf("err = %v; want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrClaimFailed) {
+				t.Fatalf("err = %v; want ErrClaimFailed", err)
+			}
+			for _, w := range tc.wantError {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %q; want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSandboxStates(t *testing.T) {
+	sb := func(gen int64, podIPs []string, conds ...metav1.Condition) *sandboxv1beta1.Sandbox {
+		s := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", Generation: gen}}
+		s.Status.PodIPs, s.Status.Conditions = podIPs, conds
+		return s
+	}
+	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady", ObservedGeneration: 2}
+	suspended := metav1.Condition{Type: "Suspended", Status: metav1.ConditionTrue, Reason: "PodTerminated", ObservedGeneration: 2}
+	terminating := metav1.Condition{Type: "Suspended", Status: metav1.ConditionFalse, Reason: "PodTerminating", ObservedGeneration: 2}
+	expired := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "SandboxExpired", ObservedGeneration: 2}
+	cases := map[string]struct {
+		sb            *sandboxv1beta1.Sandbox
+		state         sandboxState
+		want, wantErr bool
+	}{
+		"ready":                   {sb: sb(2, []string{"10.0.0.1"}, ready), state: sandboxReady, want: true},
+		"ready of an old spec":    {sb: sb(3, []string{"10.0.0.1"}, ready), state: sandboxReady},
+		"ready without an IP":     {sb: sb(2, nil, ready), state: sandboxReady},
+		"expired":                 {sb: sb(2, nil, expired), state: sandboxReady, wantErr: true},
+		"suspended":               {sb: sb(2, nil, suspended), state: sandboxSuspended, want: true},
+		"suspending":              {sb: sb(2, []string{"10.0.0.1"}, terminating), state: sandboxSuspended},
+		"suspended, old spec":     {sb: sb(3, nil, suspended), state: sandboxSuspended},
+		"no conditions, suspend?": {sb: sb(2, nil), state: sandboxSuspended},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := tc.state(tc.sb)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("state = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
+			}
+			if tc.wantErr && !errors.Is(err, ErrNotReady) {
+				t.Errorf("err = %v; want ErrNotReady", err)
+			}
+		})
+	}
+}
