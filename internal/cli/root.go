@@ -1,5 +1,7 @@
 // Package cli implements the kubox command line. Each command parses flags and calls into the
-// package that does the work (internal/devenv for `kubox dev`).
+// package that does the work: internal/devenv for `kubox dev`, the Go SDK (sdk/go) for the
+// commands that claim sandboxes and run commands and copy files in them, and the API server
+// directly for listing, suspending, resuming and deleting them and for their logs.
 package cli
 
 import (
@@ -8,13 +10,34 @@ import (
 
 // NewRoot returns the `kubox` command with every subcommand.
 func NewRoot() *cobra.Command {
+	g := newGlobalOptions()
 	root := &cobra.Command{
 		Use:   "kubox",
 		Short: "kubox runs AI-agent sandboxes on Kubernetes",
 		Long: `kubox runs AI-agent sandboxes on Kubernetes, isolated by gVisor, and is wire-compatible
-with kubernetes-sigs/agent-sandbox.`,
-		SilenceUsage: true,
+with kubernetes-sigs/agent-sandbox.
+
+Claim a sandbox from a warm pool or a template, run commands in it, copy files in and out, and
+release it. kubox finds the cluster as kubectl does (--kubeconfig, KUBECONFIG, --context, -n) and
+reaches the sandboxes' agents through kubox-router (--router-url, or a port-forward to its
+Service) or directly (--connection direct, inside the cluster).`,
+		Example: `  kubox run --template python -- python3 -c 'print(6*7)'
+  kubox claim --pool python --ttl 1h
+  kubox exec -it --claim kubox-x7k2 -- bash
+  kubox cp --claim ./data.csv kubox-x7k2:/work/data.csv
+  kubox ls`,
+		SilenceUsage:  true,
+		SilenceErrors: true, // Execute prints them, and passes remote exit codes through silently
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return g.validate()
+		},
 	}
-	root.AddCommand(newDev())
+	g.addFlags(root.PersistentFlags())
+	registerGlobalCompletions(root, g)
+	root.AddCommand(
+		newClaim(g), newRun(g), newExec(g), newCp(g), newGet(g),
+		newSuspend(g), newResume(g), newDelete(g), newLogs(g),
+		newDev(),
+	)
 	return root
 }

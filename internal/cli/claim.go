@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	kubox "github.com/kubox-dev/kubox/sdk/go"
+)
+
+// claimFlags are the flags of the commands that create a claim: claim and run.
+type claimFlags struct {
+	source
+	ttl    time.Duration
+	env    []string
+	labels []string
+}
+
+func (f *claimFlags) addFlags(cmd *cobra.Command, g *globalOptions) {
+	f.source.addFlags(cmd)
+	registerSourceCompletions(cmd, g)
+	cmd.Flags().DurationVar(&f.ttl, "ttl", 0, "delete the claim and its sandbox this long from now, even if kubox is gone (e.g. 30m, 2h); 0 keeps it until deleted")
+	cmd.Flags().StringArrayVar(&f.env, "env", nil, "environment variable K=V for the sandbox's containers (repeatable; the template must allow it)")
+	cmd.Flags().StringArrayVar(&f.labels, "label", nil, "label K=V for the claim (repeatable)")
+}
+
+// check validates the flags before kubox talks to the cluster.
+func (f *claimFlags) check(command string) error {
+	if err := f.validate(command); err != nil {
+		return err
+	}
+	if f.ttl < 0 {
+		return fmt.Errorf("--ttl %s is negative: give how long the claim may live, e.g. --ttl 1h", f.ttl)
+	}
+	if _, err := keyValues("env", f.env); err != nil {
+		return err
+	}
+	_, err := keyValues("label", f.labels)
+	return err
+}
+
+// options turns the flags, checked by check, into the SDK's claim options.
+func (f *claimFlags) options(name, ns string) []kubox.ClaimOption {
+	env, _ := keyValues("env", f.env)
+	lbls, _ := keyValues("label", f.labels)
+	opts := []kubox.ClaimOption{kubox.WithName(name), kubox.InNamespace(ns)}
+	if f.ttl > 0 {
+		opts = append(opts, kubox.WithTTL(f.ttl))
+	}
+	if env != nil {
+		opts = append(opts, kubox.WithEnv(env))
+	}
+	if lbls != nil {
+		opts = append(opts, kubox.WithLabels(lbls))
+	}
+	return opts
+}
+
+func (f *claimFlags) sdkSource() kubox.ClaimSource {
+	if f.pool != "" {
+		return kubox.FromPool(f.pool)
+	}
+	return kubox.FromTemplate(f.template)
+}
+
+// nameAlphabet is the API server's alphabet for generated names (no vowels, no 0, 1, 3).
+const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// newClaimName is a name like the API server generates for generateName "kubox-". kubox picks
+// it itself so that it can show the claim's progress while the SDK waits for it.
+func newClaimName() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	for i := range b {
+		b[i] = nameAlphabet[int(b[i])%len(nameAlphabet)]
+	}
+	return kubox.ClaimGenerateName + string(b)
+}
+
+type claimOptions struct {
+	claimFlags
+	output
+	name string
+	wait bool
+}
+
+func newClaim(g *globalOptions) *cobra.Command {
+	o := &claimOptions{}
+	cmd := &cobra.Command{
+		Use:   "claim (--pool POOL | --template TEMPLATE)",
+		Short: "Claim a sandbox from a warm pool or a template and wait until it is Ready",
+		Long: `Create a SandboxClaim that takes a ready sandbox from the SandboxWarmPool --pool, or starts a
+new one from the SandboxTemplate --template, wait until it is Ready (at most --ready-timeout),
+and print the claim and its sandbox. While waiting, the claim's state is shown on stderr: a
+spinner on a terminal, a line per change otherwise.
+
+The claim stays until kubox delete --claim NAME, or until --ttl passes. When it fails (the pool
+or template does not exist, --env is not allowed, ...) or is not Ready in time, it is deleted and
+kubox says why.`,
+		Example: `  # A sandbox from the warm pool "python", deleted after an hour
+  kubox claim --pool python --ttl 1h
+
+  # A new sandbox from a template, named, with environment and a label, as YAML
+  kubox claim --template python --name my-box --env MODE=test --label team=ml -o yaml
+
+  # Create the claim and return at once
+  kubox claim --pool python --wait=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check("claim"); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd, g)
+		},
+	}
+	o.addFlags(cmd, g)
+	o.addFlag(cmd)
+	cmd.Flags().StringVar(&o.name, "name", "", "name of the claim (default: kubox- and five random characters)")
+	cmd.Flags().BoolVar(&o.wait, "wait", true, "wait until the claim is Ready; --wait=false creates it and returns")
+	return cmd
+}
+
+func (o *claimOptions) run(cmd *cobra.Command, g *globalOptions) error {
+	ctx := cmd.Context()
+	ns, err := g.namespace()
+	if err != nil {
+		return err
+	}
+	name := o.name
+	if name == "" {
+		name = newClaimName()
+	}
+	opts := o.options(name, ns)
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	if !o.wait {
+		claim, err := o.create(ctx, c, ns, name)
+		if err != nil {
+			return err
+		}
+		return printClaim(cmd.OutOrStdout(), o.format, claim, nil)
+	}
+	s, err := g.connect()
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	sb, err := claimWithProgress(ctx, s, c, o.sdkSource(), name, cmd.ErrOrStderr(), opts)
+	if err != nil {
+		return err
+	}
+	claim, err := getClaim(ctx, c, ns, name)
+	if err != nil {
+		return err
+	}
+	return printClaim(cmd.OutOrStdout(), o.format, claim, sb.Object())
+}
+
+// claimWithProgress claims a sandbox through the SDK while showing the claim's state on stderr.
+func claimWithProgress(ctx context.Context, s *session, c client.Client, src kubox.ClaimSource, name string, stderr io.Writer,
+	opts []kubox.ClaimOption) (*kubox.Sandbox, error) {
+	p := startProgress(stderr, fmt.Sprintf("claim %s: creating from %s", name, src))
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
+	go func() {
+		defer close(followed)
+		followConditions(followCtx, c, claim, "claim "+name, p)
+	}()
+	sb, err := s.sdk.Claim(ctx, src, opts...)
+	stopFollowing()
+	<-followed
+	if err != nil {
+		p.finish("")
+		if errors.Is(err, kubox.ErrClaimFailed) || errors.Is(err, kubox.ErrTimeout) {
+			return nil, fmt.Errorf("claim %s: %w (the claim was deleted)", name, err)
+		}
+		return nil, err
+	}
+	p.finish(fmt.Sprintf("claim %s: sandbox %s is Ready", name, sb.Name()))
+	return sb, nil
+}
+
+// create creates the claim without waiting for it (--wait=false). It is the claim the SDK's
+// Claim creates: the SDK has no call that creates a claim without waiting for it.
+func (o *claimOptions) create(ctx context.Context, c client.Client, ns, name string) (*extv1beta1.SandboxClaim, error) {
+	env, _ := keyValues("env", o.env)       // checked by check
+	lbls, _ := keyValues("label", o.labels) // checked by check
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[sandboxv1beta1.CreatedByLabel] = kubox.CreatedBy
+	now := time.Now()
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: name, Labels: lbls,
+		Annotations: map[string]string{extv1beta1.ClientFirstRequestedAtAnnotation: now.UTC().Format(time.RFC3339Nano)},
+	}}
+	if o.pool != "" {
+		claim.Spec.WarmPoolRef = &extv1beta1.SandboxWarmPoolReference{Name: o.pool}
+	} else {
+		claim.Spec.SandboxTemplateRef = &extv1beta1.SandboxTemplateReference{Name: o.template}
+	}
+	if o.ttl > 0 {
+		at := metav1.NewTime(now.Add(o.ttl).Truncate(time.Second))
+		claim.Spec.Lifecycle = &extv1beta1.ClaimLifecycle{ShutdownTime: &at, ShutdownPolicy: extv1beta1.ClaimShutdownPolicyDelete}
+	}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: env[k]})
+	}
+	if err := c.Create(ctx, claim); err != nil {
+		return nil, apiError(err, "claim", ns, name)
+	}
+	return claim, nil
+}
+
+// printClaim prints a claim and its sandbox (nil when it has none yet) as kubox claim does.
+func printClaim(w io.Writer, format string, claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox) error {
+	objs := []runtime.Object{claim}
+	var sbs []sandboxv1beta1.Sandbox
+	if sb != nil {
+		objs = append(objs, sb)
+		sbs = append(sbs, *sb)
+	}
+	if format != outputTable {
+		return printObjects(w, format, objs, false)
+	}
+	return printTable(w, claimColumns, rows([]extv1beta1.SandboxClaim{*claim}, sbs, time.Now()), false)
+}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+type lifecycleOptions struct {
+	target
+	wait bool
+}
+
+func newSuspend(g *globalOptions) *cobra.Command {
+	o := &lifecycleOptions{}
+	cmd := &cobra.Command{
+		Use:   "suspend NAME",
+		Short: "Suspend a sandbox: stop its Pod and keep its volumes",
+		Long: `Suspend the Sandbox NAME (with --claim, the sandbox of the claim NAME): set its
+spec.operatingMode to Suspended, so the controller deletes its Pod and keeps the Sandbox, its
+Service and its volumes, and wait until the Pod is gone. kubox resume starts it again.`,
+		Example: `  kubox suspend python-x7k2q
+  kubox suspend --claim kubox-x7k2 --wait=false`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(g, &o.target, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.setMode(cmd, g, args[0], sandboxv1beta1.SandboxOperatingModeSuspended)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func newResume(g *globalOptions) *cobra.Command {
+	o := &lifecycleOptions{}
+	cmd := &cobra.Command{
+		Use:   "resume NAME",
+		Short: "Resume a suspended sandbox and wait until it is Ready",
+		Long: `Resume the Sandbox NAME (with --claim, the sandbox of the claim NAME): set its
+spec.operatingMode to Running, so the controller starts its Pod again, and wait until the sandbox
+is Ready (at most --ready-timeout). Files outside its volumes are not kept across a suspension.`,
+		Example: `  kubox resume python-x7k2q
+  kubox resume --claim kubox-x7k2 --ready-timeout 5m`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(g, &o.target, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.setMode(cmd, g, args[0], sandboxv1beta1.SandboxOperatingModeRunning)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *lifecycleOptions) addFlags(cmd *cobra.Command) {
+	o.addFlag(cmd.Flags())
+	cmd.Flags().BoolVar(&o.wait, "wait", true, "wait until the sandbox is suspended (its Pod gone) or Ready again")
+}
+
+// setMode patches the sandbox's operatingMode to mode and waits for the controller to get there.
+func (o *lifecycleOptions) setMode(cmd *cobra.Command, g *globalOptions, name string, mode sandboxv1beta1.SandboxOperatingMode) error {
+	ctx := cmd.Context()
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	ns, err := g.namespace()
+	if err != nil {
+		return err
+	}
+	sbName, err := sandboxName(ctx, c, o.target, ns, name)
+	if err != nil {
+		return err
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	sb.Namespace, sb.Name = ns, sbName
+	patch := fmt.Appendf(nil, `{"spec":{"operatingMode":%q}}`, mode)
+	if err := c.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return apiError(err, "sandbox", ns, sbName)
+	}
+	verb, done := "resumed", isReadyAt(sb.Generation)
+	if mode == sandboxv1beta1.SandboxOperatingModeSuspended {
+		verb, done = "suspended", isSuspendedAt(sb.Generation)
+	}
+	if !o.wait {
+		cmd.Printf("sandbox %s: %s requested\n", sbName, verb)
+		return nil
+	}
+	p := startProgress(cmd.ErrOrStderr(), fmt.Sprintf("sandbox %s: waiting until it is %s", sbName, verb))
+	err = waitSandbox(ctx, c, sb, g.readyTimeout, p, done)
+	if err != nil {
+		p.finish("")
+		return err
+	}
+	p.finish("")
+	cmd.Printf("sandbox %s %s\n", sbName, verb)
+	return nil
+}
+
+// isReadyAt is done once the sandbox is Ready for generation gen or later.
+func isReadyAt(gen int64) func(*sandboxv1beta1.Sandbox) bool {
+	return func(sb *sandboxv1beta1.Sandbox) bool {
+		c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration >= gen
+	}
+}
+
+// isSuspendedAt is done once the sandbox is Suspended (its Pod gone) for generation gen or later.
+func isSuspendedAt(gen int64) func(*sandboxv1beta1.Sandbox) bool {
+	return func(sb *sandboxv1beta1.Sandbox) bool {
+		c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration >= gen
+	}
+}
+
+// waitSandbox reads sb every half second until done accepts it, reporting its conditions to p,
+// for at most timeout.
+func waitSandbox(ctx context.Context, c client.Client, sb *sandboxv1beta1.Sandbox, timeout time.Duration, p *progress,
+	done func(*sandboxv1beta1.Sandbox) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), sb); err != nil && ctx.Err() == nil {
+			return apiError(err, "sandbox", sb.Namespace, sb.Name)
+		}
+		if done(sb) {
+			return nil
+		}
+		state := describeSandbox(sb)
+		p.update("sandbox " + sb.Name + ": " + state)
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("sandbox %s in namespace %s is still %s after %s: look at kubox get %s and its events (kubectl describe sandbox %s), or wait longer with --ready-timeout",
+					sb.Name, sb.Namespace, state, timeout, sb.Name, sb.Name)
+			}
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// describeSandbox summarizes a sandbox's Ready and, while suspending, Suspended conditions.
+func describeSandbox(sb *sandboxv1beta1.Sandbox) string {
+	s := describeConditions(sb.Status.Conditions)
+	if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended); c != nil &&
+		c.Reason != sandboxv1beta1.SandboxReasonNotSuspended {
+		s += "; " + c.Reason
+	}
+	return s
+}
+
+func newDelete(g *globalOptions) *cobra.Command {
+	o := &target{}
+	cmd := &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete sandboxes, or with --claim release claims",
+		Long: `Delete the Sandboxes called NAME, or with --claim the SandboxClaims called NAME, which
+releases them: the claim's sandbox goes with it (warm-pool sandboxes are not returned to the pool).
+
+NAME is a Sandbox unless --claim is given, as in exec, cp, suspend, resume, logs and get. A
+Sandbox that a claim holds is not deleted on its own (the claim would report it missing): kubox
+says which claim to delete instead.`,
+		Example: `  # Release a claim and its sandbox
+  kubox delete --claim kubox-x7k2
+
+  # Delete sandboxes created without a claim
+  kubox delete scratch-1 scratch-2`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(g, o, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return deleteAll(cmd, g, *o, args)
+		},
+	}
+	o.addFlag(cmd.Flags())
+	return cmd
+}
+
+// deleteAll deletes every name, going on after a failure, and reports every failure.
+func deleteAll(cmd *cobra.Command, g *globalOptions, t target, names []string) error {
+	ctx := cmd.Context()
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	ns, err := g.namespace()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range names {
+		if err := deleteOne(ctx, c, t, ns, name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cmd.Printf("%s %s deleted\n", t.kind(), name)
+	}
+	return errors.Join(errs...)
+}
+
+func deleteOne(ctx context.Context, c client.Client, t target, ns, name string) error {
+	if t.claim {
+		claim, err := getClaim(ctx, c, ns, name)
+		if err != nil {
+			return err
+		}
+		return apiError(c.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}), "claim", ns, name)
+	}
+	sb, err := getSandbox(ctx, c, ns, name)
+	if err != nil {
+		return err
+	}
+	if claim := claimOf(sb); claim != "" {
+		return fmt.Errorf("sandbox %s belongs to claim %s: release the claim with kubox delete --claim %s", name, claim, claim)
+	}
+	return apiError(c.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}), "sandbox", ns, name)
+}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+)
+
+// conditionsOf is the status conditions of a Sandbox or a SandboxClaim.
+func conditionsOf(obj client.Object) []metav1.Condition {
+	switch o := obj.(type) {
+	case *sandboxv1beta1.Sandbox:
+		return o.Status.Conditions
+	case *extv1beta1.SandboxClaim:
+		return o.Status.Conditions
+	}
+	return nil
+}
+
+// getSandbox reads the Sandbox called name, with an error that says what to do when it cannot.
+func getSandbox(ctx context.Context, c client.Client, ns, name string) (*sandboxv1beta1.Sandbox, error) {
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb); err != nil {
+		return nil, apiError(err, "sandbox", ns, name)
+	}
+	return sb, nil
+}
+
+// getClaim reads the SandboxClaim called name, with an error that says what to do when it cannot.
+func getClaim(ctx context.Context, c client.Client, ns, name string) (*extv1beta1.SandboxClaim, error) {
+	claim := &extv1beta1.SandboxClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, claim); err != nil {
+		return nil, apiError(err, "claim", ns, name)
+	}
+	return claim, nil
+}
+
+// sandboxName is the Sandbox that NAME designates: NAME itself, or with --claim the sandbox bound
+// to the claim NAME.
+func sandboxName(ctx context.Context, c client.Client, t target, ns, name string) (string, error) {
+	if !t.claim {
+		return name, nil
+	}
+	claim, err := getClaim(ctx, c, ns, name)
+	if err != nil {
+		return "", err
+	}
+	if claim.Status.Sandbox.Name == "" {
+		return "", fmt.Errorf("claim %s in namespace %s has no sandbox yet (%s): wait with kubox get --claim %s, or check its pool or template",
+			name, ns, describeConditions(claim.Status.Conditions), name)
+	}
+	return claim.Status.Sandbox.Name, nil
+}
+
+// apiError turns an API server error about the kind called name into a message that names the
+// object and the fix.
+func apiError(err error, kind, ns, name string) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		hint := "list them with kubox ls"
+		if kind == "sandbox" {
+			hint += "; pass --claim if " + name + " is a claim"
+		}
+		return fmt.Errorf("%s %q not found in namespace %s: %s (-n picks another namespace): %w", kind, name, ns, hint, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s %s in namespace %s: forbidden: ask for RBAC access to it: %w", kind, name, ns, err)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("%s %s in namespace %s: the API server does not accept your credentials: check the kubeconfig (--kubeconfig, --context): %w", kind, name, ns, err)
+	}
+	return fmt.Errorf("%s %s in namespace %s: %w", kind, name, ns, err)
+}
+
+// listError turns an error listing what (claims, sandboxes) in where into a message with the fix.
+func listError(err error, what, where string) error {
+	switch {
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("listing %s: the cluster does not know the kubox API: install kubox's CRDs (config/crd): %w", what, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("listing %s in %s: forbidden: ask for RBAC list access to %s: %w", what, where, what, err)
+	}
+	return fmt.Errorf("listing %s in %s: %w", what, where, err)
+}
