@@ -1,0 +1,184 @@
+package router
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/authn"
+	"github.com/kubox-dev/kubox/internal/router/claimtoken"
+	"github.com/kubox-dev/kubox/internal/router/metrics"
+)
+
+// tokenCookie carries a bearer token on preview hosts, where browsers cannot set headers.
+const tokenCookie = "kubox-token"
+
+// The kinds of principal, as the access log names them.
+const (
+	principalShared    = "shared-token"
+	principalClaim     = "claim-token"
+	principalUser      = "kubernetes"
+	principalAnonymous = "anonymous"
+)
+
+// principal is who sent a request.
+type principal struct {
+	kind  string
+	user  *authn.User        // principalUser
+	claim *claimtoken.Claims // principalClaim
+}
+
+// name is how the access log shows the principal; never a token.
+func (p *principal) name() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.user != nil:
+		return p.user.Name
+	case p.claim != nil:
+		return "claim:" + p.claim.Namespace + "/" + p.claim.Claim
+	}
+	return p.kind
+}
+
+// bearer returns the request's bearer token, or "" when there is none; with cookie, also the
+// kubox-token cookie. More than one Authorization header, or another scheme, is an error.
+func bearer(r *http.Request, cookie bool) (string, *httpError) {
+	values := r.Header.Values("Authorization")
+	if len(values) > 1 {
+		return "", errorf(http.StatusUnauthorized, "the request has more than one Authorization header; send one: Authorization: Bearer <token>")
+	}
+	if len(values) == 1 {
+		scheme, tok, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
+		tok = strings.TrimSpace(tok)
+		if !strings.EqualFold(scheme, "Bearer") || tok == "" {
+			return "", errorf(http.StatusUnauthorized, "the Authorization header is not 'Bearer <token>'; the router accepts only bearer tokens")
+		}
+		return tok, nil
+	}
+	if cookie {
+		if c, err := r.Cookie(tokenCookie); err == nil && c.Value != "" {
+			return c.Value, nil
+		}
+	}
+	return "", nil
+}
+
+// authenticate finds who sent r: the shared token, a claim token, or a Kubernetes identity.
+func (rt *Router) authenticate(ctx context.Context, r *http.Request, cookie bool) (*principal, *httpError) {
+	tok, herr := bearer(r, cookie)
+	if herr != nil {
+		return nil, herr
+	}
+	if tok == "" {
+		return nil, errorf(http.StatusUnauthorized, "the request has no credentials; %s", rt.acceptedCredentials())
+	}
+	if rt.shared.Matches(tok) {
+		return &principal{kind: principalShared}, nil
+	}
+	if strings.HasPrefix(tok, claimtoken.Prefix) {
+		c, err := claimtoken.Verify(rt.cfg.AgentTokenKey, tok, rt.now())
+		if err != nil {
+			return nil, errorf(http.StatusUnauthorized, "%v", err)
+		}
+		return &principal{kind: principalClaim, claim: &c}, nil
+	}
+	u, why, err := rt.reviewer.Authenticate(ctx, tok)
+	if err != nil {
+		return nil, errorf(http.StatusServiceUnavailable, "%v; retry shortly", err)
+	}
+	if u == nil {
+		msg := "the Kubernetes API does not accept the bearer token"
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		return nil, errorf(http.StatusUnauthorized, "%s; %s", msg, rt.acceptedCredentials())
+	}
+	return &principal{kind: principalUser, user: u}, nil
+}
+
+// acceptedCredentials tells a client what it may send.
+func (rt *Router) acceptedCredentials() string {
+	s := "send 'Authorization: Bearer <token>' with a Kubernetes token (a ServiceAccount's or a user's) that RBAC allows to " +
+		"create sandboxes/connect (group agents.x-k8s.io) or sandboxclaims/connect (group extensions.agents.x-k8s.io), " +
+		"or a claim token from POST /v1/claims/{namespace}/{claim}/token"
+	if rt.shared.Configured() {
+		s += ", or the router's shared token"
+	}
+	return s
+}
+
+// access is what a request asks to reach: a sandbox, or a claim (and then its sandbox).
+type access struct {
+	namespace, name string
+	claim           bool
+}
+
+// authorize decides whether p may reach a. For a claim token the claim must still exist with
+// the token's UID, and a must be that claim or the sandbox bound to it.
+func (rt *Router) authorize(ctx context.Context, p *principal, a access) *httpError {
+	switch p.kind {
+	case principalShared, principalAnonymous:
+		return nil
+	case principalClaim:
+		return rt.authorizeClaimToken(ctx, p.claim, a)
+	}
+	attrs := authn.Attributes{Verb: "create", Group: sandboxv1beta1.GroupVersion.Group, Resource: "sandboxes",
+		Subresource: "connect", Namespace: a.namespace, Name: a.name}
+	if a.claim {
+		attrs.Group, attrs.Resource = extv1beta1.GroupVersion.Group, "sandboxclaims"
+	}
+	d, err := rt.reviewer.Authorize(ctx, p.user, attrs)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "%v; retry shortly", err)
+	}
+	if !d.Allowed {
+		return errorf(http.StatusForbidden, "%s may not connect to %s %s/%s: RBAC must allow verb create on %s/connect (group %s) "+
+			"for it, e.g. a Role with resourceNames [%s]", p.user.Name, strings.TrimSuffix(attrs.Resource, "es"), a.namespace, a.name,
+			attrs.Resource, attrs.Group, a.name)
+	}
+	return nil
+}
+
+func (rt *Router) authorizeClaimToken(ctx context.Context, c *claimtoken.Claims, a access) *httpError {
+	claim, herr := rt.lookupClaim(ctx, c.Namespace, c.Claim)
+	if herr != nil {
+		return herr
+	}
+	if claim == nil || claim.UID != c.UID {
+		return errorf(http.StatusUnauthorized, "the claim token was minted for SandboxClaim %s/%s, which no longer exists (it was deleted, "+
+			"or recreated under the same name); claim again and mint a new token", c.Namespace, c.Claim)
+	}
+	if a.namespace == c.Namespace {
+		if a.claim && a.name == c.Claim {
+			return nil
+		}
+		if !a.claim && a.name != "" && a.name == claim.Status.Sandbox.Name {
+			return nil
+		}
+	}
+	what := "sandbox"
+	if a.claim {
+		what = "claim"
+	}
+	return errorf(http.StatusForbidden, "the claim token opens only SandboxClaim %s/%s and the sandbox bound to it (%q), not %s %s/%s",
+		c.Namespace, c.Claim, claim.Status.Sandbox.Name, what, a.namespace, a.name)
+}
+
+// recordDecision counts the outcome of authentication and authorization.
+func (rt *Router) recordDecision(herr *httpError) {
+	var d string
+	switch {
+	case herr == nil:
+		d = metrics.DecisionAllow
+	case herr.code == http.StatusUnauthorized:
+		d = metrics.DecisionUnauthenticated
+	case herr.code == http.StatusForbidden:
+		d = metrics.DecisionDeny
+	default:
+		d = metrics.DecisionError
+	}
+	rt.metrics.AuthzDecisions.WithLabelValues(d).Inc()
+}

@@ -1,0 +1,166 @@
+// Package cli is kubox-router's command line: flags (agent-sandbox's names where it has them),
+// their environment variables, and the checks made before the router starts.
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/internal/router"
+	"github.com/kubox-dev/kubox/internal/version"
+)
+
+// Environment variables agent-sandbox's Python router reads; kubox-router honours them too.
+const (
+	envSharedToken     = "ROUTER_AUTH_TOKEN"
+	envUnauthenticated = "ALLOW_UNAUTHENTICATED_ROUTER"
+)
+
+type options struct {
+	cfg             router.Config
+	kubeconfig      string
+	keyFile         string
+	sharedTokenFile string
+}
+
+// NewCommand returns kubox-router's root command.
+func NewCommand() *cobra.Command {
+	o := &options{cfg: router.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "kubox-router [flags]",
+		Short: "Route clients to sandboxes, with Kubernetes authentication",
+		Long: `kubox-router proxies HTTP, WebSocket, gRPC and Connect traffic to sandboxes:
+  /sandboxes/{namespace}/{name}/...  and  /claims/{namespace}/{name}/...   (the agent's port)
+  X-Sandbox-ID / X-Sandbox-Namespace / X-Sandbox-Port headers              (agent-sandbox's clients)
+  {port}-{id}.<--preview-domain>                                            (browsers)
+Clients authenticate with a Kubernetes token allowed to create sandboxes/connect or
+sandboxclaims/connect, a claim token (POST /v1/claims/{namespace}/{name}/token), or the shared
+token. See docs/router.md.`,
+		Version:       version.Get().GitVersion,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	cmd.SetVersionTemplate("{{.Version}}\n")
+	o.bindFlags(cmd)
+	return cmd
+}
+
+func (o *options) bindFlags(cmd *cobra.Command) {
+	f, c := cmd.Flags(), &o.cfg
+	f.StringVar(&c.HTTPAddr, "http-bind-address", c.HTTPAddr, "address of the proxy listener (HTTP/1.1 and h2c)")
+	f.StringVar(&c.MetricsAddr, "metrics-bind-address", c.MetricsAddr, `address of the Prometheus /metrics listener ("0": off)`)
+	f.StringVar(&c.HealthAddr, "health-probe-bind-address", c.HealthAddr, `address of the /healthz and /readyz listener ("0": off)`)
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to reach the Kubernetes API (default: in-cluster, then $KUBECONFIG)")
+	f.StringVar(&c.Namespace, "namespace", "", "serve the sandboxes and claims of this namespace only (default: all)")
+	f.StringVar(&o.keyFile, "agent-token-key-file", "", "file holding the key shared with kubox-controller (required): agent tokens are derived from it, claim tokens signed with it")
+	f.StringVar(&o.sharedTokenFile, "shared-token-file", "", "file holding a bearer token that opens every route (also $"+envSharedToken+")")
+	f.BoolVar(&c.AllowUnauthenticatedHeaderRouting, "allow-unauthenticated-header-routing", false,
+		"admit X-Sandbox-ID requests without credentials (also $"+envUnauthenticated+"=true); safe ONLY when the router is reachable solely through kubectl port-forward")
+	f.IntVar(&c.AgentPort, "agent-port", c.AgentPort, "agent port of sandboxes whose spec.agent.port is unset")
+	f.StringVar(&c.PreviewDomain, "preview-domain", "", "serve {port}-{id}.<domain> hosts to browsers (empty: off)")
+	f.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "how long to wait for a sandbox's response headers; also caps X-Sandbox-Timeout")
+	f.Int64Var(&c.MaxRequestBodyBytes, "max-request-body-bytes", c.MaxRequestBodyBytes, "largest request body (413 beyond; 0: unlimited)")
+	f.IntVar(&c.MaxConnectionsPerClient, "max-connections-per-client", c.MaxConnectionsPerClient, "requests one client IP may have in flight, streams and WebSockets included (429 beyond; 0: unlimited)")
+	f.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close client keep-alive connections idle this long")
+	f.DurationVar(&c.ClaimTokenMaxTTL, "claim-token-max-ttl", c.ClaimTokenMaxTTL, "longest lifetime of a minted claim token")
+	f.BoolVar(&c.AllowLoopbackPodIP, "allow-loopback-pod-ip", false, "dial loopback and link-local pod IPs (for tests only)")
+	f.BoolVar(&c.AccessLog, "access-log", c.AccessLog, "log one JSON line per request")
+	f.DurationVar(&c.AuthCacheTTL, "tokenreview-cache-ttl", c.AuthCacheTTL, "how long TokenReview and SubjectAccessReview answers are reused (0: not at all)")
+	f.IntVar(&c.UpstreamMaxRetries, "upstream-max-retries", c.UpstreamMaxRetries, "dial retries to a sandbox (only failed dials are retried)")
+	f.DurationVar(&c.UpstreamRetryDelay, "upstream-retry-initial-delay", c.UpstreamRetryDelay, "wait before the first dial retry; doubled each time")
+	f.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight get to finish")
+}
+
+func (o *options) run(cmd *cobra.Command) error {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "kubox-router")
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	o.cfg.Log = log
+	if err := o.complete(log); err != nil {
+		return err
+	}
+	restConfig, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	rt, err := router.New(o.cfg, restConfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log.Info("Starting", "version", version.Get().GitVersion, "namespace", o.cfg.Namespace, "previewDomain", o.cfg.PreviewDomain,
+		"sharedToken", len(o.cfg.SharedToken) > 0, "unauthenticatedHeaderRouting", o.cfg.AllowUnauthenticatedHeaderRouting)
+	return rt.Start(ctx)
+}
+
+// complete loads the key and the shared token and reads the environment.
+func (o *options) complete(log *slog.Logger) error {
+	if o.keyFile == "" {
+		return errors.New("--agent-token-key-file is required: give the file holding the key kubox-controller uses " +
+			"(its agent.tokenKeyFile); for a new installation make one with: head -c 48 /dev/urandom | base64 > agent-token-key")
+	}
+	key, err := token.LoadKey(o.keyFile)
+	if err != nil {
+		return fmt.Errorf("--agent-token-key-file: %w", err)
+	}
+	o.cfg.AgentTokenKey = key
+	if o.cfg.SharedToken, err = sharedToken(o.sharedTokenFile); err != nil {
+		return err
+	}
+	if v := os.Getenv(envUnauthenticated); strings.EqualFold(v, "true") {
+		o.cfg.AllowUnauthenticatedHeaderRouting = true
+	}
+	if o.cfg.AllowUnauthenticatedHeaderRouting {
+		log.Warn("UNAUTHENTICATED header routing is on (--allow-unauthenticated-header-routing / " + envUnauthenticated + "): " +
+			"anyone who reaches this router can use every sandbox by X-Sandbox-ID. This is safe ONLY when the router is " +
+			"reachable solely through kubectl port-forward (no Service of type LoadBalancer/NodePort, no Ingress or Gateway)")
+	}
+	if o.cfg.AllowLoopbackPodIP {
+		log.Warn("Loopback and link-local pod IPs are dialed (--allow-loopback-pod-ip): for tests only")
+	}
+	return nil
+}
+
+// sharedToken reads the shared token from file, else from $ROUTER_AUTH_TOKEN; none is fine.
+func sharedToken(file string) ([]byte, error) {
+	var tok []byte
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--shared-token-file: %w", err)
+		}
+		tok = bytes.TrimSpace(b)
+	} else {
+		tok = bytes.TrimSpace([]byte(os.Getenv(envSharedToken)))
+	}
+	if len(tok) > 0 && len(tok) < 32 {
+		return nil, fmt.Errorf("the shared token has %d bytes; it needs at least 32 (make one with: head -c 32 /dev/urandom | base64)", len(tok))
+	}
+	return tok, nil
+}
+
+func (o *options) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("finding the Kubernetes API (use --kubeconfig or KUBECONFIG out of a cluster): %w", err)
+	}
+	cfg.UserAgent = "kubox-router/" + version.Get().GitVersion
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}

@@ -1,0 +1,124 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/kubox-dev/kubox/internal/agent/token"
+)
+
+// Defaults of Config, shared with cmd/kubox-router's flags.
+const (
+	DefaultHTTPAddr                = ":8080"
+	DefaultMetricsAddr             = ":9090"
+	DefaultHealthAddr              = ":8081"
+	DefaultAgentPort               = 7070
+	DefaultCompatibilityPort       = 8888
+	DefaultHeaderPort              = 8888
+	DefaultProxyTimeout            = 180 * time.Second
+	DefaultMaxRequestBodyBytes     = 1 << 30
+	DefaultMaxConnectionsPerClient = 64
+	DefaultIdleTimeout             = 120 * time.Second
+	DefaultClaimTokenMaxTTL        = 24 * time.Hour
+	DefaultClaimTokenTTL           = time.Hour
+	DefaultAuthCacheTTL            = 30 * time.Second
+	DefaultUpstreamMaxRetries      = 3
+	DefaultUpstreamRetryDelay      = 200 * time.Millisecond
+	DefaultShutdownTimeout         = 30 * time.Second
+)
+
+// Config is kubox-router's configuration; cmd/kubox-router fills it from flags of the same
+// meaning. Start DefaultConfig and change what differs.
+type Config struct {
+	// HTTPAddr, MetricsAddr and HealthAddr are where Start listens ("0" or "": not at all, for
+	// the metrics and health listeners). Serve ignores them.
+	HTTPAddr, MetricsAddr, HealthAddr string
+	// Namespace limits the router to sandboxes and claims of one namespace; empty: all.
+	Namespace string
+	// AgentTokenKey is the key the router shares with the controller: agent tokens are derived
+	// from it and claim tokens are signed with it. Required, at least 32 bytes.
+	AgentTokenKey []byte
+	// SharedToken, when not empty, is a bearer token that opens every route.
+	SharedToken []byte
+	// AllowUnauthenticatedHeaderRouting admits header-routed requests (X-Sandbox-ID) without
+	// credentials. Safe only when the router is reachable solely through kubectl port-forward.
+	AllowUnauthenticatedHeaderRouting bool
+	// AgentPort is the agent's port of sandboxes whose spec.agent.port is unset.
+	AgentPort int
+	// PreviewDomain enables preview hosts "{port}-{id}.{PreviewDomain}"; empty: off.
+	PreviewDomain string
+	// ProxyTimeout bounds the wait for a sandbox's response headers, and caps X-Sandbox-Timeout.
+	ProxyTimeout time.Duration
+	// MaxRequestBodyBytes bounds request bodies (413 beyond); 0: unlimited.
+	MaxRequestBodyBytes int64
+	// MaxConnectionsPerClient bounds the requests one client IP has in flight at once (429
+	// beyond), streams and WebSockets included; 0: unlimited.
+	MaxConnectionsPerClient int
+	// IdleTimeout closes client keep-alive connections idle for that long.
+	IdleTimeout time.Duration
+	// ClaimTokenMaxTTL is the longest lifetime of a minted claim token.
+	ClaimTokenMaxTTL time.Duration
+	// AllowLoopbackPodIP lets the router dial loopback, link-local, multicast and unspecified
+	// pod IPs, which a real Pod never has (tests run their "pods" on 127.0.0.1).
+	AllowLoopbackPodIP bool
+	// AccessLog writes one JSON line per request (not for /healthz and /readyz) to Log.
+	AccessLog bool
+	// AuthCacheTTL is how long TokenReview and SubjectAccessReview answers are reused.
+	AuthCacheTTL time.Duration
+	// UpstreamMaxRetries and UpstreamRetryDelay: a failed dial to a sandbox is retried this many
+	// times, waiting UpstreamRetryDelay, then twice as long each time. Only dials are retried.
+	UpstreamMaxRetries int
+	UpstreamRetryDelay time.Duration
+	// ShutdownTimeout bounds the wait for requests in flight when Start or Serve stop.
+	ShutdownTimeout time.Duration
+	// Log receives the router's messages and access log; nil: slog.Default().
+	Log *slog.Logger
+}
+
+// DefaultConfig returns the configuration kubox-router has without flags (and without the
+// required key).
+func DefaultConfig() Config {
+	return Config{
+		HTTPAddr:                DefaultHTTPAddr,
+		MetricsAddr:             DefaultMetricsAddr,
+		HealthAddr:              DefaultHealthAddr,
+		AgentPort:               DefaultAgentPort,
+		ProxyTimeout:            DefaultProxyTimeout,
+		MaxRequestBodyBytes:     DefaultMaxRequestBodyBytes,
+		MaxConnectionsPerClient: DefaultMaxConnectionsPerClient,
+		IdleTimeout:             DefaultIdleTimeout,
+		ClaimTokenMaxTTL:        DefaultClaimTokenMaxTTL,
+		AccessLog:               true,
+		AuthCacheTTL:            DefaultAuthCacheTTL,
+		UpstreamMaxRetries:      DefaultUpstreamMaxRetries,
+		UpstreamRetryDelay:      DefaultUpstreamRetryDelay,
+		ShutdownTimeout:         DefaultShutdownTimeout,
+	}
+}
+
+// validate reports every setting that cannot work.
+func (c *Config) validate() error {
+	var errs []error
+	if len(c.AgentTokenKey) < token.MinKeyBytes {
+		errs = append(errs, fmt.Errorf("the agent token key has %d bytes; it needs at least %d: give the key the controller "+
+			"uses (--agent-token-key-file), or make one with: head -c 48 /dev/urandom | base64 > key", len(c.AgentTokenKey), token.MinKeyBytes))
+	}
+	if c.AgentPort < 1 || c.AgentPort > 65535 {
+		errs = append(errs, fmt.Errorf("agent port %d is not in 1-65535", c.AgentPort))
+	}
+	for name, d := range map[string]time.Duration{"proxy timeout": c.ProxyTimeout, "claim token max TTL": c.ClaimTokenMaxTTL} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("the %s must be positive, not %s", name, d))
+		}
+	}
+	if c.MaxRequestBodyBytes < 0 || c.MaxConnectionsPerClient < 0 || c.UpstreamMaxRetries < 0 {
+		errs = append(errs, errors.New("limits and retries cannot be negative (0 means unlimited or none)"))
+	}
+	if strings.ContainsAny(c.PreviewDomain, ":/ ") {
+		errs = append(errs, fmt.Errorf("preview domain %q must be a bare DNS domain such as preview.example.com", c.PreviewDomain))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,43 @@
+// Package router is kubox-router: the HTTP entry point that takes clients outside a Pod to a
+// sandbox, compatible with kubernetes-sigs/agent-sandbox's sandbox-router (same Service name and
+// port, same headers, same metric names). docs/router.md is the user's guide.
+//
+// # Routes (main listener)
+//
+// A request is routed by the first of these that applies:
+//
+//   - Host "{port}-{id}.{Config.PreviewDomain}": that port of the sandbox whose preview id
+//     (preview.ID of its UID) is id; path and Host forwarded unchanged.
+//   - Header X-Sandbox-ID (agent-sandbox's contract; X-Sandbox-Namespace, default "default";
+//     X-Sandbox-Port, default 8888): path forwarded unchanged.
+//   - GET /healthz, GET /readyz, POST /v1/claims/{ns}/{name}/token (mints a claim token).
+//   - /sandboxes/{ns}/{name}/{rest...} and /claims/{ns}/{name}/{rest...}: the sandbox's agent
+//     port (or X-Sandbox-Port), path forwarded as /{rest...}.
+//
+// X-Sandbox-Timeout (seconds) bounds the whole request on any route, at most Config.ProxyTimeout.
+// Destinations come from an informer cache of Sandboxes and SandboxClaims: status.podIPs[0] of a
+// sandbox whose Ready condition is True. Nothing the client sends (X-Sandbox-Pod-IP,
+// X-Sandbox-UID) chooses the address.
+//
+// # Authentication and authorization
+//
+// The bearer token (and, on preview hosts, the kubox-token cookie) is tried as the shared
+// token, then as a claim token (internal/router/claimtoken), then as a Kubernetes token
+// (TokenReview, then SubjectAccessReview of create on sandboxes/connect or sandboxclaims/connect),
+// see internal/router/authn. With Config.AllowUnauthenticatedHeaderRouting, X-Sandbox-ID requests
+// need none. The sandbox never sees the client's credentials: the router removes Authorization,
+// the kubox-token cookie, X-Sandbox-* and hop-by-hop headers and, for the agent's own ports,
+// sends the sandbox's agent token (internal/agent/token).
+//
+// # In-process use
+//
+//	cfg := router.DefaultConfig()
+//	cfg.AgentTokenKey = key
+//	rt, err := router.New(cfg, restConfig)
+//	l, _ := net.Listen("tcp", "127.0.0.1:0")
+//	go rt.Serve(ctx, l)           // starts the cache; returns when ctx ends
+//	rt.WaitForCacheSync(ctx)      // then requests are routed
+//
+// Start(ctx) instead listens on Config.HTTPAddr, MetricsAddr and HealthAddr, as the binary does.
+// Handler, MetricsHandler and HealthHandler are the three listeners' handlers.
+package router

@@ -1,0 +1,145 @@
+package router
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// Paths the router serves itself on its main listener.
+const (
+	healthPath    = "/healthz"
+	readyPath     = "/readyz"
+	mintPrefix    = "/v1/claims/"
+	mintSuffix    = "/token"
+	sandboxPrefix = "/sandboxes/"
+	claimPrefix   = "/claims/"
+)
+
+// serveHTTP routes a request: preview host, X-Sandbox-ID, the router's own paths, then the
+// /sandboxes/ and /claims/ paths. See the package documentation.
+func (rt *Router) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	rte, herr := rt.parseProxyRoute(r)
+	switch {
+	case herr != nil:
+		writeError(w, herr)
+	case rte != nil:
+		rt.serveProxy(w, r, rte)
+	case r.URL.Path == healthPath:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	case r.URL.Path == readyPath:
+		rt.serveReady(w)
+	case strings.HasPrefix(r.URL.Path, mintPrefix) && strings.HasSuffix(r.URL.Path, mintSuffix):
+		rt.serveMint(w, r)
+	default:
+		writeError(w, errorf(http.StatusBadRequest, "the router does not know where %s %q goes: use /sandboxes/{namespace}/{name}/..., "+
+			"/claims/{namespace}/{name}/..., the header X-Sandbox-ID (with X-Sandbox-Namespace and X-Sandbox-Port), "+
+			"or POST /v1/claims/{namespace}/{name}/token", r.Method, clip(r.URL.Path)))
+	}
+}
+
+func (rt *Router) serveReady(w http.ResponseWriter) {
+	if !rt.synced.Load() {
+		writeError(w, errorf(http.StatusServiceUnavailable, "the router is still loading Sandboxes and SandboxClaims from the Kubernetes API"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// serveProxy authenticates, authorizes, resolves and forwards a request for a sandbox.
+func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route) {
+	info := infoFrom(r.Context())
+	info.route = rte.kind
+	if !rt.synced.Load() {
+		writeError(w, errorf(http.StatusServiceUnavailable, "the router is still loading Sandboxes and SandboxClaims from the Kubernetes API; retry shortly"))
+		return
+	}
+	ctx := r.Context()
+	t, herr := rt.admit(ctx, r, rte)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if herr := rt.limitBody(w, r); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if rte.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rte.timeout)
+		defer cancel()
+	}
+	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview}
+	rt.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
+}
+
+// admit runs the checks in an order that reveals nothing to a stranger: credentials (401), then
+// permission (403), then whether the sandbox exists (404) and is ready (503).
+func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*target, *httpError) {
+	info := infoFrom(ctx)
+	p := &principal{kind: principalAnonymous}
+	if rte.kind != kindHeader || !rt.cfg.AllowUnauthenticatedHeaderRouting {
+		var herr *httpError
+		if p, herr = rt.authenticate(ctx, r, rte.kind == kindPreview); herr != nil {
+			rt.recordDecision(herr)
+			return nil, herr
+		}
+	}
+	info.principal = p.name()
+	if rte.kind == kindPreview {
+		sb, herr := rt.sandboxByPreviewID(ctx, rte.previewID)
+		if herr != nil {
+			return nil, herr
+		}
+		rte.namespace, rte.name = sb.Namespace, sb.Name
+	}
+	info.namespace, info.name = rte.namespace, rte.name
+	herr := rt.authorize(ctx, p, access{namespace: rte.namespace, name: rte.name, claim: rte.kind == kindClaim})
+	rt.recordDecision(herr)
+	if herr != nil {
+		return nil, herr
+	}
+	sandboxName := rte.name
+	if rte.kind == kindClaim {
+		if sandboxName, herr = rt.boundSandbox(ctx, rte.namespace, rte.name); herr != nil {
+			return nil, herr
+		}
+	}
+	sb, herr := rt.lookupSandbox(ctx, rte.namespace, sandboxName)
+	if herr != nil {
+		return nil, herr
+	}
+	if sb == nil {
+		return nil, errorf(http.StatusNotFound, "sandbox %s/%s does not exist (or the router has not seen it yet); "+
+			"check the name with: kubectl get sandboxes -n %s", rte.namespace, sandboxName, rte.namespace)
+	}
+	return rt.resolveTarget(sb, rte.port)
+}
+
+// boundSandbox returns the name of the sandbox bound to a claim.
+func (rt *Router) boundSandbox(ctx context.Context, ns, name string) (string, *httpError) {
+	c, herr := rt.lookupClaim(ctx, ns, name)
+	if herr != nil {
+		return "", herr
+	}
+	if c == nil {
+		return "", errorf(http.StatusNotFound, "SandboxClaim %s/%s does not exist; check the name with: kubectl get sandboxclaims -n %s", ns, name, ns)
+	}
+	if c.Status.Sandbox.Name == "" {
+		return "", errorf(http.StatusServiceUnavailable, "SandboxClaim %s/%s has no sandbox yet; wait until it is Ready and retry", ns, name)
+	}
+	return c.Status.Sandbox.Name, nil
+}
+
+// limitBody refuses bodies declared larger than the limit and cuts off those that grow past it.
+func (rt *Router) limitBody(w http.ResponseWriter, r *http.Request) *httpError {
+	max := rt.cfg.MaxRequestBodyBytes
+	if max <= 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	if r.ContentLength > max {
+		return errorf(http.StatusRequestEntityTooLarge, "the request body has %d bytes, more than the router's limit of %d (--max-request-body-bytes)", r.ContentLength, max)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, max)
+	return nil
+}

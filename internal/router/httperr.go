@@ -1,0 +1,48 @@
+package router
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// httpError is an answer the router gives itself: a status and a message that says what is
+// wrong and how to fix it.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func errorf(code int, format string, args ...any) *httpError {
+	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is the JSON of every error the router answers itself.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  int    `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, e *httpError) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if e.code == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="kubox-router"`)
+	}
+	if e.code == http.StatusTooManyRequests {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(e.code)
+	_ = json.NewEncoder(w).Encode(errorBody{Error: e.msg, Code: e.code})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

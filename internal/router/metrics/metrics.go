@@ -1,0 +1,110 @@
+// Package metrics defines kubox-router's Prometheus metrics, with the names and labels of
+// agent-sandbox's Go router so its dashboards work unchanged. Each Router has a private
+// registry (several routers in one test process do not collide) that also carries the Go and
+// process collectors.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kubox-dev/kubox/internal/version"
+)
+
+// Reasons of sandbox_router_upstream_errors_total.
+const (
+	// ReasonDial: no connection to the sandbox's pod (refused, unreachable), after retries.
+	ReasonDial = "dial"
+	// ReasonTimeout: the sandbox did not answer in time (--proxy-timeout or X-Sandbox-Timeout).
+	ReasonTimeout = "timeout"
+	// ReasonBlockedIP: the sandbox reports a pod IP the router refuses to dial (loopback, ...).
+	ReasonBlockedIP = "blocked_ip"
+	// ReasonOther: the connection failed after it was made (reset, protocol error).
+	ReasonOther = "other"
+)
+
+// Decisions of sandbox_router_authz_decisions_total.
+const (
+	DecisionAllow           = "allow"
+	DecisionDeny            = "deny"
+	DecisionUnauthenticated = "unauthenticated"
+	DecisionError           = "error"
+)
+
+// Metrics are one router's metrics.
+type Metrics struct {
+	Registry           *prometheus.Registry
+	Requests           *prometheus.CounterVec
+	Duration           *prometheus.HistogramVec
+	Inflight           prometheus.Gauge
+	UpstreamErrors     *prometheus.CounterVec
+	UpstreamRetries    prometheus.Counter
+	CacheInvalidations prometheus.Counter
+	AuthzDecisions     *prometheus.CounterVec
+}
+
+// New registers a fresh set of metrics on a new registry.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_requests_total",
+			Help: "Requests the router answered, by method, status code and the sandbox's namespace (empty when none was resolved).",
+		}, []string{"method", "code", "sandbox_namespace"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sandbox_router_request_duration_seconds",
+			Help:    "Time from receiving a request to the end of its response (whole streams and upgraded connections included).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10), // 5 ms to ~22 min
+		}, []string{"method", "sandbox_namespace"}),
+		Inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandbox_router_inflight_requests",
+			Help: "Requests being served, streams and upgraded connections included.",
+		}),
+		UpstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_upstream_errors_total",
+			Help: "Requests that failed between the router and the sandbox, by reason (dial, timeout, blocked_ip, other).",
+		}, []string{"sandbox_namespace", "reason"}),
+		UpstreamRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandbox_router_upstream_retries_total",
+			Help: "Connection attempts to a sandbox repeated after a dial failure.",
+		}),
+		CacheInvalidations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandbox_router_cache_invalidations_total",
+			Help: "Times a sandbox the router knew lost its destination (deleted, or its pod IP changed or went away).",
+		}),
+		AuthzDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_authz_decisions_total",
+			Help: "Authentication and authorization outcomes (allow, deny, unauthenticated, error).",
+		}, []string{"decision"}),
+	}
+	m.Registry.MustRegister(m.Requests, m.Duration, m.Inflight, m.UpstreamErrors, m.UpstreamRetries,
+		m.CacheInvalidations, m.AuthzDecisions, buildInfo(version.Get()),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in Prometheus' exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// buildInfo is sandbox_router_build_info: a gauge fixed at 1 whose labels describe the build.
+func buildInfo(info version.Info) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sandbox_router_build_info",
+		Help: "Build metadata of the router, exposed as labels with a constant value of 1.",
+		ConstLabels: prometheus.Labels{
+			"git_version": info.GitVersion,
+			"git_commit":  info.GitCommit,
+			"build_date":  info.BuildDate,
+			"go_version":  info.GoVersion,
+			"compiler":    info.Compiler,
+			"platform":    info.Platform,
+		},
+	})
+	g.Set(1)
+	return g
+}

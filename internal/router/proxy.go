@@ -1,0 +1,183 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubox-dev/kubox/internal/router/metrics"
+)
+
+// upstream holds the two transports to sandboxes: HTTP/1.1 (also for WebSocket upgrades) and
+// HTTP/2 without TLS (h2c, for gRPC), chosen by the protocol the client spoke to the router.
+type upstream struct {
+	h1, h2c *http.Transport
+}
+
+func (rt *Router) newUpstream() *upstream {
+	newTransport := func() *http.Transport {
+		return &http.Transport{
+			DialContext:           rt.dialWithRetries,
+			ResponseHeaderTimeout: rt.cfg.ProxyTimeout,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			// Bodies are passed through as they are; the agent compresses nothing itself.
+			DisableCompression: true,
+		}
+	}
+	u := &upstream{h1: newTransport(), h2c: newTransport()}
+	u.h1.Protocols = new(http.Protocols)
+	u.h1.Protocols.SetHTTP1(true)
+	u.h2c.Protocols = new(http.Protocols)
+	u.h2c.Protocols.SetUnencryptedHTTP2(true)
+	return u
+}
+
+// RoundTrip sends HTTP/2 requests over h2c and everything else (upgrades too) over HTTP/1.1.
+func (u *upstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.ProtoMajor == 2 && r.Header.Get("Upgrade") == "" {
+		return u.h2c.RoundTrip(r)
+	}
+	return u.h1.RoundTrip(r)
+}
+
+func (u *upstream) closeIdle() {
+	u.h1.CloseIdleConnections()
+	u.h2c.CloseIdleConnections()
+}
+
+// dialWithRetries dials a sandbox, retrying failed dials (only dials: nothing was sent yet, so a
+// retry cannot repeat a request) with exponential backoff.
+func (rt *Router) dialWithRetries(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	delay := rt.cfg.UpstreamRetryDelay
+	for attempt := 0; ; attempt++ {
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil || attempt >= rt.cfg.UpstreamMaxRetries || ctx.Err() != nil {
+			return c, err
+		}
+		rt.metrics.UpstreamRetries.Inc()
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, err
+		}
+		delay *= 2
+	}
+}
+
+type targetKey struct{}
+
+func (rt *Router) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:       rt.rewrite,
+		Transport:     rt.upstream,
+		FlushInterval: -1, // stream every write: process output, gRPC and Connect streams
+		ErrorHandler:  rt.proxyError,
+		ErrorLog:      nil,
+	}
+}
+
+// proxyTarget is what rewrite needs, carried in the request's context.
+type proxyTarget struct {
+	*target
+	path, rawPath string
+	keepHost      bool
+}
+
+// rewrite addresses the request to the sandbox and removes what is the router's business:
+// the client's credentials, the routing headers, the token cookie. The sandbox's agent token is
+// added only for the agent's own ports. ReverseProxy has already removed hop-by-hop headers and
+// any X-Forwarded-* the client sent; SetXForwarded sets them anew.
+func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
+	t := pr.In.Context().Value(targetKey{}).(*proxyTarget)
+	pr.SetURL(&url.URL{Scheme: "http", Host: t.addr})
+	pr.Out.URL.Path, pr.Out.URL.RawPath = t.path, t.rawPath
+	if t.keepHost {
+		pr.Out.Host = pr.In.Host
+	}
+	pr.SetXForwarded()
+	h := pr.Out.Header
+	h.Del("Authorization")
+	for k := range h {
+		if strings.HasPrefix(k, "X-Sandbox-") {
+			delete(h, k)
+		}
+	}
+	stripTokenCookie(h)
+	if t.agentToken != "" {
+		h.Set("Authorization", "Bearer "+t.agentToken)
+	}
+}
+
+// stripTokenCookie removes the kubox-token cookie and keeps the others.
+func stripTokenCookie(h http.Header) {
+	cookies := h.Values("Cookie")
+	if len(cookies) == 0 {
+		return
+	}
+	var kept []string
+	for _, line := range cookies {
+		for part := range strings.SplitSeq(line, ";") {
+			name, _, _ := strings.Cut(strings.TrimSpace(part), "=")
+			if name != tokenCookie && strings.TrimSpace(part) != "" {
+				kept = append(kept, strings.TrimSpace(part))
+			}
+		}
+	}
+	h.Del("Cookie")
+	if len(kept) > 0 {
+		h.Set("Cookie", strings.Join(kept, "; "))
+	}
+}
+
+// proxyError answers a request the sandbox did not answer.
+func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	t := r.Context().Value(targetKey{}).(*proxyTarget)
+	info := infoFrom(r.Context())
+	ns, name := t.sandbox.Namespace, t.sandbox.Name
+	var maxBytes *http.MaxBytesError
+	var opErr *net.OpError
+	var reason string
+	var herr *httpError
+	switch {
+	case errors.As(err, &maxBytes):
+		herr = errorf(http.StatusRequestEntityTooLarge, "the request body is larger than the router's limit of %d bytes (--max-request-body-bytes)", maxBytes.Limit)
+	case errors.Is(r.Context().Err(), context.Canceled):
+		info.err = "client went away"
+		w.WriteHeader(499) // nginx's "client closed request": nobody reads it, the access log shows it
+		return
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		reason = metrics.ReasonDial
+		herr = errorf(http.StatusBadGateway, "could not connect to sandbox %s/%s at %s after %d attempts: %v; the sandbox's server may not be "+
+			"listening on that port yet, or its Pod is gone", ns, name, t.addr, rt.cfg.UpstreamMaxRetries+1, opErr.Err)
+	case isTimeout(err, r):
+		reason = metrics.ReasonTimeout
+		herr = errorf(http.StatusGatewayTimeout, "sandbox %s/%s did not answer in time (the router waits %s for response headers, "+
+			"less when X-Sandbox-Timeout says so)", ns, name, rt.cfg.ProxyTimeout)
+	default:
+		reason = metrics.ReasonOther
+		herr = errorf(http.StatusBadGateway, "the connection to sandbox %s/%s failed: %v", ns, name, err)
+	}
+	if reason != "" {
+		rt.metrics.UpstreamErrors.WithLabelValues(ns, reason).Inc()
+	}
+	info.err = err.Error()
+	writeError(w, herr)
+}
+
+func isTimeout(err error, r *http.Request) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(r.Context().Err(), context.DeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout()) || strings.Contains(err.Error(), "timeout awaiting response headers")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

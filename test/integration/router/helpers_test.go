@@ -1,0 +1,363 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/internal/router"
+	"github.com/kubox-dev/kubox/internal/testutil"
+	"github.com/kubox-dev/kubox/test/integration/framework"
+)
+
+// key is the token key the router shares with the (absent) controller.
+var key = []byte(strings.Repeat("router-test-key!", 3))
+
+// sharedToken is the router's shared token in tests that configure one.
+const sharedToken = "shared-token-0123456789abcdef0123456789"
+
+// testRouter is a router serving on 127.0.0.1.
+type testRouter struct {
+	*router.Router
+	url string
+	ns  string
+}
+
+// startRouter runs a router for namespace ns until the test ends; mutate changes its
+// configuration first.
+func startRouter(t *testing.T, ns string, mutate func(*router.Config)) *testRouter {
+	t.Helper()
+	cfg := router.DefaultConfig()
+	cfg.AgentTokenKey = key
+	cfg.Namespace = ns
+	cfg.AllowLoopbackPodIP = true
+	cfg.UpstreamRetryDelay = 20 * time.Millisecond
+	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.Log = slog.New(slog.NewJSONHandler(testWriter{t}, nil))
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	rt, err := router.New(cfg, env.Config)
+	if err != nil {
+		t.Fatalf("router.New: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	wctx, wcancel := context.WithTimeout(ctx, framework.DefaultTimeout)
+	defer wcancel()
+	if !rt.WaitForCacheSync(wctx) {
+		t.Fatal("the router's cache did not sync")
+	}
+	return &testRouter{Router: rt, url: "http://" + l.Addr().String(), ns: ns}
+}
+
+// testWriter sends the router's log to the test's log, shown when it fails or with -v.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// freePort returns a port nothing listens on at the moment.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// agentSandbox is a Sandbox served by a real kubox-agent on 127.0.0.1.
+type agentSandbox struct {
+	sb                  *sandboxv1beta1.Sandbox
+	apiPort, compatPort int
+}
+
+// startAgentSandbox creates Sandbox name in ns with spec.agent ports of a kubox-agent it starts
+// with the token derived from the Sandbox's UID, and marks the Sandbox Ready at 127.0.0.1.
+func startAgentSandbox(t *testing.T, ns, name string) *agentSandbox {
+	t.Helper()
+	a := &agentSandbox{apiPort: freePort(t), compatPort: freePort(t)}
+	a.sb = createSandbox(t, ns, name, &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(a.apiPort)), CompatibilityPort: ptr.To(int32(a.compatPort))})
+	dir := t.TempDir()
+	ag, err := agent.New(agent.Config{Host: "127.0.0.1", Port: a.apiPort, CompatPort: a.compatPort, CompatAuth: true,
+		Token: []byte(token.Derive(key, a.sb.UID)), WorkDir: dir, CompatBaseDir: dir, SandboxdRoot: dir,
+		ShutdownGrace: time.Second, Log: slog.New(slog.NewJSONHandler(testWriter{t}, nil))})
+	if err != nil {
+		t.Fatalf("agent.New: %v", err)
+	}
+	if err := ag.Listen(); err != nil {
+		t.Fatalf("agent.Listen: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := ag.Shutdown(ctx); err != nil {
+			t.Errorf("agent.Shutdown: %v", err)
+		}
+	})
+	markReady(t, a.sb, "127.0.0.1")
+	return a
+}
+
+// createSandbox creates a Sandbox with spec.agent set to agentSpec (nil: none).
+func createSandbox(t *testing.T, ns, name string, agentSpec *sandboxv1beta1.AgentSpec) *sandboxv1beta1.Sandbox {
+	t.Helper()
+	sb := testutil.MakeSandbox(name, ns).Obj()
+	sb.Spec.Agent = agentSpec
+	env.Create(t, sb)
+	return sb
+}
+
+// markReady writes the status a controller would: pod IP ip and Ready=True.
+func markReady(t *testing.T, sb *sandboxv1beta1.Sandbox, ip string) {
+	t.Helper()
+	setStatus(t, sb, []string{ip}, metav1.ConditionTrue)
+}
+
+// setStatus writes the Sandbox's pod IPs and Ready condition.
+func setStatus(t *testing.T, sb *sandboxv1beta1.Sandbox, ips []string, ready metav1.ConditionStatus) {
+	t.Helper()
+	reason := sandboxv1beta1.SandboxReasonDependenciesReady
+	if ready != metav1.ConditionTrue {
+		reason = sandboxv1beta1.SandboxReasonDependenciesNotReady
+	}
+	sb.Status.PodIPs = ips
+	sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.SandboxConditionReady, Status: ready, Reason: reason,
+		Message: "set by the test", LastTransitionTime: metav1.Now(), ObservedGeneration: sb.Generation}}
+	if err := env.Client.Status().Update(t.Context(), sb); err != nil {
+		t.Fatalf("Writing the status of Sandbox %s: %v", sb.Name, err)
+	}
+}
+
+// createClaim creates a SandboxClaim bound to sandbox (its status.sandbox.name).
+func createClaim(t *testing.T, ns, name, sandbox string) *extv1beta1.SandboxClaim {
+	t.Helper()
+	c := testutil.MakeClaim(name, ns).Template("tpl").Obj()
+	env.Create(t, c)
+	c.Status.Sandbox.Name = sandbox
+	if err := env.Client.Status().Update(t.Context(), c); err != nil {
+		t.Fatalf("Writing the status of SandboxClaim %s: %v", name, err)
+	}
+	return c
+}
+
+// clientset is a typed client for ServiceAccounts, tokens and RBAC.
+func clientset(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// serviceAccountToken creates ServiceAccount name in ns and returns a token for it.
+func serviceAccountToken(t *testing.T, ns, name string) string {
+	t.Helper()
+	cs := clientset(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Creating ServiceAccount %s: %v", name, err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("Requesting a token for ServiceAccount %s: %v", name, err)
+	}
+	return tr.Status.Token
+}
+
+// grantConnect lets ServiceAccount sa create group/resource/connect on the named objects.
+func grantConnect(t *testing.T, ns, sa, group, resource string, names ...string) {
+	t.Helper()
+	cs := clientset(t)
+	name := sa + "-" + resource
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{group}, Resources: []string{resource + "/connect"}, Verbs: []string{"create"}, ResourceNames: names}}}
+	if _, err := cs.RbacV1().Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Creating Role %s: %v", name, err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(t.Context(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Creating RoleBinding %s: %v", name, err)
+	}
+}
+
+const (
+	sandboxesGroup = "agents.x-k8s.io"
+	claimsGroup    = "extensions.agents.x-k8s.io"
+)
+
+// response is what a test reads of an answer.
+type response struct {
+	code int
+	body string
+	hdr  http.Header
+}
+
+// errorMessage is the "error" of the router's JSON error body, or "".
+func (r response) errorMessage() string {
+	var b struct {
+		Error string `json:"error"`
+		Code  int    `json:"code"`
+	}
+	if json.Unmarshal([]byte(r.body), &b) != nil || b.Code != r.code {
+		return ""
+	}
+	return b.Error
+}
+
+func (r response) String() string { return fmt.Sprintf("%d %s", r.code, strings.TrimSpace(r.body)) }
+
+// do sends method url with body and headers ("Name: value") and reads the answer.
+func do(t *testing.T, method, url, body string, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		if strings.EqualFold(k, "Host") {
+			req.Host = strings.TrimSpace(v)
+			continue
+		}
+		req.Header.Add(k, strings.TrimSpace(v))
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("reading the answer of %s %s: %v", method, url, err)
+	}
+	return response{code: res.StatusCode, body: string(b), hdr: res.Header}
+}
+
+// eventuallyStatus repeats the request until it gets code: the router's cache follows the API
+// server a moment behind.
+func eventuallyStatus(t *testing.T, code int, method, url, body string, headers ...string) response {
+	t.Helper()
+	var last response
+	framework.Eventually(t, func() (bool, string) {
+		last = do(t, method, url, body, headers...)
+		return last.code == code, fmt.Sprintf("%s %s: %s; want %d", method, url, last, code)
+	})
+	return last
+}
+
+func bearer(tok string) string { return "Authorization: Bearer " + tok }
+
+// recordingServer is a plain HTTP server on 127.0.0.1 standing for a sandbox's app (or its
+// agent): it answers "app" and keeps the last request's headers and Host.
+type recordingServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	last *http.Request
+}
+
+func startRecordingServer(t *testing.T) *recordingServer {
+	t.Helper()
+	s := &recordingServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.last = r.Clone(context.Background())
+		s.mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("X-App", "yes")
+		_, _ = fmt.Fprintf(w, "app %s %s", r.Method, r.URL.RequestURI())
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *recordingServer) port() int { return s.Listener.Addr().(*net.TCPAddr).Port }
+
+func (s *recordingServer) lastRequest(t *testing.T) *http.Request {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		t.Fatal("the app received no request")
+	}
+	return s.last
+}
+
+func eventually(t *testing.T, cond func() (bool, string)) {
+	t.Helper()
+	framework.Eventually(t, cond)
+}
+
+// counter sums the samples of metric name whose labels contain every one of labels
+// (`key="value"`), as the router's metrics handler serves them.
+func counter(t *testing.T, rt *testRouter, name string, labels ...string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	rt.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	var sum float64
+	for line := range strings.SplitSeq(rec.Body.String(), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || (series != name && !strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		match := true
+		for _, l := range labels {
+			match = match && strings.Contains(series, l)
+		}
+		if !match {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+func ptrInt32(i int) *int32 { v := int32(i); return &v }
