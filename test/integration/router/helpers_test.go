@@ -106,6 +106,8 @@ func freePort(t *testing.T) int {
 type agentSandbox struct {
 	sb                  *sandboxv1beta1.Sandbox
 	apiPort, compatPort int
+	// dir is the agent's working directory.
+	dir string
 }
 
 // startAgentSandbox creates Sandbox name in ns with spec.agent ports of a kubox-agent it starts
@@ -115,6 +117,7 @@ func startAgentSandbox(t *testing.T, ns, name string) *agentSandbox {
 	a := &agentSandbox{apiPort: freePort(t), compatPort: freePort(t)}
 	a.sb = createSandbox(t, ns, name, &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(a.apiPort)), CompatibilityPort: ptr.To(int32(a.compatPort))})
 	dir := t.TempDir()
+	a.dir = dir
 	ag, err := agent.New(agent.Config{Host: "127.0.0.1", Port: a.apiPort, CompatPort: a.compatPort, CompatAuth: true,
 		Token: []byte(token.Derive(key, a.sb.UID)), WorkDir: dir, CompatBaseDir: dir, SandboxdRoot: dir,
 		ShutdownGrace: time.Second, Log: slog.New(slog.NewJSONHandler(testWriter{t}, nil))})
