@@ -17,7 +17,12 @@ import (
 // isTerminal reports whether f is an *os.File open on a terminal.
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
-	return ok && term.IsTerminal(int(file.Fd()))
+	if !ok {
+		return false
+	}
+	tty := false
+	_ = withFd(file, func(fd int) { tty = term.IsTerminal(fd) })
+	return tty
 }
 
 // progress shows what a command waits for on stderr: a spinner with the latest status and the

@@ -22,15 +22,25 @@ type terminal struct {
 	state *term.State
 }
 
+// withFd runs fn with file's descriptor. Unlike os.File.Fd it leaves the file in non-blocking
+// mode, so that a read of it can still be stopped with a deadline (see stdinForwarder.stop).
+func withFd(file *os.File, fn func(fd int)) error {
+	rc, err := file.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
+}
+
 // openTerminal finds the terminal of stdin and stdout; ok is false when stdin is no terminal.
 func openTerminal(stdin io.Reader, stdout io.Writer) (*terminal, bool) {
-	in, ok := stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(in.Fd())) {
+	if !isTerminal(stdin) {
 		return nil, false
 	}
+	in := stdin.(*os.File)
 	t := &terminal{in: in, size: in}
-	if out, ok := stdout.(*os.File); ok && term.IsTerminal(int(out.Fd())) {
-		t.size = out
+	if isTerminal(stdout) {
+		t.size = stdout.(*os.File)
 	}
 	return t, true
 }
@@ -38,7 +48,11 @@ func openTerminal(stdin io.Reader, stdout io.Writer) (*terminal, bool) {
 // makeRaw puts the terminal in raw mode: keys, Ctrl-C included, go to the remote process as they
 // are typed. restore undoes it.
 func (t *terminal) makeRaw() error {
-	st, err := term.MakeRaw(int(t.in.Fd()))
+	var st *term.State
+	var err error
+	if cerr := withFd(t.in, func(fd int) { st, err = term.MakeRaw(fd) }); cerr != nil {
+		return cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -48,14 +62,16 @@ func (t *terminal) makeRaw() error {
 
 func (t *terminal) restore() {
 	if t.state != nil {
-		_ = term.Restore(int(t.in.Fd()), t.state)
+		_ = withFd(t.in, func(fd int) { _ = term.Restore(fd, t.state) })
 		t.state = nil
 	}
 }
 
 // ttySize is the terminal's size, or 24x80 when it cannot be read.
 func (t *terminal) ttySize() kubox.TTYSize {
-	cols, rows, err := term.GetSize(int(t.size.Fd()))
+	var cols, rows int
+	err := errors.New("no terminal")
+	_ = withFd(t.size, func(fd int) { cols, rows, err = term.GetSize(fd) })
 	if err != nil || rows <= 0 || cols <= 0 {
 		return kubox.TTYSize{Rows: 24, Cols: 80}
 	}
