@@ -265,3 +265,16 @@ func (w *watchedBuffer) String() string {
 	defer w.mu.Unlock()
 	return w.buf.String()
 }
+
+func TestRouterModeWithACertificateOnlyKubeconfigSaysHowToGetAToken(t *testing.T) {
+	c, err := New(&rest.Config{Host: "http://127.0.0.1:1", TLSClientConfig: rest.TLSClientConfig{CertData: []byte("c"), KeyData: []byte("k")}},
+		Options{Connection: ConnectRouter, RouterURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatalf("New: %v; want the error only when the router is used", err)
+	}
+	sb := &Sandbox{c: c, ns: "ns", name: "sb", obj: &sandboxv1beta1.Sandbox{}}
+	_, err = sb.Run(t.Context(), "true")
+	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "kubectl create token") || !strings.Contains(err.Error(), "Options.Token") {
+		t.Errorf("Run = %v; want ErrUnauthorized saying how to get a bearer token", err)
+	}
+}

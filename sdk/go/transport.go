@@ -2,7 +2,6 @@ package kubox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,10 +17,10 @@ import (
 
 // errNoBearer explains why the router cannot be used with a kubeconfig that authenticates by
 // client certificate only.
-var errNoBearer = errors.New("kubox-router authenticates bearer tokens, and this kubeconfig has none " +
-	"(it authenticates with a client certificate, or not at all): set Options.Token to a token the router accepts — " +
-	"a Kubernetes service account token (`kubectl create token <service-account>`), a claim token " +
-	"(Client.MintClaimToken, `kubox token`) or the router's shared token — or use a kubeconfig with a token or an exec plugin")
+var errNoBearer = fmt.Errorf("kubox: %w: kubox-router authenticates bearer tokens, and this kubeconfig has none "+
+	"(it authenticates with a client certificate, or not at all): set Options.Token to a token the router accepts — "+
+	"a Kubernetes service account token (`kubectl create token <service-account>`), a claim token "+
+	"(Client.MintClaimToken, `kubox token`) or the router's shared token — or use a kubeconfig with a token or an exec plugin", ErrUnauthorized)
 
 // routerTransport returns the transport of requests to the router: base with token as the
 // bearer when token is set, otherwise with cfg's bearer credentials (token, token file or exec

@@ -40,8 +40,8 @@ func TestRouterTransportCredentials(t *testing.T) {
 			tc.cfg.Host = "https://kube.example:6443"
 			rt, err := routerTransport(tc.cfg, tc.token, http.DefaultTransport)
 			if tc.wantNoAuth {
-				if !errors.Is(err, errNoBearer) {
-					t.Fatalf("routerTransport error = %v; want errNoBearer", err)
+				if !errors.Is(err, errNoBearer) || !errors.Is(err, ErrUnauthorized) {
+					t.Fatalf("routerTransport error = %v; want errNoBearer, an ErrUnauthorized", err)
 				}
 				return
 			}
