@@ -107,6 +107,13 @@ func TestPreviewHostReachesTheAppPort(t *testing.T) {
 	if c := got.Header.Get("Cookie"); c != "theme=dark" {
 		t.Errorf("the app got Cookie %q, want the client's cookies without kubox-token", c)
 	}
+	// The header works as well as the cookie, and an app port never sees it.
+	if res := do(t, http.MethodGet, rt.url+"/", "", "Host: "+host, bearer(sharedToken)); res.code != http.StatusOK {
+		t.Errorf("with the Authorization header: %s", res)
+	}
+	if a := app.lastRequest(t).Header.Get("Authorization"); a != "" {
+		t.Errorf("the app got the client's Authorization %q", a)
+	}
 	// Without credentials, or with another id, a preview host is closed.
 	if res := do(t, http.MethodGet, rt.url+"/", "", "Host: "+host); res.code != http.StatusUnauthorized {
 		t.Errorf("no credentials: %s; want 401", res)
