@@ -213,6 +213,13 @@ type SandboxStatus struct {
 	// observedGeneration is the metadata.generation this status was computed from. kubox addition.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// previewID is kubox's short, DNS-safe identifier of this sandbox, derived from its UID:
+	// kubox-router serves port P of the sandbox to browsers at host "P-<previewID>.<preview
+	// domain>". A sandbox recreated under the same name gets a new one. kubox addition.
+	// +optional
+	// +kubebuilder:validation:MaxLength=12
+	PreviewID string `json:"previewID,omitempty"`
 }
 
 // Sandbox is one Pod with a stable name and hostname, optional persistent volumes, and a

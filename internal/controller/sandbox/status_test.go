@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/preview"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -730,5 +731,20 @@ func TestComputeStatusDoesNotMutateSandbox(t *testing.T) {
 		if diff := cmp.Diff(before, sb); diff != "" {
 			t.Fatalf("computeStatus(%+v) changed the Sandbox (-before +after):\n%s", obs, diff)
 		}
+	}
+}
+
+// Every status carries the preview id kubox-router serves the sandbox's ports under, derived
+// from the UID, so a recreated sandbox of the same name gets another one.
+func TestComputeStatusPreviewID(t *testing.T) {
+	sb := withMeta(testSandbox().Obj())
+	sb.UID = "0b6f3c2e-5f57-4e0b-9a55-6a0c1b7d9e11"
+	got := computeStatus(sb, &observed{}, testDomain, testNow)
+	if want := preview.ID(sb.UID); got.PreviewID != want || len(want) != preview.IDLength {
+		t.Errorf("previewID = %q, want %q", got.PreviewID, want)
+	}
+	sb.UID = "7d1e0f4a-2c3b-4d5e-8f60-718293a4b5c6"
+	if again := computeStatus(sb, &observed{}, testDomain, testNow); again.PreviewID == got.PreviewID {
+		t.Errorf("two UIDs share the preview id %q", got.PreviewID)
 	}
 }
