@@ -91,11 +91,16 @@ type result struct {
 // kubox runs the CLI in-process against the test's namespace, connecting directly to agents.
 func (f *fixture) kubox(t *testing.T, stdin io.Reader, stdout, stderr io.Writer, args ...string) int {
 	t.Helper()
+	return f.kuboxContext(t.Context(), stdin, stdout, stderr, args...)
+}
+
+// kuboxContext is kubox with ctx standing for the process's signals: cancelling it is Ctrl-C.
+func (f *fixture) kuboxContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args ...string) int {
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
 	args = append([]string{"--kubeconfig", f.kubeconfig, "-n", f.ns, "--connection", "direct", "--ready-timeout", "1m"}, args...)
-	return cli.Execute(t.Context(), args, stdin, stdout, stderr)
+	return cli.Execute(ctx, args, stdin, stdout, stderr)
 }
 
 // run runs the CLI with no stdin and returns what it printed.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"io"
@@ -105,6 +106,38 @@ func TestRunStreamsOutput(t *testing.T) {
 	if kept != 1 {
 		t.Errorf("%d claims after kubox run --keep, want the one kept", kept)
 	}
+}
+
+// TestRunInterruptedReleasesTheClaim plays Ctrl-C during kubox run: the command gets SIGINT,
+// the claim is released and kubox exits 130.
+func TestRunInterruptedReleasesTheClaim(t *testing.T) {
+	f := setup(t).withAgents()
+	env.Create(t, f.template("python").Obj())
+	go f.serveNext(t)
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- f.kuboxContext(ctx, nil, out, errOut, "run", "--template", "python", "--",
+			"sh", "-c", "trap 'echo got-INT; exit 9' INT; echo started; while :; do sleep 0.1; done")
+	}()
+	framework.WaitFor(t, time.Minute, func() (bool, string) {
+		return strings.Contains(out.String(), "started"), "stdout: " + out.String() + "; stderr: " + errOut.String()
+	})
+	interrupt()
+	select {
+	case code := <-done:
+		if code != 130 || !strings.Contains(errOut.String(), "error: interrupted") {
+			t.Errorf("interrupted kubox run exited %d with stderr %q; want 130, interrupted", code, errOut.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("kubox run did not return after Ctrl-C")
+	}
+	if !strings.Contains(out.String(), "got-INT") {
+		t.Errorf("stdout %q: the command did not get SIGINT, or its output was lost", out.String())
+	}
+	noClaims(t, f.ns)
 }
 
 func TestExec(t *testing.T) {
