@@ -66,11 +66,14 @@ func apiError(err error, kind, ns, name string) error {
 	case err == nil:
 		return nil
 	case apierrors.IsNotFound(err):
-		hint := "list them with kubox ls"
-		if kind == "sandbox" {
-			hint += "; pass --claim if " + name + " is a claim"
+		hint := "-n picks another namespace"
+		switch kind {
+		case "sandbox":
+			hint = "list them with kubox ls; pass --claim if " + name + " is a claim; " + hint
+		case "claim":
+			hint = "list them with kubox ls; " + hint
 		}
-		return fmt.Errorf("%s %q not found in namespace %s: %s (-n picks another namespace): %w", kind, name, ns, hint, err)
+		return fmt.Errorf("%s %q not found in namespace %s: %s: %w", kind, name, ns, hint, err)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%s %s in namespace %s: forbidden: ask for RBAC access to it: %w", kind, name, ns, err)
 	case apierrors.IsUnauthorized(err):
