@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -82,7 +83,8 @@ func (rt *Router) newProxy() *httputil.ReverseProxy {
 		Transport:     rt.upstream,
 		FlushInterval: -1, // stream every write: process output, gRPC and Connect streams
 		ErrorHandler:  rt.proxyError,
-		ErrorLog:      nil,
+		// What ReverseProxy logs itself: a response body cut off mid-copy.
+		ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn),
 	}
 }
 

@@ -106,7 +106,8 @@ func (rt *Router) StartCache(ctx context.Context) {
 }
 
 // WaitForCacheSync waits until the cache has loaded every Sandbox and SandboxClaim, and reports
-// whether it did before ctx ended.
+// whether it did before ctx ended. Call it after Serve, Start or StartCache: a cache that is not
+// started never syncs.
 func (rt *Router) WaitForCacheSync(ctx context.Context) bool {
 	return rt.cache.WaitForCacheSync(ctx) && waitTrue(ctx, &rt.synced)
 }

@@ -303,10 +303,13 @@ type recordingServer struct {
 	last *http.Request
 }
 
-func startRecordingServer(t *testing.T) *recordingServer {
+func startRecordingServer(t *testing.T) *recordingServer { return startRecordingServerH2C(t, false) }
+
+// startRecordingServerH2C is startRecordingServer that also speaks HTTP/2 without TLS when h2c.
+func startRecordingServerH2C(t *testing.T, h2c bool) *recordingServer {
 	t.Helper()
 	s := &recordingServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.last = r.Clone(context.Background())
 		s.mu.Unlock()
@@ -314,11 +317,20 @@ func startRecordingServer(t *testing.T) *recordingServer {
 		w.Header().Set("X-App", "yes")
 		_, _ = fmt.Fprintf(w, "app %s %s", r.Method, r.URL.RequestURI())
 	}))
+	if h2c {
+		s.Config.Protocols = new(http.Protocols)
+		s.Config.Protocols.SetHTTP1(true)
+		s.Config.Protocols.SetUnencryptedHTTP2(true)
+	}
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }
 
-func (s *recordingServer) port() int { return s.Listener.Addr().(*net.TCPAddr).Port }
+// serverPort is the port of a test server.
+func serverPort(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }
+
+func (s *recordingServer) port() int { return serverPort(s.Server) }
 
 func (s *recordingServer) lastRequest(t *testing.T) *http.Request {
 	t.Helper()

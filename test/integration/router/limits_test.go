@@ -64,10 +64,8 @@ func startBlockingServer(t *testing.T) (port int, entered chan struct{}, release
 	release = func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(s.Close)
 	t.Cleanup(release) // before the server closes: cleanups run last first
-	return recordingPort(s), entered, release
+	return serverPort(s), entered, release
 }
-
-func recordingPort(s *httptest.Server) int { return (&recordingServer{Server: s}).port() }
 
 func TestPerClientLimit(t *testing.T) {
 	ns := env.NewNamespace(t)

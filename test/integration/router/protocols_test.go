@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,10 +101,7 @@ func TestGRPCOverH2C(t *testing.T) {
 	streamUntilRelease(t, c, a.dir)
 
 	// The hop to the sandbox is HTTP/2 too when the client spoke HTTP/2, and HTTP/1.1 otherwise.
-	h2 := startRecordingServer(t)
-	h2.Config.Protocols = new(http.Protocols)
-	h2.Config.Protocols.SetHTTP1(true)
-	h2.Config.Protocols.SetUnencryptedHTTP2(true)
+	h2 := startRecordingServerH2C(t, true)
 	sb := createSandbox(t, ns, "h2", &sandboxv1beta1.AgentSpec{Port: ptrInt32(h2.port())})
 	markReady(t, sb, "127.0.0.1")
 	for _, useH2C := range []bool{true, false} {
@@ -123,12 +121,11 @@ func TestGRPCOverH2C(t *testing.T) {
 
 // startWebSocketEcho is a sandbox's WebSocket server reduced to the handshake: it answers an
 // Upgrade with 101 and echoes the bytes of the upgraded connection. It records the Authorization
-// it was sent.
-func startWebSocketEcho(t *testing.T) (*recordingServer, chan string) {
+// it was sent. It returns its port.
+func startWebSocketEcho(t *testing.T) (int, chan string) {
 	t.Helper()
 	auths := make(chan string, 1)
-	s := startRecordingServer(t)
-	s.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 			http.Error(w, "not an upgrade", http.StatusBadRequest)
 			return
@@ -142,15 +139,16 @@ func startWebSocketEcho(t *testing.T) (*recordingServer, chan string) {
 		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
 		_ = rw.Flush()
 		_, _ = io.Copy(conn, rw)
-	})
-	return s, auths
+	}))
+	t.Cleanup(s.Close)
+	return serverPort(s), auths
 }
 
 func TestWebSocketUpgradePassesThrough(t *testing.T) {
 	ns := env.NewNamespace(t)
 	rt := startRouter(t, ns, withSharedToken)
-	ws, auths := startWebSocketEcho(t)
-	sb := createSandbox(t, ns, "ws", &sandboxv1beta1.AgentSpec{Port: ptrInt32(ws.port())})
+	wsPort, auths := startWebSocketEcho(t)
+	sb := createSandbox(t, ns, "ws", &sandboxv1beta1.AgentSpec{Port: ptrInt32(wsPort)})
 	markReady(t, sb, "127.0.0.1")
 	eventuallyStatus(t, http.StatusBadRequest, http.MethodGet, rt.url+"/sandboxes/"+ns+"/ws/socket", "", bearer(sharedToken))
 
