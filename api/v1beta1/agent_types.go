@@ -54,3 +54,12 @@ const (
 	// AgentAuthDisabled means requests need no token.
 	AgentAuthDisabled AgentAuth = "Disabled"
 )
+
+// AgentTokenSecretKey is the key of the agent token in a sandbox's agent Secret, and the name of
+// the file it is mounted as in the sandbox's Pod.
+const AgentTokenSecretKey = "token"
+
+// AgentSecretName is the name of the Secret holding a sandbox's agent token: the controller
+// writes it when it creates the sandbox's Pod, the Pod mounts it, and clients that talk to the
+// agent directly (not through kubox-router) read it.
+func AgentSecretName(sandboxName string) string { return sandboxName + "-kubox-agent" }

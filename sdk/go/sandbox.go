@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 )
 
 // Sandbox is a handle on one kubox Sandbox: it runs processes (Run, RunCmd, Start), moves files
@@ -68,15 +67,15 @@ func (s *Sandbox) agentToken(ctx context.Context, sb *sandboxv1beta1.Sandbox) (s
 	}
 	s.mu.Unlock()
 	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: sb.Namespace, Name: sandbox.AgentSecretName(sb.Name)}
+	key := client.ObjectKey{Namespace: sb.Namespace, Name: sandboxv1beta1.AgentSecretName(sb.Name)}
 	if err := s.c.kube.Get(ctx, key, secret); err != nil {
 		return "", kubeError(err, "kubox: reading the agent token of sandbox "+s.String()+" from", "Secret "+key.String(),
 			"get on secrets in "+sb.Namespace+" (direct connections only; the router needs none)")
 	}
-	tok := strings.TrimSpace(string(secret.Data[sandbox.AgentTokenKey]))
+	tok := strings.TrimSpace(string(secret.Data[sandboxv1beta1.AgentTokenSecretKey]))
 	if tok == "" {
 		return "", fmt.Errorf("kubox: Secret %s has no %q key: the controller has not written the sandbox's agent token; "+
-			"check its agent configuration (agent.tokenKeyFile)", key, sandbox.AgentTokenKey)
+			"check its agent configuration (agent.tokenKeyFile)", key, sandboxv1beta1.AgentTokenSecretKey)
 	}
 	s.mu.Lock()
 	s.token, s.tokenUID = tok, sb.UID

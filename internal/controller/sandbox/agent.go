@@ -36,7 +36,7 @@ const (
 	// AgentTokenDir is where the sandbox's agent token Secret is mounted.
 	AgentTokenDir = "/.kubox/token"
 	// AgentTokenKey is the key of the token in the Secret, and the file name under AgentTokenDir.
-	AgentTokenKey = "token"
+	AgentTokenKey = sandboxv1beta1.AgentTokenSecretKey
 	// AgentImageBinary is the agent binary's path in the agent image.
 	AgentImageBinary = "/kubox-agent"
 	// AgentPortName and AgentCompatibilityPortName name the agent's container ports.
@@ -61,9 +61,6 @@ type AgentOptions struct {
 	// TokenKey is the key agent tokens are derived from; nil: not configured.
 	TokenKey []byte
 }
-
-// AgentSecretName is the name of the Secret holding a sandbox's agent token.
-func AgentSecretName(sandboxName string) string { return sandboxName + "-kubox-agent" }
 
 // agentReady says why the controller cannot put the agent into a Pod, or nil. The problem is
 // the controller's configuration, which no retry mends, so the error is terminal: the Sandbox
@@ -117,7 +114,7 @@ func (r *Reconciler) ensureAgentSecret(ctx context.Context, sb *sandboxv1beta1.S
 func (r *Reconciler) agentSecret(sb *sandboxv1beta1.Sandbox) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: AgentSecretName(sb.Name), Namespace: sb.Namespace,
+			Name: sandboxv1beta1.AgentSecretName(sb.Name), Namespace: sb.Namespace,
 			Labels: map[string]string{
 				sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sb.Name),
 				sandboxv1beta1.SandboxNameLabel:     sb.Name,
@@ -145,7 +142,7 @@ func (r *Reconciler) injectAgent(pod *corev1.Pod, spec *sandboxv1beta1.AgentSpec
 		corev1.Volume{Name: AgentBinVolumeName, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("128Mi"))}}},
 		corev1.Volume{Name: AgentTokenVolumeName, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: AgentSecretName(pod.Name), DefaultMode: ptr.To[int32](0o444)}}},
+			Secret: &corev1.SecretVolumeSource{SecretName: sandboxv1beta1.AgentSecretName(pod.Name), DefaultMode: ptr.To[int32](0o444)}}},
 	)
 	pod.Spec.InitContainers = append([]corev1.Container{r.agentInitContainer()}, pod.Spec.InitContainers...)
 	if _, set := pod.Annotations[DefaultContainerAnnotation]; !set {

@@ -65,10 +65,10 @@ func TestAgentIsInjectedWithItsTokenSecret(t *testing.T) {
 	}
 
 	secret := &corev1.Secret{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: sandbox.AgentSecretName(sb.Name)}, secret); err != nil {
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: sandboxv1beta1.AgentSecretName(sb.Name)}, secret); err != nil {
 		t.Fatalf("the agent token Secret must exist before the Pod that mounts it: %v", err)
 	}
-	if got, want := string(secret.Data[sandbox.AgentTokenKey]), token.Derive(key, sb.UID); got != want {
+	if got, want := string(secret.Data[sandboxv1beta1.AgentTokenSecretKey]), token.Derive(key, sb.UID); got != want {
 		t.Errorf("token %q, want the one derived from the key and the Sandbox's UID, %q", got, want)
 	}
 	if !metav1.IsControlledBy(secret, sb) {
@@ -79,7 +79,7 @@ func TestAgentIsInjectedWithItsTokenSecret(t *testing.T) {
 func TestAgentSecretOwnedBySomeoneElseIsReported(t *testing.T) {
 	ns := env.NewNamespace(t)
 	configure, _ := withAgent(t)
-	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sandbox.AgentSecretName("taken"), Namespace: ns},
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sandboxv1beta1.AgentSecretName("taken"), Namespace: ns},
 		StringData: map[string]string{"token": "not-ours"}}
 	if err := env.Client.Create(t.Context(), foreign); err != nil {
 		t.Fatal(err)
