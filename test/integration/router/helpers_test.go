@@ -15,11 +15,7 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -48,59 +44,11 @@ type testRouter struct {
 // configuration first.
 func startRouter(t *testing.T, ns string, mutate func(*router.Config)) *testRouter {
 	t.Helper()
-	cfg := router.DefaultConfig()
-	cfg.AgentTokenKey = key
-	cfg.Namespace = ns
-	cfg.AllowLoopbackPodIP = true
-	cfg.UpstreamRetryDelay = 20 * time.Millisecond
-	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.Log = slog.New(slog.NewJSONHandler(testWriter{t}, nil))
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	rt, err := router.New(cfg, env.Config)
-	if err != nil {
-		t.Fatalf("router.New: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	wctx, wcancel := context.WithTimeout(ctx, framework.DefaultTimeout)
-	defer wcancel()
-	if !rt.WaitForCacheSync(wctx) {
-		t.Fatal("the router's cache did not sync")
-	}
-	return &testRouter{Router: rt, url: "http://" + l.Addr().String(), ns: ns}
+	rt, url := env.StartRouter(t, ns, key, mutate)
+	return &testRouter{Router: rt, url: url, ns: ns}
 }
 
-// testWriter sends the router's log to the test's log, shown when it fails or with -v.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
-}
-
-// freePort returns a port nothing listens on at the moment.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return framework.FreePort(t) }
 
 // agentSandbox is a Sandbox served by a real kubox-agent on 127.0.0.1.
 type agentSandbox struct {
@@ -120,7 +68,7 @@ func startAgentSandbox(t *testing.T, ns, name string) *agentSandbox {
 	a.dir = dir
 	ag, err := agent.New(agent.Config{Host: "127.0.0.1", Port: a.apiPort, CompatPort: a.compatPort, CompatAuth: true,
 		Token: []byte(token.Derive(key, a.sb.UID)), WorkDir: dir, CompatBaseDir: dir, SandboxdRoot: dir,
-		ShutdownGrace: time.Second, Log: slog.New(slog.NewJSONHandler(testWriter{t}, nil))})
+		ShutdownGrace: time.Second, Log: slog.New(slog.NewJSONHandler(framework.TestWriter{T: t}, nil))})
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}
@@ -180,48 +128,15 @@ func createClaim(t *testing.T, ns, name, sandbox string) *extv1beta1.SandboxClai
 	return c
 }
 
-// clientset is a typed client for ServiceAccounts, tokens and RBAC.
-func clientset(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
 // serviceAccountToken creates ServiceAccount name in ns and returns a token for it.
 func serviceAccountToken(t *testing.T, ns, name string) string {
-	t.Helper()
-	cs := clientset(t)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("Creating ServiceAccount %s: %v", name, err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("Requesting a token for ServiceAccount %s: %v", name, err)
-	}
-	return tr.Status.Token
+	return env.ServiceAccountToken(t, ns, name)
 }
 
 // grantConnect lets ServiceAccount sa create group/resource/connect on the named objects.
 func grantConnect(t *testing.T, ns, sa, group, resource string, names ...string) {
 	t.Helper()
-	cs := clientset(t)
-	name := sa + "-" + resource
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{group}, Resources: []string{resource + "/connect"}, Verbs: []string{"create"}, ResourceNames: names}}}
-	if _, err := cs.RbacV1().Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("Creating Role %s: %v", name, err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}}
-	if _, err := cs.RbacV1().RoleBindings(ns).Create(t.Context(), rb, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("Creating RoleBinding %s: %v", name, err)
-	}
+	env.Grant(t, ns, sa, sa+"-"+resource, framework.ConnectRule(group, resource, names...))
 }
 
 const (

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,16 +108,7 @@ func (f *fixture) startAgentWithToken(t *testing.T, tok string) (stop func()) {
 	return stop
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return framework.FreePort(t) }
 
 // startLoopbackKubelet plays the scheduler and kubelet for ns: every Pod that has not started,
 // except those running pendingImage, becomes scheduled, Running and Ready with the IP 127.0.0.1
