@@ -235,4 +235,3 @@ func size(n int64) string {
 	}
 	return fmt.Sprintf("%d MiB", n>>20)
 }
-
