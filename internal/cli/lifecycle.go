@@ -125,12 +125,14 @@ func isSuspendedAt(gen int64) func(*sandboxv1beta1.Sandbox) bool {
 // for at most timeout.
 func waitSandbox(ctx context.Context, c client.Client, sb *sandboxv1beta1.Sandbox, timeout time.Duration, p *progress,
 	done func(*sandboxv1beta1.Sandbox) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	deadline := time.Now().Add(timeout)
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), sb); err != nil && ctx.Err() == nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), sb); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return apiError(err, "sandbox", sb.Namespace, sb.Name)
 		}
 		if done(sb) {
@@ -138,12 +140,12 @@ func waitSandbox(ctx context.Context, c client.Client, sb *sandboxv1beta1.Sandbo
 		}
 		state := describeSandbox(sb)
 		p.update("sandbox " + sb.Name + ": " + state)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sandbox %s in namespace %s is still %s after %s: look at kubox get %s and its events (kubectl describe sandbox %s), or wait longer with --ready-timeout",
+				sb.Name, sb.Namespace, state, timeout, sb.Name, sb.Name)
+		}
 		select {
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("sandbox %s in namespace %s is still %s after %s: look at kubox get %s and its events (kubectl describe sandbox %s), or wait longer with --ready-timeout",
-					sb.Name, sb.Namespace, state, timeout, sb.Name, sb.Name)
-			}
 			return ctx.Err()
 		case <-t.C:
 		}

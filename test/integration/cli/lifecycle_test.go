@@ -124,12 +124,12 @@ func TestClaimWithoutWaiting(t *testing.T) {
 	if len(rows) != 2 || rows[1][0] != "quick" || rows[1][1] != "<none>" || rows[1][2] != "template/python" {
 		t.Errorf("kubox claim --wait=false printed:\n%s\nwant the claim without a sandbox yet", r.stdout)
 	}
-	framework.WaitForObject(t, env, &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "quick"}},
-		func(c *extv1beta1.SandboxClaim) (bool, string) {
-			return c.Status.Sandbox.Name != "", "the claim has no sandbox"
+	framework.WaitForObject(t, env, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "quick"}},
+		func(sb *sandboxv1beta1.Sandbox) (bool, string) {
+			return meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) != nil, "the sandbox has no Ready condition"
 		})
 	r = f.mustRun(t, "ls")
-	if !strings.Contains(r.stdout, "False (") {
+	if rows := fields(r.stdout); len(rows) != 2 || rows[1][1] != "quick" || !strings.Contains(r.stdout, "False (") {
 		t.Errorf("kubox ls printed:\n%s\nwant the pending sandbox's READY with its reason", r.stdout)
 	}
 }
