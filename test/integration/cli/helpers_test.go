@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +41,7 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fixture{ns: env.NewNamespace(t), key: []byte(strings.Repeat("0123456789abcdef", 3)), agentPort: freePort(t),
+	f := &fixture{ns: env.NewNamespace(t), key: []byte(strings.Repeat("0123456789abcdef", 3)), agentPort: framework.FreePort(t),
 		kubeconfig: filepath.Join(dir, "kubeconfig")}
 	keyFile := filepath.Join(dir, "agent-token-key")
 	if err := os.WriteFile(keyFile, append(f.key, '\n'), 0o600); err != nil {
@@ -168,17 +167,6 @@ func (f *fixture) serveNext(t *testing.T) string {
 		return false, "no Pending Pod"
 	})
 	return f.serve(t, name)
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // syncBuffer is a bytes.Buffer that one goroutine writes while another reads.
