@@ -1,0 +1,97 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"connectrpc.com/connect"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/devenv"
+	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
+)
+
+// routerURL is the local environment's kubox-router.
+var routerURL = devenv.DefaultConfig().RouterURL()
+
+// serviceAccountWithConnect creates ServiceAccount name, lets RBAC give it `create` on
+// sandboxes/connect for the named sandboxes only, and returns a token for it.
+func serviceAccountWithConnect(t *testing.T, ns, name string, sandboxNames ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientset.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes/connect"},
+			Verbs: []string{"create"}, ResourceNames: sandboxNames}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientset.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// runThroughRouter runs argv in the sandbox through the router with bearer tok ("" for none).
+func runThroughRouter(ns, sandbox, tok string, argv ...string) (*agentv1.RunProcessResponse, error) {
+	httpc := http.DefaultClient
+	if tok != "" {
+		httpc = auth.Client(tok)
+	}
+	procs := agentv1connect.NewProcessServiceClient(httpc, fmt.Sprintf("%s/sandboxes/%s/%s", routerURL, ns, sandbox))
+	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{
+		Spec: &agentv1.ProcessSpec{Argv: argv}}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg, nil
+}
+
+// TestRouterAuthorizesEachSandbox: kubox-router in the local environment lets a ServiceAccount
+// that RBAC allows on sandbox A run a command in A through the sandbox's agent (the router adds
+// the agent token it derives), refuses it on sandbox B (403), and refuses a caller with no token
+// (401).
+func TestRouterAuthorizesEachSandbox(t *testing.T) {
+	requireController(t)
+	ns := namespace(t)
+	for _, name := range []string{"router-a", "router-b"} {
+		createSandbox(t, ns, newSandbox(name, "gvisor", withPython, withAgent))
+	}
+	for _, name := range []string{"router-a", "router-b"} {
+		waitSandboxReady(t, ns, name)
+	}
+	alice := serviceAccountWithConnect(t, ns, "alice", "router-a")
+
+	res, err := runThroughRouter(ns, "router-a", alice, "python3", "-c", "print(6*7)")
+	if err != nil {
+		t.Fatalf("alice runs python3 in router-a through %s: %v", routerURL, err)
+	}
+	if got := string(res.GetStdout()); got != "42\n" {
+		t.Errorf("python3 through the router printed %q (stderr %q), want 42", got, res.GetStderr())
+	}
+	if _, err := runThroughRouter(ns, "router-b", alice, "true"); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Errorf("alice on router-b (no RBAC): %v, want permission denied (403)", err)
+	}
+	if _, err := runThroughRouter(ns, "router-a", "", "true"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("no token on router-a: %v, want unauthenticated (401)", err)
+	}
+}
