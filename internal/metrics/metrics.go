@@ -92,9 +92,16 @@ func ObserveCreationLatency(namespace, launchType, template string, d time.Durat
 
 // newBuildInfo returns agent_sandbox_build_info: a gauge fixed at 1 whose labels describe the build.
 func newBuildInfo(info version.Info) prometheus.Collector {
+	return BuildInfo("agent_sandbox_build_info", "Build metadata of the controller, exposed as labels with a constant value of 1.", info)
+}
+
+// BuildInfo returns a gauge called name fixed at 1 whose labels describe the build, as
+// agent-sandbox's components expose it (git_version, git_commit, build_date, go_version,
+// compiler, platform).
+func BuildInfo(name, help string, info version.Info) prometheus.Collector {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "agent_sandbox_build_info",
-		Help: "Build metadata of the controller, exposed as labels with a constant value of 1.",
+		Name: name,
+		Help: help,
 		ConstLabels: prometheus.Labels{
 			"git_version": info.GitVersion,
 			"git_commit":  info.GitCommit,

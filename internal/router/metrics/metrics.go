@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	kuboxmetrics "github.com/kubox-dev/kubox/internal/metrics"
 	"github.com/kubox-dev/kubox/internal/version"
 )
 
@@ -93,18 +94,5 @@ func (m *Metrics) Handler() http.Handler {
 
 // buildInfo is sandbox_router_build_info: a gauge fixed at 1 whose labels describe the build.
 func buildInfo(info version.Info) prometheus.Collector {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "sandbox_router_build_info",
-		Help: "Build metadata of the router, exposed as labels with a constant value of 1.",
-		ConstLabels: prometheus.Labels{
-			"git_version": info.GitVersion,
-			"git_commit":  info.GitCommit,
-			"build_date":  info.BuildDate,
-			"go_version":  info.GoVersion,
-			"compiler":    info.Compiler,
-			"platform":    info.Platform,
-		},
-	})
-	g.Set(1)
-	return g
+	return kuboxmetrics.BuildInfo("sandbox_router_build_info", "Build metadata of the router, exposed as labels with a constant value of 1.", info)
 }

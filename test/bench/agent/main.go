@@ -125,18 +125,13 @@ func (a *agentProc) stop() {
 }
 
 func execLatencies(ctx context.Context, c agentv1connect.ProcessServiceClient, n int) (harness.Latencies, error) {
-	req := &agentv1.RunProcessRequest{Spec: &agentv1.ProcessSpec{Argv: []string{"true"}}}
 	out := make(harness.Latencies, 0, n)
 	for range n {
-		start := time.Now()
-		res, err := c.RunProcess(ctx, connect.NewRequest(req))
+		d, err := harness.RunTrue(ctx, c)
 		if err != nil {
-			return nil, fmt.Errorf("RunProcess true: %w", err)
+			return nil, err
 		}
-		if code := res.Msg.GetExit().GetExitCode(); code != 0 {
-			return nil, fmt.Errorf("true exited with %d", code)
-		}
-		out = append(out, time.Since(start))
+		out = append(out, d)
 	}
 	return out.Sorted(), nil
 }

@@ -287,20 +287,15 @@ func (b *bench) stop() {
 // execLatencies runs `true` n times through each client in turn, after one uncounted round, and
 // returns each client's sorted latencies.
 func execLatencies(ctx context.Context, clients []agentv1connect.ProcessServiceClient, n int) ([]harness.Latencies, error) {
-	req := &agentv1.RunProcessRequest{Spec: &agentv1.ProcessSpec{Argv: []string{"true"}}}
 	out := make([]harness.Latencies, len(clients))
 	for round := range n + 1 {
 		for i, c := range clients {
-			start := time.Now()
-			res, err := c.RunProcess(ctx, connect.NewRequest(req))
+			d, err := harness.RunTrue(ctx, c)
 			if err != nil {
-				return nil, fmt.Errorf("RunProcess true: %w", err)
-			}
-			if code := res.Msg.GetExit().GetExitCode(); code != 0 {
-				return nil, fmt.Errorf("true exited with %d", code)
+				return nil, err
 			}
 			if round > 0 {
-				out[i] = append(out[i], time.Since(start))
+				out[i] = append(out[i], d)
 			}
 		}
 	}
