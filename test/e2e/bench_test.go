@@ -11,6 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	kubox "github.com/kubox-dev/kubox/sdk/go"
 )
 
 // BenchmarkPodRunning measures pod created → Running and Ready, per RuntimeClass, and reports
@@ -79,4 +82,88 @@ func benchNamespace(b *testing.B) string {
 
 func nsObject(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// BenchmarkKuboxRun measures what a person and a program wait for from a warm gVisor pool:
+// `kubox run --pool python -- python3 -c 'print(1)'` from start to its first byte of output and
+// to its exit (claim, wait for Ready, run through kubox-router, release), and the same claim and
+// run through the Go SDK in this process. Between runs the pool refills, untimed, so every run
+// starts from a full pool. Reports p50 and max in milliseconds (-benchtime 20x: over 20 runs).
+func BenchmarkKuboxRun(b *testing.B) {
+	requireController(b)
+	ns := benchNamespace(b)
+	pythonPool(b, ns, 2)
+	b.Run("cli", func(b *testing.B) {
+		var first, total []float64
+		for range b.N {
+			waitPoolReady(b, ns, "python", 2)
+			t0 := time.Now()
+			cmd := kuboxCmd(ns, "run", "--pool", "python", "--", "python3", "-c", "print(1)")
+			out := &firstByte{}
+			cmd.Stdout = out
+			if code := exitCode(b, cmd); code != 0 || out.n == 0 {
+				b.Fatalf("kubox run exited %d with %d bytes of output", code, out.n)
+			}
+			first = append(first, ms(out.at.Sub(t0)))
+			total = append(total, ms(time.Since(t0)))
+		}
+		reportMs(b, "first-output", first)
+		reportMs(b, "exit", total)
+	})
+	b.Run("go-sdk", func(b *testing.B) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := kubox.New(cfg, kubox.Options{Namespace: ns, RouterURL: routerURL})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		var claimed, output []float64
+		for range b.N {
+			waitPoolReady(b, ns, "python", 2)
+			ctx := context.Background()
+			t0 := time.Now()
+			sb, err := c.Claim(ctx, kubox.FromPool("python"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			claimed = append(claimed, ms(time.Since(t0)))
+			res, err := sb.Run(ctx, "python3", "-c", "print(1)")
+			if err != nil || string(res.Stdout) != "1\n" {
+				b.Fatalf("Run = %+v, %v", res, err)
+			}
+			output = append(output, ms(time.Since(t0)))
+			if err := sb.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportMs(b, "claim-ready", claimed)
+		reportMs(b, "first-output", output)
+	})
+}
+
+// firstByte records when the first byte was written to it.
+type firstByte struct {
+	at time.Time
+	n  int
+}
+
+func (f *firstByte) Write(p []byte) (int, error) {
+	if f.n == 0 && len(p) > 0 {
+		f.at = time.Now()
+	}
+	f.n += len(p)
+	return len(p), nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// reportMs reports the p50 and max of a sample of milliseconds as <what>-p50-ms and -max-ms.
+func reportMs(b *testing.B, what string, sample []float64) {
+	slices.Sort(sample)
+	b.ReportMetric(sample[len(sample)/2], what+"-p50-ms")
+	b.ReportMetric(sample[len(sample)-1], what+"-max-ms")
+	b.ReportMetric(0, "ns/op")
 }

@@ -54,7 +54,7 @@ func setup() error {
 	if err := build(); err != nil {
 		return err
 	}
-	if err := kubox("up"); err != nil {
+	if err := kuboxDev("up"); err != nil {
 		return fmt.Errorf("kubox dev up: %w", err)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -73,7 +73,7 @@ func teardown() {
 		fmt.Fprintf(os.Stderr, "KUBOX_E2E_KEEP=1: leaving the environment up (export KUBECONFIG=%s)\n", kubeconfig)
 		return
 	}
-	if err := kubox("down"); err != nil {
+	if err := kuboxDev("down"); err != nil {
 		fmt.Fprintf(os.Stderr, "kubox dev down: %v\n", err)
 	}
 }
@@ -90,7 +90,8 @@ func build() error {
 	return nil
 }
 
-func kubox(args ...string) error {
+// kuboxDev runs `kubox dev <args>` on the environment the tests use.
+func kuboxDev(args ...string) error {
 	full := append([]string{"dev"}, args...)
 	full = append(full, "--state-dir="+stateDir, "--repo="+repoDir)
 	cmd := exec.CommandContext(context.Background(), kuboxBin(), full...)
