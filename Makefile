@@ -36,10 +36,11 @@ proto: ## Generate Go code from proto/ (buf, protoc-gen-go, protoc-gen-connect-g
 	export PATH="$(BUF_DIR):$$PATH" && cd proto && buf lint && buf generate
 
 .PHONY: manifests
-manifests: ## Generate CRDs and RBAC from the API types and controller markers
+manifests: ## Generate CRDs and RBAC (controller, router) from the API types and the markers
 	$(TOOLS) controller-gen
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=kubox-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=kubox-router paths=./internal/router/... output:rbac:artifacts:config=config/rbac/router
 
 .PHONY: fmt
 fmt: ## gofmt the tree
