@@ -21,7 +21,7 @@ import (
 
 var env *framework.Env
 
-func TestMain(m *testing.M) { framework.Main(m, &env) }
+func TestMain(m *testing.M) { framework.Main(m, &env, framework.WithAgents()) }
 
 // marker is a controller that annotates every ConfigMap it sees with seenBy(id), so a test can tell
 // which managers reconciled which objects.

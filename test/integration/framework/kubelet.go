@@ -101,7 +101,7 @@ type Fate int
 
 const (
 	// RunReady starts the Pod: scheduled, Running and Ready, with an IP no other Pod of the
-	// Kubelet has.
+	// Kubelet has (or the Kubelet's WithPodIP).
 	RunReady Fate = iota
 	// LeavePending leaves the Pod Pending, as a kubelet still pulling its image would.
 	LeavePending
@@ -134,20 +134,33 @@ type Kubelet struct {
 	c      client.WithWatch
 	resync chan struct{}
 
+	// podIP, when set, is the IP of every Pod the Kubelet starts.
+	podIP string
+
 	mu     sync.Mutex
 	fateOf func(*corev1.Pod) Fate
 	nextIP uint32
 }
 
+// KubeletOption changes how a Kubelet starts Pods.
+type KubeletOption func(*Kubelet)
+
+// WithPodIP gives every Pod the Kubelet starts the IP ip, such as LoopbackIP where the tests'
+// agents (StartAgent) listen, instead of an IP of its own in 10.0.0.0/8 that nothing reaches.
+func WithPodIP(ip string) KubeletOption { return func(k *Kubelet) { k.podIP = ip } }
+
 // StartKubelet starts a Kubelet for ns, which exists already; it stops when t ends. A status
 // write it fails to make, other than one that lost a race with another writer, fails the test.
-func (e *Env) StartKubelet(t testing.TB, ns string) *Kubelet {
+func (e *Env) StartKubelet(t testing.TB, ns string, opts ...KubeletOption) *Kubelet {
 	t.Helper()
 	c, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatalf("Creating a watching client: %v", err)
 	}
 	k := &Kubelet{t: t, ns: ns, c: c, resync: make(chan struct{}, 1), fateOf: func(*corev1.Pod) Fate { return RunReady }}
+	for _, o := range opts {
+		o(k)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { k.run(ctx) })
@@ -248,8 +261,11 @@ func (k *Kubelet) handle(ctx context.Context, pod *corev1.Pod) {
 	}
 }
 
-// newIP returns an IP that no Pod of this Kubelet had before.
+// newIP returns the Kubelet's WithPodIP, or else an IP that no Pod of this Kubelet had before.
 func (k *Kubelet) newIP() string {
+	if k.podIP != "" {
+		return k.podIP
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.nextIP++

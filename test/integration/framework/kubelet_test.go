@@ -102,6 +102,15 @@ func TestKubelet(t *testing.T) {
 	})
 }
 
+func TestKubeletWithPodIP(t *testing.T) {
+	ns := env.NewNamespace(t)
+	env.StartKubelet(t, ns, framework.WithPodIP(framework.LoopbackIP))
+	env.Create(t, testutil.MakePod("a", ns).Obj())
+	env.Create(t, testutil.MakePod("b", ns).Obj())
+	waitForPodStatus(t, ns, "a", started(framework.LoopbackIP))
+	waitForPodStatus(t, ns, "b", started(framework.LoopbackIP))
+}
+
 func TestPodStatusStandIns(t *testing.T) {
 	ns := env.NewNamespace(t)
 	env.Create(t, testutil.MakePod("p", ns).Obj())

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"go.uber.org/goleak"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kubox-dev/kubox/internal/agent/process"
 )
 
 // Main is a package's TestMain: it starts one Env, stores it in *env, runs the tests, stops the
@@ -18,11 +21,33 @@ import (
 //	var env *framework.Env
 //
 //	func TestMain(m *testing.M) { framework.Main(m, &env) }
-func Main(m *testing.M, env **Env) {
-	os.Exit(run(m, env))
+func Main(m *testing.M, env **Env, opts ...MainOption) {
+	os.Exit(run(m, env, opts))
 }
 
-func run(m *testing.M, env **Env) int {
+// MainOption prepares the process before Main notes the goroutines that may outlive the tests.
+type MainOption func() error
+
+// WithAgents is the MainOption of packages whose tests run real kubox-agents (StartAgent): it
+// starts the agents' reaper of child processes, one goroutine per OS process that runs until the
+// process exits, so that goleak does not count it as leaked by the tests.
+func WithAgents() MainOption {
+	return func() error {
+		procs, err := process.New(process.Options{})
+		if err != nil {
+			return fmt.Errorf("starting the agent's process reaper: %w", err)
+		}
+		return procs.Shutdown(context.Background())
+	}
+}
+
+func run(m *testing.M, env **Env, opts []MainOption) int {
+	for _, o := range opts {
+		if err := o(); err != nil {
+			fmt.Fprintf(os.Stderr, "framework: %v\n", err)
+			return 1
+		}
+	}
 	if logEnabled() {
 		ctrl.SetLogger(funcr.New(func(prefix, args string) {
 			fmt.Fprintln(os.Stderr, prefix, args)

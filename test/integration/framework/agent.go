@@ -1,0 +1,70 @@
+package framework
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/token"
+)
+
+// LoopbackIP is where the tests' agents listen: the Pod IP of the sandboxes they serve
+// (Kubelet's WithPodIP, or a status the test writes).
+const LoopbackIP = "127.0.0.1"
+
+// Agent is a real kubox-agent serving in the test process on LoopbackIP.
+type Agent struct {
+	*agent.Agent
+	// Root and WorkDir are the agent's file root and working directory.
+	Root, WorkDir string
+	stop          func()
+}
+
+// AgentToken is the token kubox-controller derives with key for the Sandbox whose UID is uid
+// (token.Derive), which the Sandbox's agent requires.
+func AgentToken(key []byte, uid types.UID) []byte { return []byte(token.Derive(key, uid)) }
+
+// StartAgent starts a kubox-agent with cfg on LoopbackIP and returns once it listens. cfg.Port
+// (and cfg.CompatPort, when set), cfg.Token and cfg.Root (empty: the whole file system, as in a
+// container) are the test's; an empty WorkDir is a temporary directory, ShutdownGrace defaults
+// to a second and the agent's log goes to the test's log. The agent stops when the test ends, or sooner with Stop.
+func StartAgent(t testing.TB, cfg agent.Config) *Agent {
+	t.Helper()
+	cfg.Host = LoopbackIP
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = t.TempDir()
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewJSONHandler(TestWriter{t}, nil))
+	}
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatalf("agent.New: %v", err)
+	}
+	if err := a.Listen(); err != nil {
+		t.Fatalf("agent.Listen: %v", err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := a.Shutdown(ctx); err != nil {
+				t.Errorf("agent.Shutdown: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return &Agent{Agent: a, Root: cfg.Root, WorkDir: cfg.WorkDir, stop: stop}
+}
+
+// Stop shuts the agent down before the test ends; the test's end does nothing more.
+func (a *Agent) Stop() { a.stop() }
