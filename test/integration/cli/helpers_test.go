@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +19,6 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/cli"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -34,6 +33,9 @@ type fixture struct {
 	agentPort  int
 	kubeconfig string
 	kubelet    *framework.Kubelet
+
+	mu     sync.Mutex
+	served map[string]bool // Pods whose agent serve started
 }
 
 // setup creates a namespace for t, starts the framework's Kubelet and every kubox controller in
@@ -50,7 +52,7 @@ func setup(t *testing.T) *fixture {
 	if err := os.WriteFile(f.kubeconfig, env.KubeConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.kubelet = env.StartKubelet(t, f.ns)
+	f.kubelet = env.StartKubelet(t, f.ns, framework.WithPodIP(framework.LoopbackIP))
 	env.StartKubox(t, f.ns, func(c *configv1alpha1.ControllerConfiguration) {
 		c.Agent.Image = agentImage
 		c.Agent.TokenKeyFile = keyFile
@@ -58,11 +60,24 @@ func setup(t *testing.T) *fixture {
 	return f
 }
 
-// withAgents makes the Kubelet leave every Pod Pending: serve starts them, at 127.0.0.1, once
-// their agent listens.
+// withAgents makes the Kubelet leave every Pod Pending until serve has started its agent: then
+// the Kubelet starts it, at 127.0.0.1.
 func (f *fixture) withAgents() *fixture {
-	f.kubelet.SetFate(func(*corev1.Pod) framework.Fate { return framework.LeavePending })
+	f.kubelet.SetFate(f.servedFate())
 	return f
+}
+
+// servedFate runs the Pods whose agent serve started and leaves the others Pending.
+func (f *fixture) servedFate() func(*corev1.Pod) framework.Fate {
+	f.mu.Lock()
+	served := maps.Clone(f.served)
+	f.mu.Unlock()
+	return func(pod *corev1.Pod) framework.Fate {
+		if served[pod.Name] {
+			return framework.RunReady
+		}
+		return framework.LeavePending
+	}
 }
 
 // template is a SandboxTemplate whose sandboxes run kubox-agent on the fixture's port.
@@ -122,30 +137,22 @@ func (f *fixture) mustRun(t *testing.T, args ...string) result {
 
 // serve starts a real kubox-agent for the Sandbox called name (whose Pod exists or will) on the
 // fixture's port, with the token the controller derived for the sandbox's UID and its files in a
-// temporary root, and then makes the sandbox's Pod Running and Ready at 127.0.0.1. It returns
-// the agent's file root. The agent stops when the test ends.
+// temporary root, and then lets the Kubelet start the sandbox's Pod (Running and Ready at
+// 127.0.0.1; the CLI waits for it). It returns the agent's file root. The agent stops when the
+// test ends.
 func (f *fixture) serve(t *testing.T, name string) string {
 	t.Helper()
 	pod := framework.WaitForObject(t, env, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}, nil)
 	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, f.ns, name)
-	root := t.TempDir()
-	a, err := agent.New(agent.Config{Host: "127.0.0.1", Port: f.agentPort, Token: []byte(token.Derive(f.key, sb.UID)),
-		Root: root, WorkDir: t.TempDir(), ShutdownGrace: time.Second})
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
+	a := framework.StartAgent(t, agent.Config{Port: f.agentPort, Token: framework.AgentToken(f.key, sb.UID), Root: t.TempDir()})
+	f.mu.Lock()
+	if f.served == nil {
+		f.served = map[string]bool{}
 	}
-	if err := a.Listen(); err != nil {
-		t.Fatalf("agent.Listen: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Errorf("agent.Shutdown: %v", err)
-		}
-	})
-	env.UpdatePodStatus(t, f.ns, pod.Name, framework.RunningAndReady("127.0.0.1"))
-	return root
+	f.served[pod.Name] = true
+	f.mu.Unlock()
+	f.kubelet.SetFate(f.servedFate())
+	return a.Root
 }
 
 // serveNext waits for the namespace's first Pod that the test has not started, and serves its
@@ -167,22 +174,4 @@ func (f *fixture) serveNext(t *testing.T) string {
 		return false, "no Pending Pod"
 	})
 	return f.serve(t, name)
-}
-
-// syncBuffer is a bytes.Buffer that one goroutine writes while another reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -5,31 +5,17 @@
 //
 // Claims, listings, suspension and deletion run against the framework's Kubelet. Commands that
 // reach an agent (run, exec, cp) run against a real kubox-agent started in-process on 127.0.0.1
-// once the sandbox's UID is known, with the token the controller derived for it; the test then
-// makes the sandbox's Pod Running and Ready with the IP 127.0.0.1, so the CLI (through the SDK)
-// reads the Pod IP from the Sandbox's status and the token from its Secret.
+// once the sandbox's UID is known, with the token the controller derived for it; the framework's
+// Kubelet then starts the sandbox's Pod, Running and Ready with the IP 127.0.0.1, so the CLI
+// (through the SDK) reads the Pod IP from the Sandbox's status and the token from its Secret.
 package cli
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 
-	"github.com/kubox-dev/kubox/internal/agent/process"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
 var env *framework.Env
 
-func TestMain(m *testing.M) {
-	// The agents' child reaper is process-wide and runs until the process exits: start it before
-	// framework.Main records the goroutines that are not the tests' to leak.
-	procs, err := process.New(process.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the agent's process reaper: %v\n", err)
-		os.Exit(1)
-	}
-	_ = procs.Shutdown(context.Background())
-	framework.Main(m, &env)
-}
+func TestMain(m *testing.M) { framework.Main(m, &env, framework.WithAgents()) }

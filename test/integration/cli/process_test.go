@@ -13,6 +13,7 @@ import (
 	"time"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -70,7 +71,7 @@ func TestRunStreamsOutput(t *testing.T) {
 	f := setup(t).withAgents()
 	env.Create(t, f.template("python").Obj())
 	go f.serveNext(t)
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- f.kubox(t, nil, out, errOut, "run", "--template", "python", "--keep", "--",
@@ -116,7 +117,7 @@ func TestRunInterruptedReleasesTheClaim(t *testing.T) {
 	go f.serveNext(t)
 	ctx, interrupt := context.WithCancel(t.Context())
 	defer interrupt()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- f.kuboxContext(ctx, nil, out, errOut, "run", "--template", "python", "--",

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -21,7 +19,6 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/router"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -64,25 +61,10 @@ func startAgentSandbox(t *testing.T, ns, name string) *agentSandbox {
 	t.Helper()
 	a := &agentSandbox{apiPort: freePort(t), compatPort: freePort(t)}
 	a.sb = createSandbox(t, ns, name, &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(a.apiPort)), CompatibilityPort: ptr.To(int32(a.compatPort))})
-	dir := t.TempDir()
-	a.dir = dir
-	ag, err := agent.New(agent.Config{Host: "127.0.0.1", Port: a.apiPort, CompatPort: a.compatPort, CompatAuth: true,
-		Token: []byte(token.Derive(key, a.sb.UID)), WorkDir: dir, CompatBaseDir: dir, SandboxdRoot: dir,
-		ShutdownGrace: time.Second, Log: slog.New(slog.NewJSONHandler(framework.TestWriter{T: t}, nil))})
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	if err := ag.Listen(); err != nil {
-		t.Fatalf("agent.Listen: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := ag.Shutdown(ctx); err != nil {
-			t.Errorf("agent.Shutdown: %v", err)
-		}
-	})
-	markReady(t, a.sb, "127.0.0.1")
+	a.dir = t.TempDir()
+	framework.StartAgent(t, agent.Config{Port: a.apiPort, CompatPort: a.compatPort, CompatAuth: true,
+		Token: framework.AgentToken(key, a.sb.UID), WorkDir: a.dir, CompatBaseDir: a.dir, SandboxdRoot: a.dir})
+	markReady(t, a.sb, framework.LoopbackIP)
 	return a
 }
 

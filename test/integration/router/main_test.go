@@ -6,22 +6,11 @@
 package router
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
-	"github.com/kubox-dev/kubox/internal/agent/process"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
 var env *framework.Env
 
-func TestMain(m *testing.M) {
-	// The agents these tests run share one reaper of child processes per OS process, which runs
-	// until the process exits: start it before the framework notes which goroutines may remain.
-	if _, err := process.New(process.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "starting the agent's process reaper: %v\n", err)
-		os.Exit(1)
-	}
-	framework.Main(m, &env)
-}
+func TestMain(m *testing.M) { framework.Main(m, &env, framework.WithAgents()) }
