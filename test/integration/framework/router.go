@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kubox-dev/kubox/internal/router"
 )
 
@@ -16,6 +18,13 @@ import (
 // its log in the test's log. mutate (may be nil) changes the configuration first. It returns
 // the router and its URL once the router's caches are synced.
 func (e *Env) StartRouter(t testing.TB, ns string, key []byte, mutate func(*router.Config)) (*router.Router, string) {
+	t.Helper()
+	return e.StartRouterAs(t, e.Config, ns, key, mutate)
+}
+
+// StartRouterAs is StartRouter with the router reaching the API server as restConfig's identity
+// (a ServiceAccount's, say), so a test sees what its RBAC lets it do.
+func (e *Env) StartRouterAs(t testing.TB, restConfig *rest.Config, ns string, key []byte, mutate func(*router.Config)) (*router.Router, string) {
 	t.Helper()
 	cfg := router.DefaultConfig()
 	cfg.AgentTokenKey = key
@@ -27,7 +36,7 @@ func (e *Env) StartRouter(t testing.TB, ns string, key []byte, mutate func(*rout
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	rt, err := router.New(cfg, e.Config)
+	rt, err := router.New(cfg, restConfig)
 	if err != nil {
 		t.Fatalf("router.New: %v", err)
 	}
