@@ -10,11 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -170,7 +172,9 @@ func New(cfg *rest.Config, opts Options) (*Client, error) {
 		return nil, err
 	}
 	scheme := newScheme()
-	kube, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	// A logger of its own: controller-runtime's global one prints a warning with a stack trace to
+	// stderr when a client is made 30 s after the program started and it was never set.
+	kube, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Log: logr.New(ctrllog.NullLogSink{})})
 	if err != nil {
 		return nil, fmt.Errorf("kubox: creating a Kubernetes client for %s: %w", cfg.Host, err)
 	}
