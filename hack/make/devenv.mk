@@ -12,7 +12,7 @@ kubox: ## Build the kubox CLI into bin/kubox
 
 ##@ Local environment
 .PHONY: images
-images: ## Build the local images (busybox, pause, python: Debian 12 + python3 via mmdebstrap) into ~/.cache/kubox/images
+images: ## Build the local images (busybox, pause, python; kubox-agent, kubox-controller, kubox-router: static, non-root) into ~/.cache/kubox/images
 	go run ./cmd/kubox dev images
 
 .PHONY: dev-up

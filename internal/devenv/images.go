@@ -44,6 +44,8 @@ type ImageSpec struct {
 	Cmd        []string
 	// Env defaults to defaultEnv.
 	Env []string
+	// User is the image config's user ("uid:gid"); empty runs as root.
+	User string
 }
 
 var defaultEnv = []string{"PATH=/bin:/sbin:/usr/bin:/usr/sbin"}
@@ -140,6 +142,7 @@ func BuildImage(spec ImageSpec) (v1.Image, error) {
 		cf.Config.Env = defaultEnv
 	}
 	cf.Config.Entrypoint, cf.Config.Cmd = spec.Entrypoint, spec.Cmd
+	cf.Config.User = spec.User
 	return mutate.ConfigFile(img, cf)
 }
 
@@ -160,12 +163,21 @@ func WriteImage(spec ImageSpec, path string) error {
 	return os.Rename(tmp, path)
 }
 
-// Images are the tarballs `up` imports into containerd.
-type Images struct{ Dir, Busybox, Pause, Python, Agent string }
+// Images are the tarballs `up` imports into containerd; Controller and Router only in the
+// in-cluster mode.
+type Images struct{ Dir, Busybox, Pause, Python, Agent, Controller, Router string }
 
-// BuildImages is BuildImagesProgress with the Python image's build progress on stderr.
+// BuildImages is BuildImagesProgress plus the controller's and the router's images
+// (BuildComponentImages), with progress on stderr: every image `make images` builds.
 func BuildImages(repoDir, cacheDir, busyboxPath string) (Images, bool, error) {
-	return BuildImagesProgress(NewProgress(os.Stderr), repoDir, cacheDir, busyboxPath)
+	p := NewProgress(os.Stderr)
+	imgs, cached, err := BuildImagesProgress(p, repoDir, cacheDir, busyboxPath)
+	if err != nil {
+		return Images{}, false, err
+	}
+	p.Say("image %s: %s (%s)", AgentImage, imgs.Agent, fileSize(imgs.Agent))
+	imgs.Controller, imgs.Router, err = BuildComponentImages(p, repoDir, cacheDir)
+	return imgs, cached, err
 }
 
 // BuildImagesProgress builds the busybox and pause images (buildBase), the Python image

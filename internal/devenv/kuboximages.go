@@ -1,0 +1,130 @@
+package devenv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ControllerImage and RouterImage hold kubox-controller and kubox-router; config/dev runs them on
+// the local node (kubox dev up --in-cluster).
+const (
+	ControllerImage = "kubox.local/kubox-controller:dev"
+	RouterImage     = "kubox.local/kubox-router:dev"
+)
+
+// NonRootID is the user and group the component images run as (distroless's "nonroot").
+const NonRootID = 65532
+
+// versionVar is the linker variable that sets the version a binary reports (internal/version).
+const versionVar = "github.com/kubox-dev/kubox/internal/version.gitVersion"
+
+// ComponentImage names one image of a kubox component built from ./cmd/<Name>.
+type ComponentImage struct {
+	// Name is the command under ./cmd, the binary's path in the image and its cache folder.
+	Name string
+	// Tag is the image reference the tarball carries.
+	Tag string
+	// Version, when set, is linked into the binary as its version (-X internal/version.gitVersion);
+	// empty leaves the version to the build info, as a plain go build does.
+	Version string
+}
+
+// Controller and router images of the checkout, as config/dev names them.
+var (
+	ControllerComponentImage = ComponentImage{Name: Controller, Tag: ControllerImage}
+	RouterComponentImage     = ComponentImage{Name: Router, Tag: RouterImage}
+)
+
+// ComponentSpec lays out a component image: the static binary at /<name> and an /etc/passwd and
+// /etc/group that name the user 65532, which the image runs as. Nothing else: no shell, no base
+// image, no writable folder (the Deployments mount the root filesystem read-only).
+func ComponentSpec(name, tag string, bin []byte) ImageSpec {
+	passwd := fmt.Sprintf("root:x:0:0:root:/:/sbin/nologin\nnonroot:x:%[1]d:%[1]d:nonroot:/:/sbin/nologin\n", NonRootID)
+	group := fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", NonRootID)
+	return ImageSpec{Tag: tag, Files: []ImageFile{
+		dir("etc", 0o755),
+		{Path: "etc/passwd", Mode: 0o644, Data: []byte(passwd)},
+		{Path: "etc/group", Mode: 0o644, Data: []byte(group)},
+		{Path: name, Mode: 0o755, Data: bin},
+	}, Entrypoint: []string{"/" + name}, User: fmt.Sprintf("%d:%d", NonRootID, NonRootID)}
+}
+
+// BuildComponentImage builds ./cmd/<img.Name> from the checkout and writes its image into
+// cacheDir/<img.Name>, keyed by the binary and the tag (see buildGoImage).
+func BuildComponentImage(repoDir, cacheDir string, img ComponentImage) (string, error) {
+	return buildGoImage(repoDir, filepath.Join(cacheDir, img.Name), img.Name, img.Version, func(bin []byte) ImageSpec {
+		return ComponentSpec(img.Name, img.Tag, bin)
+	})
+}
+
+// BuildComponentImages builds the controller's and the router's images (ControllerImage,
+// RouterImage) and reports each with its size.
+func BuildComponentImages(p *Progress, repoDir, cacheDir string) (controller, router string, err error) {
+	paths := map[string]string{}
+	for _, img := range []ComponentImage{ControllerComponentImage, RouterComponentImage} {
+		path, err := BuildComponentImage(repoDir, cacheDir, img)
+		if err != nil {
+			return "", "", err
+		}
+		paths[img.Name] = path
+		p.Say("image %s: %s (%s)", img.Tag, path, fileSize(path))
+	}
+	return paths[Controller], paths[Router], nil
+}
+
+// buildGoImage builds ./cmd/<name> static (CGO off, -trimpath, stripped; version linked in when
+// given) and writes spec(binary) as a tarball in cacheDir named by a hash of the image format,
+// the tag, the user and the binary: an unchanged binary reuses its tarball, a changed one gets a
+// new tarball, so `up` always runs the checkout's code. go build itself takes seconds once its
+// cache is warm.
+func buildGoImage(repoDir, cacheDir, name, version string, spec func([]byte) ImageSpec) (string, error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(cacheDir, name+"-build-")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	bin := filepath.Join(tmp, name)
+	cmd := exec.Command("go", GoBuildArgs(name, version, bin)...)
+	cmd.Dir = repoDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/%s: %v: %s", name, err, firstLines(string(out), 5))
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return "", err
+	}
+	s := spec(data)
+	sum := sha256.Sum256([]byte(strings.Join([]string{imageFormat, s.Tag, s.User, string(data)}, "\x00")))
+	path := filepath.Join(cacheDir, name+"-"+hex.EncodeToString(sum[:8])+".tar")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	return path, WriteImage(s, path)
+}
+
+// GoBuildArgs is the go command line that builds ./cmd/<name> into out for an image: no paths of
+// this machine in the binary, no symbol tables, and the version linked in when given.
+func GoBuildArgs(name, version, out string) []string {
+	ldflags := "-s -w"
+	if version != "" {
+		ldflags += " -X " + versionVar + "=" + version
+	}
+	return []string{"build", "-trimpath", "-ldflags=" + ldflags, "-o", out, "./cmd/" + name}
+}
+
+func fileSize(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.1f MB", float64(st.Size())/1e6)
+}
