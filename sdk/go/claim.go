@@ -151,14 +151,9 @@ func buildClaim(src ClaimSource, cfg claimConfig, now time.Time) *extv1beta1.San
 //
 // RBAC: create, get, watch and delete on sandboxclaims; get on sandboxes.
 func (c *Client) Claim(ctx context.Context, src ClaimSource, opts ...ClaimOption) (*Sandbox, error) {
-	if src.pool == "" && src.template == "" {
-		return nil, errors.New("kubox: Claim needs a source: FromPool(name) or FromTemplate(name)")
-	}
-	cfg := c.claimConfig(opts)
-	claim := buildClaim(src, cfg, time.Now())
-	if err := c.kube.Create(ctx, claim); err != nil {
-		return nil, kubeError(err, "kubox: creating a SandboxClaim from", src.String()+" in namespace "+cfg.namespace,
-			"create on sandboxclaims (extensions.agents.x-k8s.io) in "+cfg.namespace)
+	claim, err := c.createClaim(ctx, "Claim", src, opts)
+	if err != nil {
+		return nil, err
 	}
 	sb, err := c.waitClaim(ctx, claim, src)
 	if err != nil {
@@ -173,6 +168,30 @@ func (c *Client) Claim(ctx context.Context, src ClaimSource, opts ...ClaimOption
 	}
 	sb.ownsClaim = true
 	return sb, nil
+}
+
+// CreateClaim creates the SandboxClaim that Claim would create for src and opts and returns it as
+// created, without waiting for it: its status is still empty. The claim stays until it is
+// deleted or its WithTTL passes; CreateClaim never deletes it. Connect waits for it and returns
+// its sandbox once it is Ready.
+//
+// RBAC: create on sandboxclaims.
+func (c *Client) CreateClaim(ctx context.Context, src ClaimSource, opts ...ClaimOption) (*extv1beta1.SandboxClaim, error) {
+	return c.createClaim(ctx, "CreateClaim", src, opts)
+}
+
+// createClaim creates the claim for src and opts; call names the public method for errors.
+func (c *Client) createClaim(ctx context.Context, call string, src ClaimSource, opts []ClaimOption) (*extv1beta1.SandboxClaim, error) {
+	if src.pool == "" && src.template == "" {
+		return nil, fmt.Errorf("kubox: %s needs a source: FromPool(name) or FromTemplate(name)", call)
+	}
+	cfg := c.claimConfig(opts)
+	claim := buildClaim(src, cfg, time.Now())
+	if err := c.kube.Create(ctx, claim); err != nil {
+		return nil, kubeError(err, "kubox: creating a SandboxClaim from", src.String()+" in namespace "+cfg.namespace,
+			"create on sandboxclaims (extensions.agents.x-k8s.io) in "+cfg.namespace)
+	}
+	return claim, nil
 }
 
 // Connect returns the sandbox of the existing claim claimName (in Options.Namespace, or the

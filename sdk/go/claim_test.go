@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -152,5 +154,34 @@ func TestSandboxStates(t *testing.T) {
 				t.Errorf("err = %v; want ErrNotReady", err)
 			}
 		})
+	}
+}
+
+func TestCreateClaim(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(newScheme()).Build()
+	c := &Client{opts: Options{Namespace: "default"}, kube: kube}
+
+	got, err := c.CreateClaim(t.Context(), FromTemplate("py"), WithName("mine"), WithTTL(time.Hour))
+	if err != nil {
+		t.Fatalf("CreateClaim: %v", err)
+	}
+	stored := &extv1beta1.SandboxClaim{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "mine"}, stored); err != nil {
+		t.Fatalf("reading the created claim: %v", err)
+	}
+	if diff := cmp.Diff(stored, got); diff != "" {
+		t.Errorf("CreateClaim returned (-stored +returned):\n%s", diff)
+	}
+	if got.Spec.SandboxTemplateRef == nil || got.Spec.SandboxTemplateRef.Name != "py" || got.Spec.Lifecycle == nil ||
+		got.Labels[sandboxv1beta1.CreatedByLabel] != CreatedBy {
+		t.Errorf("claim spec %+v, labels %v; want templateRef py, a lifecycle and created-by %s", got.Spec, got.Labels, CreatedBy)
+	}
+
+	if _, err := c.CreateClaim(t.Context(), FromTemplate("py"), WithName("mine")); err == nil ||
+		!strings.Contains(err.Error(), `creating a SandboxClaim from template "py" in namespace default`) {
+		t.Errorf("CreateClaim of an existing name: %v; want an error naming the source and namespace", err)
+	}
+	if _, err := c.CreateClaim(t.Context(), ClaimSource{}); err == nil || !strings.Contains(err.Error(), "CreateClaim needs a source") {
+		t.Errorf("CreateClaim without a source: %v; want an error asking for one", err)
 	}
 }

@@ -234,3 +234,35 @@ func TestConnectDirectSendsTheAgentTokenFromTheSecret(t *testing.T) {
 		t.Errorf("Run with the Secret's token = %+v, %v; want exit 0", res, err)
 	}
 }
+
+func TestCreateClaimReturnsAtOnceAndConnectWaitsForIt(t *testing.T) {
+	f := setup(t)
+	claim, err := f.sdk.CreateClaim(t.Context(), kubox.FromTemplate("python"), kubox.WithName("later"), kubox.WithTTL(time.Hour))
+	if err != nil {
+		t.Fatalf("CreateClaim: %v", err)
+	}
+	if claim.Name != "later" || claim.Namespace != f.ns || claim.UID == "" || claim.Status.Sandbox.Name != "" {
+		t.Errorf("CreateClaim returned %s/%s (uid %q, status.sandbox %q); want the created claim later, not bound yet",
+			claim.Namespace, claim.Name, claim.UID, claim.Status.Sandbox.Name)
+	}
+	stored := framework.Read[extv1beta1.SandboxClaim](t, env, f.ns, "later")
+	if stored.Labels[sandboxv1beta1.CreatedByLabel] != kubox.CreatedBy || stored.Spec.Lifecycle == nil {
+		t.Errorf("claim labels %v, lifecycle %v; want created-by %s and the TTL's shutdown time", stored.Labels, stored.Spec.Lifecycle, kubox.CreatedBy)
+	}
+
+	sb, err := f.sdk.Connect(t.Context(), "later")
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	f.startAgent(t, sb)
+	if res, err := sb.Run(t.Context(), "echo", "hi"); err != nil || string(res.Stdout) != "hi\n" {
+		t.Errorf("Run(echo hi) = %+v, %v; want hi", res, err)
+	}
+	if sb.ClaimName() != "later" {
+		t.Errorf("Connect returned the sandbox of claim %q; want later", sb.ClaimName())
+	}
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	env.WaitGone(t, stored)
+}
