@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -137,46 +134,47 @@ kubox says why.`,
 
 func (o *claimOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	ctx := cmd.Context()
-	ns, err := g.namespace()
-	if err != nil {
-		return err
-	}
-	name := o.name
-	if name == "" {
-		name = newClaimName()
-	}
-	opts := o.options(name, ns)
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
-	if !o.wait {
-		claim, err := o.create(ctx, c, ns, name)
-		if err != nil {
-			return err
-		}
-		return printClaim(cmd.OutOrStdout(), o.format, claim, nil)
-	}
 	s, err := g.connect()
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	sb, err := claimWithProgress(ctx, s, c, o.sdkSource(), name, cmd.ErrOrStderr(), opts)
+	name := o.name
+	if name == "" {
+		name = newClaimName()
+	}
+	if !o.wait {
+		claim, err := s.sdk.CreateClaim(ctx, o.sdkSource(), o.options(name, s.ns)...)
+		if err != nil {
+			return explain(err, target{claim: true}, s.ns, name)
+		}
+		return printClaim(cmd.OutOrStdout(), o.format, claim, nil)
+	}
+	sb, err := o.claimWithProgress(cmd, g, s, name)
 	if err != nil {
 		return err
 	}
-	claim, err := getClaim(ctx, c, ns, name)
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	claim, err := getClaim(ctx, c, s.ns, name)
 	if err != nil {
 		return err
 	}
 	return printClaim(cmd.OutOrStdout(), o.format, claim, sb.Object())
 }
 
-// claimWithProgress claims a sandbox through the SDK while showing the claim's state on stderr.
-func claimWithProgress(ctx context.Context, s *session, c client.Client, src kubox.ClaimSource, name string, stderr io.Writer,
-	opts []kubox.ClaimOption) (*kubox.Sandbox, error) {
-	p := startProgress(stderr, fmt.Sprintf("claim %s: creating from %s", name, src))
+// claimWithProgress claims a sandbox as the flags say, with the claim named name, through the
+// SDK while showing the claim's state on stderr.
+func (f *claimFlags) claimWithProgress(cmd *cobra.Command, g *globalOptions, s *session, name string) (*kubox.Sandbox, error) {
+	ctx := cmd.Context()
+	c, err := g.client()
+	if err != nil {
+		return nil, err
+	}
+	src := f.sdkSource()
+	p := startProgress(cmd.ErrOrStderr(), fmt.Sprintf("claim %s: creating from %s", name, src))
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	followed := make(chan struct{})
 	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
@@ -184,7 +182,7 @@ func claimWithProgress(ctx context.Context, s *session, c client.Client, src kub
 		defer close(followed)
 		followConditions(followCtx, c, claim, "claim "+name, p)
 	}()
-	sb, err := s.sdk.Claim(ctx, src, opts...)
+	sb, err := s.sdk.Claim(ctx, src, f.options(name, s.ns)...)
 	stopFollowing()
 	<-followed
 	if err != nil {
@@ -196,38 +194,6 @@ func claimWithProgress(ctx context.Context, s *session, c client.Client, src kub
 	}
 	p.finish(fmt.Sprintf("claim %s: sandbox %s is Ready", name, sb.Name()))
 	return sb, nil
-}
-
-// create creates the claim without waiting for it (--wait=false). It is the claim the SDK's
-// Claim creates: the SDK has no call that creates a claim without waiting for it.
-func (o *claimOptions) create(ctx context.Context, c client.Client, ns, name string) (*extv1beta1.SandboxClaim, error) {
-	env, _ := keyValues("env", o.env)       // checked by check
-	lbls, _ := keyValues("label", o.labels) // checked by check
-	if lbls == nil {
-		lbls = map[string]string{}
-	}
-	lbls[sandboxv1beta1.CreatedByLabel] = kubox.CreatedBy
-	now := time.Now()
-	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{
-		Namespace: ns, Name: name, Labels: lbls,
-		Annotations: map[string]string{extv1beta1.ClientFirstRequestedAtAnnotation: now.UTC().Format(time.RFC3339Nano)},
-	}}
-	if o.pool != "" {
-		claim.Spec.WarmPoolRef = &extv1beta1.SandboxWarmPoolReference{Name: o.pool}
-	} else {
-		claim.Spec.SandboxTemplateRef = &extv1beta1.SandboxTemplateReference{Name: o.template}
-	}
-	if o.ttl > 0 {
-		at := metav1.NewTime(now.Add(o.ttl).Truncate(time.Second))
-		claim.Spec.Lifecycle = &extv1beta1.ClaimLifecycle{ShutdownTime: &at, ShutdownPolicy: extv1beta1.ClaimShutdownPolicyDelete}
-	}
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: env[k]})
-	}
-	if err := c.Create(ctx, claim); err != nil {
-		return nil, apiError(err, "claim", ns, name)
-	}
-	return claim, nil
 }
 
 // printClaim prints a claim and its sandbox (nil when it has none yet) as kubox claim does.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -37,28 +39,12 @@ func objectNames(ctx context.Context, g *globalOptions, list client.ObjectList, 
 		return nil
 	}
 	var names []string
-	switch l := list.(type) {
-	case *sandboxv1beta1.SandboxList:
-		for _, o := range l.Items {
-			names = append(names, o.Name)
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if obj, ok := o.(client.Object); ok {
+			names = append(names, obj.GetName())
 		}
-	case *extv1beta1.SandboxClaimList:
-		for _, o := range l.Items {
-			names = append(names, o.Name)
-		}
-	case *extv1beta1.SandboxWarmPoolList:
-		for _, o := range l.Items {
-			names = append(names, o.Name)
-		}
-	case *extv1beta1.SandboxTemplateList:
-		for _, o := range l.Items {
-			names = append(names, o.Name)
-		}
-	case *corev1.NamespaceList:
-		for _, o := range l.Items {
-			names = append(names, o.Name)
-		}
-	}
+		return nil
+	})
 	return names
 }
 

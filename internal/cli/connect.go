@@ -92,6 +92,21 @@ func routerURLOf(ext runtime.Object) string {
 
 func (s *session) close() { _ = s.sdk.Close() }
 
+// openSandbox connects to the cluster and opens the sandbox NAME, or with --claim the claim
+// NAME's sandbox (session.open). The caller closes the session.
+func (g *globalOptions) openSandbox(ctx context.Context, t target, name string) (*session, *kubox.Sandbox, error) {
+	s, err := g.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := s.open(ctx, t, name)
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, sb, nil
+}
+
 // open connects to the sandbox NAME, or with --claim the claim NAME's sandbox, waiting until it
 // is Ready.
 func (s *session) open(ctx context.Context, t target, name string) (*kubox.Sandbox, error) {

@@ -127,15 +127,11 @@ func (o *cpOptions) run(cmd *cobra.Command, g *globalOptions, from, to location)
 	if to.remote() {
 		name = to.name
 	}
-	s, err := g.connect()
+	s, sb, err := g.openSandbox(ctx, o.target, name)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	sb, err := s.open(ctx, o.target, name)
-	if err != nil {
-		return err
-	}
 	files := sb.Files()
 	if to.remote() {
 		err = upload(ctx, files, from, to.path, cmd.InOrStdin())

@@ -90,15 +90,11 @@ func (o *execOptions) run(cmd *cobra.Command, g *globalOptions, name string, arg
 			cmd.PrintErrln("warning: -t ignored: stdin is not a terminal")
 		}
 	}
-	s, err := g.connect()
+	s, sb, err := g.openSandbox(ctx, o.target, name)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	sb, err := s.open(ctx, o.target, name)
-	if err != nil {
-		return err
-	}
 	if o.stdin {
 		in := forwardStdin(cmd.InOrStdin())
 		defer in.stop()

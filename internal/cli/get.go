@@ -61,11 +61,7 @@ objects themselves: one object for NAME, a v1 List otherwise.`,
 
 func (o *getOptions) run(cmd *cobra.Command, g *globalOptions, args []string) error {
 	ctx := cmd.Context()
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
-	ns, err := g.namespace()
+	c, ns, err := g.clientIn()
 	if err != nil {
 		return err
 	}

@@ -21,8 +21,7 @@ type lifecycleOptions struct {
 }
 
 func newSuspend(g *globalOptions) *cobra.Command {
-	o := &lifecycleOptions{}
-	cmd := &cobra.Command{
+	return newLifecycle(g, sandboxv1beta1.SandboxOperatingModeSuspended, &cobra.Command{
 		Use:   "suspend NAME",
 		Short: "Suspend a sandbox: stop its Pod and keep its volumes",
 		Long: `Suspend the Sandbox NAME (with --claim, the sandbox of the claim NAME): set its
@@ -30,19 +29,11 @@ spec.operatingMode to Suspended, so the controller deletes its Pod and keeps the
 Service and its volumes, and wait until the Pod is gone. kubox resume starts it again.`,
 		Example: `  kubox suspend python-x7k2q
   kubox suspend --claim kubox-x7k2 --wait=false`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeNames(g, &o.target, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.setMode(cmd, g, args[0], sandboxv1beta1.SandboxOperatingModeSuspended)
-		},
-	}
-	o.addFlags(cmd)
-	return cmd
+	})
 }
 
 func newResume(g *globalOptions) *cobra.Command {
-	o := &lifecycleOptions{}
-	cmd := &cobra.Command{
+	return newLifecycle(g, sandboxv1beta1.SandboxOperatingModeRunning, &cobra.Command{
 		Use:   "resume NAME",
 		Short: "Resume a suspended sandbox and wait until it is Ready",
 		Long: `Resume the Sandbox NAME (with --claim, the sandbox of the claim NAME): set its
@@ -50,11 +41,17 @@ spec.operatingMode to Running, so the controller starts its Pod again, and wait 
 is Ready (at most --ready-timeout). Files outside its volumes are not kept across a suspension.`,
 		Example: `  kubox resume python-x7k2q
   kubox resume --claim kubox-x7k2 --ready-timeout 5m`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeNames(g, &o.target, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.setMode(cmd, g, args[0], sandboxv1beta1.SandboxOperatingModeRunning)
-		},
+	})
+}
+
+// newLifecycle completes cmd (its name and help) as the command that sets a sandbox's
+// operatingMode to mode: suspend or resume.
+func newLifecycle(g *globalOptions, mode sandboxv1beta1.SandboxOperatingMode, cmd *cobra.Command) *cobra.Command {
+	o := &lifecycleOptions{}
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.ValidArgsFunction = completeNames(g, &o.target, 1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return o.setMode(cmd, g, args[0], mode)
 	}
 	o.addFlags(cmd)
 	return cmd
@@ -68,15 +65,7 @@ func (o *lifecycleOptions) addFlags(cmd *cobra.Command) {
 // setMode patches the sandbox's operatingMode to mode and waits for the controller to get there.
 func (o *lifecycleOptions) setMode(cmd *cobra.Command, g *globalOptions, name string, mode sandboxv1beta1.SandboxOperatingMode) error {
 	ctx := cmd.Context()
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
-	ns, err := g.namespace()
-	if err != nil {
-		return err
-	}
-	sbName, err := sandboxName(ctx, c, o.target, ns, name)
+	c, ns, sbName, err := g.resolve(ctx, o.target, name)
 	if err != nil {
 		return err
 	}
@@ -191,11 +180,7 @@ says which claim to delete instead.`,
 // deleteAll deletes every name, going on after a failure, and reports every failure.
 func deleteAll(cmd *cobra.Command, g *globalOptions, t target, names []string) error {
 	ctx := cmd.Context()
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
-	ns, err := g.namespace()
+	c, ns, err := g.clientIn()
 	if err != nil {
 		return err
 	}

@@ -52,19 +52,11 @@ kubectl.kubernetes.io/default-container, else its first container.`,
 
 func (o *logsOptions) run(cmd *cobra.Command, g *globalOptions, name string) error {
 	ctx := cmd.Context()
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
 	cs, err := g.clientset()
 	if err != nil {
 		return err
 	}
-	ns, err := g.namespace()
-	if err != nil {
-		return err
-	}
-	sbName, err := sandboxName(ctx, c, o.target, ns, name)
+	c, ns, sbName, err := g.resolve(ctx, o.target, name)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,31 @@ func getClaim(ctx context.Context, c client.Client, ns, name string) (*extv1beta
 	return claim, nil
 }
 
+// clientIn returns the API client and the namespace of the global flags.
+func (g *globalOptions) clientIn() (client.Client, string, error) {
+	c, err := g.client()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := g.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return c, ns, nil
+}
+
+// resolve returns the API client and namespace of the global flags and the Sandbox that NAME
+// designates there (see sandboxName).
+func (g *globalOptions) resolve(ctx context.Context, t target, name string) (c client.Client, ns, sbName string, err error) {
+	if c, ns, err = g.clientIn(); err != nil {
+		return nil, "", "", err
+	}
+	if sbName, err = sandboxName(ctx, c, t, ns, name); err != nil {
+		return nil, "", "", err
+	}
+	return c, ns, sbName, nil
+}
+
 // sandboxName is the Sandbox that NAME designates: NAME itself, or with --claim the sandbox bound
 // to the claim NAME.
 func sandboxName(ctx context.Context, c client.Client, t target, ns, name string) (string, error) {

@@ -60,23 +60,14 @@ releases the claim (unless --keep) and exits with 130.`,
 
 func (o *runOptions) run(cmd *cobra.Command, g *globalOptions, argv []string) (err error) {
 	ctx := cmd.Context()
-	ns, err := g.namespace()
-	if err != nil {
-		return err
-	}
-	name := newClaimName()
-	opts := o.options(name, ns)
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
 	s, err := g.connect()
 	if err != nil {
 		return err
 	}
 	defer s.close()
+	name := newClaimName()
 	// On failure or Ctrl-C while waiting, the SDK deletes the claim itself.
-	sb, err := claimWithProgress(ctx, s, c, o.sdkSource(), name, cmd.ErrOrStderr(), opts)
+	sb, err := o.claimWithProgress(cmd, g, s, name)
 	if err != nil {
 		return err
 	}
@@ -105,7 +96,7 @@ func (o *runOptions) run(cmd *cobra.Command, g *globalOptions, argv []string) (e
 	}
 	code, err := runProcess(ctx, sb, pc, nil)
 	if err != nil {
-		return explain(err, target{claim: true}, ns, name)
+		return explain(err, target{claim: true}, s.ns, name)
 	}
 	if code != 0 {
 		return &exitCodeError{code: code}
