@@ -60,7 +60,7 @@ func TestEveryCommandHelpHasExamples(t *testing.T) {
 
 func TestRootListsCommandsAndConnectionFlags(t *testing.T) {
 	out, _, _ := execute(t, "--help")
-	for _, want := range []string{"claim ", "run ", "exec ", "cp ", "get ", "suspend ", "resume ", "delete ", "logs ", "dev ", "completion ",
+	for _, want := range []string{"claim ", "run ", "exec ", "cp ", "get ", "suspend ", "resume ", "delete ", "logs ", "token ", "dev ", "completion ",
 		"--kubeconfig", "--context", "-n, --namespace", "--router-url", "--connection", "--router-namespace", "--token", "--ready-timeout"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubox --help lacks %q", want)
@@ -101,6 +101,9 @@ func TestFlagValidation(t *testing.T) {
 		"suspend without a name":  {[]string{"suspend"}, "accepts 1 arg(s), received 0"},
 		"delete without a name":   {[]string{"delete"}, "requires at least 1 arg(s)"},
 		"logs with two names":     {[]string{"logs", "a", "b"}, "accepts 1 arg(s), received 2"},
+		"token without a claim":   {[]string{"token"}, "accepts 1 arg(s), received 0"},
+		"token with negative ttl": {[]string{"token", "c", "--ttl", "-5m"}, "--ttl -5m0s is negative"},
+		"token with a bad output": {[]string{"token", "c", "-o", "yaml"}, `-o "yaml" is not json`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
