@@ -8,7 +8,7 @@
 #                                       containerd and gvisor (runsc + containerd-shim-runsc-v1, patched)
 #
 # TOOL is the name of a wrapper module under hack/tools/ (etcd, kubernetes, kwok, controller-gen,
-# golangci-lint, buf; node tools: containerd, gvisor). Each module's go.mod pins the version; the cache folder
+# golangci-lint, buf, helm; node tools: containerd, gvisor). Each module's go.mod pins the version; the cache folder
 # is $KUBOX_TOOLS_DIR/<tool>-<version> (default ~/.cache/kubox/tools). A folder is used only when its
 # .complete marker exists, so an interrupted build is redone, and a present one is never rebuilt.
 #
@@ -20,7 +20,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOOLS_DIR=${KUBOX_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubox/tools}
-ALL_TOOLS="controller-gen golangci-lint buf etcd kubernetes kwok"
+ALL_TOOLS="controller-gen golangci-lint buf etcd kubernetes kwok helm"
 NODE_TOOLS="etcd kubernetes containerd gvisor"
 export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
@@ -35,6 +35,7 @@ module() {
 	etcd) echo go.etcd.io/etcd/server/v3 ;;
 	kubernetes) echo k8s.io/kubernetes ;;
 	kwok) echo sigs.k8s.io/kwok ;;
+	helm) echo helm.sh/helm/v4 ;;
 	containerd) echo github.com/containerd/containerd/v2 ;;
 	gvisor) echo gvisor.dev/gvisor ;;
 	*) echo "unknown tool '$1' (known: $ALL_TOOLS containerd gvisor)" >&2; return 1 ;;
@@ -83,6 +84,7 @@ build_into() {
 		;;
 	golangci-lint) ld="$ld -X main.version=${ver#v}" ;;
 	controller-gen) ld="$ld -X sigs.k8s.io/controller-tools/pkg/version.version=$ver" ;;
+	helm) ld="$ld -X helm.sh/helm/v4/internal/version.version=$ver -X helm.sh/helm/v4/internal/version.gitTreeState=clean" ;;
 	containerd)
 		tags="no_btrfs no_devmapper no_zfs"
 		ld="$ld -X github.com/containerd/containerd/v2/version.Version=$ver"
