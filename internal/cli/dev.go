@@ -54,7 +54,8 @@ func (f *devFlags) config(needRepo bool) (devenv.Config, error) {
 }
 
 func newDevUp(f *devFlags) *cobra.Command {
-	return &cobra.Command{
+	var inCluster bool
+	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local environment and wait until it is ready",
 		Long: `Start the local environment and return once it is ready; the processes keep running.
@@ -83,9 +84,14 @@ Pods get addresses on the bridge kuboxbr0 (10.77.0.0/24).`,
 			if err != nil {
 				return err
 			}
+			c.InCluster = inCluster
 			return devenv.Up(cmd.Context(), c, cmd.OutOrStdout())
 		},
 	}
+	cmd.Flags().BoolVar(&inCluster, "in-cluster", false,
+		"run kubox-controller and kubox-router as Deployments installed from config/dev (images built from the checkout, "+
+			"ServiceAccounts and RBAC from config/) instead of host processes; see docs/install.md")
+	return cmd
 }
 
 func newDevDown(f *devFlags) *cobra.Command {

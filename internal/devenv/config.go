@@ -27,6 +27,9 @@ type Config struct {
 	CgroupRoot string
 	// Ports are the TCP ports the environment listens on, all on 127.0.0.1 except the kubelet's.
 	Ports Ports
+	// InCluster runs kubox-controller and kubox-router as Deployments installed from config/dev
+	// instead of host processes (`kubox dev up --in-cluster`; see kuboxModeOf).
+	InCluster bool
 }
 
 // Ports lists every TCP port the environment binds.
@@ -134,6 +137,10 @@ func (l Layout) PidFile(name string) string { return filepath.Join(l.Pids, name+
 // UpMarker exists once `up` finished every step; an interrupted `up` leaves none, so the next
 // one starts over instead of calling a half-configured cluster healthy.
 func (l Layout) UpMarker() string { return filepath.Join(l.Root, "up-complete") }
+
+// InClusterMarker exists when `up --in-cluster` installed kubox-controller and kubox-router as
+// Deployments; `status`, `down` and the next `up` read it.
+func (l Layout) InClusterMarker() string { return filepath.Join(l.Root, "in-cluster") }
 
 // LogFile is the component's combined stdout and stderr.
 func (l Layout) LogFile(name string) string { return filepath.Join(l.Logs, name+".log") }

@@ -29,6 +29,7 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	}
 	var errs []error
 	stop := func(name string) { errs = append(errs, stopComponent(p, l, name)) }
+	errs = append(errs, kuboxModeOf(c, l).stop(ctx, p, l))
 	stop(Router)
 	stop(Controller)
 	stop(ControllerManager)

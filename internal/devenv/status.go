@@ -17,13 +17,20 @@ type ComponentStatus struct {
 	Alive   bool
 	Ready   bool
 	Detail  string
+	// Log says where the component's log is; empty: its log file.
+	Log string
 }
 
 // Statuses inspects every component of the environment in c.StateDir.
 func Statuses(ctx context.Context, c Config, l Layout) []ComponentStatus {
 	probes := readinessProbes(c, l)
+	mode := kuboxModeOf(c, l)
 	var out []ComponentStatus
 	for _, name := range StartOrder {
+		if s, ok := mode.status(ctx, c, l, name); ok {
+			out = append(out, s)
+			continue
+		}
 		s := ComponentStatus{Name: name}
 		proc, ok, err := ReadPidFile(l.PidFile(name))
 		if err != nil {
@@ -117,10 +124,14 @@ func Status(ctx context.Context, c Config, out io.Writer) bool {
 	_, _ = fmt.Fprintln(tw, "COMPONENT\tPID\tALIVE\tREADY\tLOG\tDETAIL")
 	for _, s := range st {
 		pid := "-"
-		if s.Started {
+		if s.Started && s.PID != 0 {
 			pid = fmt.Sprint(s.PID)
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, pid, yesNo(s.Alive), yesNo(s.Ready), l.LogFile(s.Name), s.Detail)
+		log := s.Log
+		if log == "" {
+			log = l.LogFile(s.Name)
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, pid, yesNo(s.Alive), yesNo(s.Ready), log, s.Detail)
 	}
 	_ = tw.Flush()
 	if ok {

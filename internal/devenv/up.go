@@ -31,7 +31,7 @@ type env struct {
 func Up(ctx context.Context, c Config, out io.Writer) error {
 	p := NewProgress(out)
 	l := NewLayout(c.StateDir)
-	if ok, _ := Healthy(ctx, c, l); ok {
+	if ok, _ := Healthy(ctx, c, l); ok && c.InCluster == fileExists(l.InClusterMarker()) {
 		p.Say("kubox dev is already up and healthy; nothing to do")
 		printSummary(out, c, l)
 		return nil
@@ -104,6 +104,11 @@ func (e *env) images() error {
 func (e *env) writeState() error {
 	for _, d := range []string{e.l.Etc, e.l.Logs, e.l.Pids, e.l.Bin, e.l.KubeletRoot, e.l.PodLogs, e.l.CNIConfDir, e.l.RunscLogs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if e.c.InCluster {
+		if err := os.WriteFile(e.l.InClusterMarker(), nil, 0o644); err != nil {
 			return err
 		}
 	}
@@ -221,7 +226,7 @@ func (e *env) platform(ctx context.Context) error {
 	if err := e.wait(ctx, ControllerManager, "service account default/default", 60*time.Second, DefaultServiceAccount(e.cs)); err != nil {
 		return err
 	}
-	return e.kubox(ctx)
+	return kuboxModeOf(e.c, e.l).start(ctx, e)
 }
 
 // kubox builds kubox-controller and kubox-router from the checkout and runs them.
