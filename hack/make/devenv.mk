@@ -5,6 +5,7 @@ KUBOX          := bin/kubox
 KUBOX_DEV_ARGS ?=
 E2E_TIMEOUT    ?= 40m
 GO_TEST        ?= go test
+E2E_RUN        ?= .
 
 .PHONY: kubox
 kubox: ## Build the kubox CLI into bin/kubox
@@ -30,6 +31,10 @@ dev-status: kubox ## Show the local cluster's processes and readiness (kubox dev
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on the local cluster (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it)
 	$(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+
+.PHONY: test-e2e-in-cluster
+test-e2e-in-cluster: ## End-to-end tests with kubox installed from config/dev (kubox dev up --in-cluster); E2E_RUN selects tests
+	KUBOX_E2E_IN_CLUSTER=1 $(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/...
 
 .PHONY: bench-e2e
 bench-e2e: ## Pod and Sandbox start latency on the local cluster, runc vs gVisor (p50 over 20)

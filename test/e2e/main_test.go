@@ -3,6 +3,8 @@
 // Package e2e drives kubox's local environment the way a person does: `kubox dev up`, kubectl,
 // Sandbox objects. TestMain brings the environment up once (building the kubox binary) and tears
 // it down at the end with `kubox dev down`; KUBOX_E2E_KEEP=1 leaves it running. It needs root.
+// KUBOX_E2E_IN_CLUSTER=1 brings it up with `kubox dev up --in-cluster`: kubox-controller and
+// kubox-router run as Deployments installed from config/dev (install_test.go needs that).
 package e2e
 
 import (
@@ -25,6 +27,8 @@ var (
 	kubectl    string
 	clientset  kubernetes.Interface
 	dyn        dynamic.Interface
+	// inCluster is KUBOX_E2E_IN_CLUSTER=1: kubox runs as Deployments (kubox dev up --in-cluster).
+	inCluster = os.Getenv("KUBOX_E2E_IN_CLUSTER") == "1"
 )
 
 func TestMain(m *testing.M) {
@@ -54,7 +58,11 @@ func setup() error {
 	if err := build(); err != nil {
 		return err
 	}
-	if err := kuboxDev("up"); err != nil {
+	up := []string{"up"}
+	if inCluster {
+		up = append(up, "--in-cluster")
+	}
+	if err := kuboxDev(up...); err != nil {
 		return fmt.Errorf("kubox dev up: %w", err)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)

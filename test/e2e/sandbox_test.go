@@ -15,11 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubox-dev/kubox/internal/devenv"
 )
 
 var sandboxes = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
 
 // requireController fails the test (never skips) when the Sandbox API or its controller is absent.
+// The controller runs either as a host process (its pidfile names a live process) or, after
+// `kubox dev up --in-cluster`, as the Deployment kubox-system/kubox-controller, rolled out.
 func requireController(t testing.TB) {
 	t.Helper()
 	if _, err := dyn.Resource(sandboxes).Namespace("default").List(context.Background(), metav1.ListOptions{Limit: 1}); err != nil {
@@ -33,10 +37,19 @@ func requireController(t testing.TB) {
 	if err == nil {
 		_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
 	}
-	if err != nil {
-		t.Fatalf("kubox-controller is not running in the local environment (%v); kubox dev up starts it once "+
-			"./cmd/kubox-controller builds: see `kubox dev status` and its log in %s/logs", err, stateDir)
+	if err == nil {
+		return
 	}
+	d, derr := clientset.AppsV1().Deployments(devenv.KuboxNamespace).Get(context.Background(), devenv.Controller, metav1.GetOptions{})
+	if derr == nil && devenv.RolledOut(d) {
+		return
+	}
+	if derr == nil {
+		derr = fmt.Errorf("%d/%d replicas available", d.Status.AvailableReplicas, d.Status.Replicas)
+	}
+	t.Fatalf("kubox-controller runs neither as a process (%v) nor as the Deployment %s/%s (%v); kubox dev up starts it "+
+		"once ./cmd/kubox-controller builds: see `kubox dev status` and its log in %s/logs or `kubectl -n %[2]s logs deploy/%[3]s`",
+		err, devenv.KuboxNamespace, devenv.Controller, derr, stateDir)
 }
 
 type sandboxOpt func(spec map[string]any)
