@@ -9,11 +9,13 @@ export GOFLAGS ?= -mod=mod
 TOOLS          := hack/tools/install.sh
 CONTROLLER_GEN  = $(shell $(TOOLS) dir controller-gen)/controller-gen
 GOLANGCI_LINT   = $(shell $(TOOLS) dir golangci-lint)/golangci-lint
+HELM            = $(shell $(TOOLS) dir helm)/helm
+KUBECTL         = $(shell $(TOOLS) dir kubernetes)/kubectl
 # buf, protoc-gen-go and protoc-gen-connect-go share one cache folder (hack/tools/buf).
 BUF_DIR         = $(shell $(TOOLS) dir buf)
 GO_TEST        ?= go test
-# Generated paths: `make verify` fails when any of them differs from what `make generate manifests` writes.
-GENERATED      := api config/crd config/rbac proto
+# Generated paths: `make verify` fails when any of them differs from what `make generate manifests chart` writes.
+GENERATED      := api config/crd config/rbac proto charts/kubox
 
 ##@ General
 .PHONY: help
@@ -42,6 +44,24 @@ manifests: ## Generate CRDs and RBAC (controller, router) from the API types and
 	$(CONTROLLER_GEN) rbac:roleName=kubox-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=kubox-router paths=./internal/router/... output:rbac:artifacts:config=config/rbac/router
 
+.PHONY: chart
+chart: ## Generate the Helm chart charts/kubox from config/default (kustomize) and config/crd/bases
+	$(TOOLS) kubernetes
+	go run ./hack/chart -kubectl $(KUBECTL) -config config/default -crds config/crd/bases -out charts/kubox
+
+# Values a chart user changes most, rendered in verify on top of the defaults.
+CHART_CHECK_VALUES := --set router.replicas=3 --set router.service.type=LoadBalancer \
+	--set-string 'router.service.annotations.example\.com/internal=true' \
+	--set controller.image.tag=v0.0.0-check --set agentTokenKey.existingSecret=my-key
+
+.PHONY: chart-lint
+chart-lint: ## helm lint and helm template charts/kubox, with the default values and with CHART_CHECK_VALUES
+	$(TOOLS) helm
+	$(HELM) lint --strict charts/kubox
+	$(HELM) lint --strict charts/kubox $(CHART_CHECK_VALUES)
+	$(HELM) template kubox charts/kubox -n kubox-system --include-crds >/dev/null
+	$(HELM) template kubox charts/kubox -n kubox-system $(CHART_CHECK_VALUES) >/dev/null
+
 .PHONY: fmt
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')
@@ -52,11 +72,11 @@ lint: ## Run golangci-lint
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests lint ## Regenerate, lint, and fail when generated files are stale or untracked
+verify: generate manifests chart lint chart-lint ## Regenerate, lint, and fail when generated files are stale or untracked
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
-		echo "Generated files are out of date; run 'make generate manifests' and commit:"; \
+		echo "Generated files are out of date; run 'make generate manifests chart' and commit:"; \
 		git status --porcelain -- $(GENERATED); git diff --stat -- $(GENERATED); exit 1; fi
-	@echo "verify: generated code is current and lint is clean"
+	@echo "verify: generated code and charts/kubox are current, lint is clean, the chart lints and renders"
 
 ##@ Build
 .PHONY: build
