@@ -29,12 +29,12 @@ dev-status: kubox ## Show the local cluster's processes and readiness (kubox dev
 	$(KUBOX) dev status $(KUBOX_DEV_ARGS)
 
 .PHONY: test-e2e
-test-e2e: ## End-to-end tests on the local cluster (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it)
-	$(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+test-e2e: ## End-to-end tests on the local cluster, kubox installed from config/dev (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it; E2E_RUN selects tests)
+	$(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/...
 
-.PHONY: test-e2e-in-cluster
-test-e2e-in-cluster: ## End-to-end tests with kubox installed from config/dev (kubox dev up --in-cluster); E2E_RUN selects tests
-	KUBOX_E2E_IN_CLUSTER=1 $(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/...
+.PHONY: test-e2e-processes
+test-e2e-processes: ## The end-to-end tests that do not need an install, with kubox-controller and -router as host processes (kubox dev up --in-cluster=false)
+	KUBOX_E2E_IN_CLUSTER=0 $(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' -skip '^TestInCluster' ./test/e2e/...
 
 .PHONY: bench-e2e
 bench-e2e: ## Pod and Sandbox start latency on the local cluster, runc vs gVisor (p50 over 20)

@@ -88,9 +88,10 @@ Pods get addresses on the bridge kuboxbr0 (10.77.0.0/24).`,
 			return devenv.Up(cmd.Context(), c, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&inCluster, "in-cluster", false,
+	cmd.Flags().BoolVar(&inCluster, "in-cluster", true,
 		"run kubox-controller and kubox-router as Deployments installed from config/dev (images built from the checkout, "+
-			"ServiceAccounts and RBAC from config/) instead of host processes; see docs/install.md")
+			"ServiceAccounts and RBAC from config/), as a cluster would; --in-cluster=false runs them as host processes "+
+			"with the admin kubeconfig instead (quicker to iterate on their code); see docs/install.md")
 	return cmd
 }
 

@@ -27,8 +27,8 @@ import (
 func requireInCluster(t *testing.T) {
 	t.Helper()
 	if !inCluster {
-		t.Fatal("this test needs kubox installed in the cluster: run it with KUBOX_E2E_IN_CLUSTER=1 " +
-			"(make test-e2e-in-cluster), which brings the environment up with `kubox dev up --in-cluster`")
+		t.Fatal("this test needs kubox installed in the cluster (`kubox dev up`, the default): run it without " +
+			"KUBOX_E2E_IN_CLUSTER=0, which brings the environment up with host processes instead")
 	}
 	requireController(t)
 }

@@ -3,8 +3,9 @@
 // Package e2e drives kubox's local environment the way a person does: `kubox dev up`, kubectl,
 // Sandbox objects. TestMain brings the environment up once (building the kubox binary) and tears
 // it down at the end with `kubox dev down`; KUBOX_E2E_KEEP=1 leaves it running. It needs root.
-// KUBOX_E2E_IN_CLUSTER=1 brings it up with `kubox dev up --in-cluster`: kubox-controller and
-// kubox-router run as Deployments installed from config/dev (install_test.go needs that).
+// By default kubox-controller and kubox-router run as Deployments installed from config/dev
+// (`kubox dev up`, whose --in-cluster is on; install_test.go needs that); KUBOX_E2E_IN_CLUSTER=0
+// runs them as host processes instead (`kubox dev up --in-cluster=false`).
 package e2e
 
 import (
@@ -27,8 +28,8 @@ var (
 	kubectl    string
 	clientset  kubernetes.Interface
 	dyn        dynamic.Interface
-	// inCluster is KUBOX_E2E_IN_CLUSTER=1: kubox runs as Deployments (kubox dev up --in-cluster).
-	inCluster = os.Getenv("KUBOX_E2E_IN_CLUSTER") == "1"
+	// inCluster is false only with KUBOX_E2E_IN_CLUSTER=0: kubox then runs as host processes.
+	inCluster = os.Getenv("KUBOX_E2E_IN_CLUSTER") != "0"
 )
 
 func TestMain(m *testing.M) {
@@ -58,10 +59,7 @@ func setup() error {
 	if err := build(); err != nil {
 		return err
 	}
-	up := []string{"up"}
-	if inCluster {
-		up = append(up, "--in-cluster")
-	}
+	up := []string{"up", fmt.Sprintf("--in-cluster=%t", inCluster)}
 	if err := kuboxDev(up...); err != nil {
 		return fmt.Errorf("kubox dev up: %w", err)
 	}
