@@ -89,6 +89,11 @@ func cacheHome() string {
 	return filepath.Join(home, ".cache")
 }
 
+// PreviewDomain is kubox-router's preview domain on the local environment: port P of a sandbox
+// is http://P-<status.previewID>.localhost:<RouterHTTP>/, and names under localhost resolve to
+// 127.0.0.1 in curl and browsers.
+const PreviewDomain = "localhost"
+
 // RouterURL is where kubox-router serves clients.
 func (c Config) RouterURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.RouterHTTP) }
 

@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubox-dev/kubox/internal/agent/auth"
@@ -93,5 +96,52 @@ func TestRouterAuthorizesEachSandbox(t *testing.T) {
 	}
 	if _, err := runThroughRouter(ns, "router-a", "", "true"); connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Errorf("no token on router-a: %v, want unauthenticated (401)", err)
+	}
+}
+
+// TestPreviewHostReachesASandboxPort opens port 8080 of a gVisor sandbox (busybox httpd) the way
+// a browser would, by preview host: http://8080-<status.previewID>.localhost:16090/ (the local
+// environment's router serves previews under localhost), with the kubox-token cookie. Without
+// credentials the router refuses it.
+func TestPreviewHostReachesASandboxPort(t *testing.T) {
+	requireController(t)
+	ns := namespace(t)
+	createSandbox(t, ns, newSandbox("web", "gvisor"))
+	waitSandboxReady(t, ns, "web")
+	sb, err := dyn.Resource(sandboxes).Namespace(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := nestedString(sb, "status", "previewID")
+	if len(id) != 12 {
+		t.Fatalf("Sandbox web has status.previewID %q; want 12 characters", id)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := fmt.Sprintf("8080-%s.%s", id, devenv.PreviewDomain)
+	get := func(cookie string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, routerURL+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host // what http://8080-<id>.localhost:16090/ sends; localhost names resolve to 127.0.0.1
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: "kubox-token", Value: cookie})
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET http://%s: %v", host, err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	if code, body := get(cfg.BearerToken); code != http.StatusOK || body != "hello from kubox busybox" {
+		t.Errorf("preview of port 8080 = %d %q; want busybox httpd's page", code, body)
+	}
+	if code, _ := get(""); code != http.StatusUnauthorized {
+		t.Errorf("preview without credentials = %d; want 401", code)
 	}
 }
