@@ -2,9 +2,10 @@ package agent
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/kubox-dev/kubox/internal/atomicfile"
 )
 
 // Install copies the running binary to dest, atomically (a temporary file in dest's directory,
@@ -28,25 +29,8 @@ func copyExecutable(src, dest string) (err error) {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", filepath.Dir(dest), err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dest), ".kubox-agent-*")
-	if err != nil {
-		return fmt.Errorf("installing into %s: %w", filepath.Dir(dest), err)
+	if err := atomicfile.Write(dest, in, 0o755); err != nil {
+		return fmt.Errorf("installing %s as %s: %w", src, dest, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := io.Copy(tmp, in); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("copying %s to %s: %w", src, tmp.Name(), err)
-	}
-	if err := tmp.Chmod(0o755); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dest)
+	return nil
 }

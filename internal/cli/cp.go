@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubox-dev/kubox/internal/atomicfile"
 	kubox "github.com/kubox-dev/kubox/sdk/go"
 )
 
@@ -217,27 +218,7 @@ func download(ctx context.Context, files *kubox.Files, src string, to location, 
 	return writeLocal(dst, r, fi.Mode.Perm())
 }
 
-// writeLocal streams r into a temporary file beside dst and renames it to dst, so that dst is
-// either the old file or the whole new one.
-func writeLocal(dst string, r io.Reader, mode os.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".kubox-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := io.Copy(tmp, r); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+// writeLocal streams r into dst atomically: dst is either the old file or the whole new one.
+func writeLocal(dst string, r io.Reader, mode os.FileMode) error {
+	return atomicfile.Write(dst, r, mode)
 }
