@@ -83,12 +83,8 @@ func parseHeaderRoute(r *http.Request) (*route, *httpError) {
 	if errs := validation.IsDNS1123Label(rte.namespace); len(errs) > 0 {
 		return nil, errorf(http.StatusBadRequest, "X-Sandbox-Namespace %q is not a namespace name: %s", clip(rte.namespace), strings.Join(errs, "; "))
 	}
-	if v := r.Header.Get(headerPort); v != "" {
-		p, herr := parsePortHeader(v)
-		if herr != nil {
-			return nil, herr
-		}
-		rte.port = p
+	if herr := rte.portFromHeader(r); herr != nil {
+		return nil, herr
 	}
 	return rte, nil
 }
@@ -127,14 +123,24 @@ func parsePathRoute(r *http.Request) (*route, *httpError) {
 			rte.rawPath = ep
 		}
 	}
-	if v := r.Header.Get(headerPort); v != "" {
-		p, herr := parsePortHeader(v)
-		if herr != nil {
-			return nil, herr
-		}
-		rte.port = p
+	if herr := rte.portFromHeader(r); herr != nil {
+		return nil, herr
 	}
 	return rte, nil
+}
+
+// portFromHeader sets the route's port from X-Sandbox-Port, when the request has one.
+func (rte *route) portFromHeader(r *http.Request) *httpError {
+	v := r.Header.Get(headerPort)
+	if v == "" {
+		return nil
+	}
+	p, herr := parsePortHeader(v)
+	if herr != nil {
+		return herr
+	}
+	rte.port = p
+	return nil
 }
 
 func parsePortHeader(v string) (int, *httpError) {
