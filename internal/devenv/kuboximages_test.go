@@ -97,9 +97,6 @@ func TestGoBuildArgs(t *testing.T) {
 // TestBuildComponentImage builds a tiny module's command the way the component images are
 // built: static, cached by content, a new tarball for a new tag or version.
 func TestBuildComponentImage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go build")
-	}
 	repo, cache := t.TempDir(), t.TempDir()
 	for path, data := range map[string]string{
 		"go.mod":            "module example.com/hello\n\ngo 1.22\n",
