@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	kubox "github.com/kubox-dev/kubox/sdk/go"
 )
@@ -111,11 +110,7 @@ func BenchmarkKuboxRun(b *testing.B) {
 		reportMs(b, "exit", total)
 	})
 	b.Run("go-sdk", func(b *testing.B) {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c, err := kubox.New(cfg, kubox.Options{Namespace: ns, RouterURL: routerURL})
+		c, err := kubox.New(restConfig, kubox.Options{Namespace: ns, RouterURL: routerURL})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -58,15 +58,7 @@ func conditionTrue(obj *unstructured.Unstructured, condType string) bool {
 func TestClaimPythonFromWarmPool(t *testing.T) {
 	requireController(t)
 	ns := namespace(t)
-	kubectlApply(t, ns, "config/samples/python-template.yaml", "config/samples/python-warmpool.yaml")
-	waitFor(t, "warm pool python to have 2 ready members", func(ctx context.Context) (bool, error) {
-		pool, err := dyn.Resource(pools).Namespace(ns).Get(ctx, "python", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		ready, _, _ := unstructured.NestedInt64(pool.Object, "status", "readyReplicas")
-		return ready >= 2, nil
-	})
+	pythonPool(t, ns, 2)
 
 	kubectlApply(t, ns, "config/samples/python-claim.yaml")
 	var sandbox string
@@ -105,12 +97,5 @@ func TestClaimPythonFromWarmPool(t *testing.T) {
 	if got := string(res.Msg.GetStdout()); got != "/workspace 42\n" {
 		t.Errorf("python3 through the agent printed %q (stderr %q), want \"/workspace 42\"", got, res.Msg.GetStderr())
 	}
-	waitFor(t, "warm pool python to refill to 2 ready members", func(ctx context.Context) (bool, error) {
-		pool, err := dyn.Resource(pools).Namespace(ns).Get(ctx, "python", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		ready, _, _ := unstructured.NestedInt64(pool.Object, "status", "readyReplicas")
-		return ready >= 2, nil
-	})
+	waitPoolReady(t, ns, "python", 2) // refilled
 }

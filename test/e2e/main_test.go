@@ -18,6 +18,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -28,6 +29,8 @@ var (
 	kubectl    string
 	clientset  kubernetes.Interface
 	dyn        dynamic.Interface
+	// restConfig reaches the local environment's API server as its admin (certificate and token).
+	restConfig *rest.Config
 	// inCluster is false only with KUBOX_E2E_IN_CLUSTER=0: kubox then runs as host processes.
 	inCluster = os.Getenv("KUBOX_E2E_IN_CLUSTER") != "0"
 )
@@ -63,14 +66,13 @@ func setup() error {
 	if err := kuboxDev(up...); err != nil {
 		return fmt.Errorf("kubox dev up: %w", err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
+	if restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 		return err
 	}
-	if clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+	if clientset, err = kubernetes.NewForConfig(restConfig); err != nil {
 		return err
 	}
-	dyn, err = dynamic.NewForConfig(cfg)
+	dyn, err = dynamic.NewForConfig(restConfig)
 	return err
 }
 

@@ -11,17 +11,13 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/devenv"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
+	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
 // routerURL is the local environment's kubox-router.
@@ -31,27 +27,10 @@ var routerURL = devenv.DefaultConfig().RouterURL()
 // sandboxes/connect for the named sandboxes only, and returns a token for it.
 func serviceAccountWithConnect(t *testing.T, ns, name string, sandboxNames ...string) string {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{
-		ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := clientset.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes/connect"},
-			Verbs: []string{"create"}, ResourceNames: sandboxNames}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := clientset.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
+	cluster := &framework.Env{Config: restConfig} // the integration framework's helpers, on the local node
+	tok := cluster.ServiceAccountToken(t, ns, name)
+	cluster.Grant(t, ns, name, name, framework.ConnectRule("agents.x-k8s.io", "sandboxes", sandboxNames...))
+	return tok
 }
 
 // runThroughRouter runs argv in the sandbox through the router with bearer tok ("" for none).
@@ -116,10 +95,6 @@ func TestPreviewHostReachesASandboxPort(t *testing.T) {
 	if len(id) != 12 {
 		t.Fatalf("Sandbox web has status.previewID %q; want 12 characters", id)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	host := fmt.Sprintf("8080-%s.%s", id, devenv.PreviewDomain)
 	get := func(cookie string) (int, string) {
 		req, err := http.NewRequest(http.MethodGet, routerURL+"/", nil)
@@ -138,7 +113,7 @@ func TestPreviewHostReachesASandboxPort(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, strings.TrimSpace(string(b))
 	}
-	if code, body := get(cfg.BearerToken); code != http.StatusOK || body != "hello from kubox busybox" {
+	if code, body := get(restConfig.BearerToken); code != http.StatusOK || body != "hello from kubox busybox" {
 		t.Errorf("preview of port 8080 = %d %q; want busybox httpd's page", code, body)
 	}
 	if code, _ := get(""); code != http.StatusUnauthorized {
