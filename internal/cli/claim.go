@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -168,23 +166,13 @@ func (o *claimOptions) run(cmd *cobra.Command, g *globalOptions) error {
 // claimWithProgress claims a sandbox as the flags say, with the claim named name, through the
 // SDK while showing the claim's state on stderr.
 func (f *claimFlags) claimWithProgress(cmd *cobra.Command, g *globalOptions, s *session, name string) (*kubox.Sandbox, error) {
-	ctx := cmd.Context()
-	c, err := g.client()
-	if err != nil {
-		return nil, err
-	}
 	src := f.sdkSource()
 	p := startProgress(cmd.ErrOrStderr(), fmt.Sprintf("claim %s: creating from %s", name, src))
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	followed := make(chan struct{})
-	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
-	go func() {
-		defer close(followed)
-		followConditions(followCtx, c, claim, "claim "+name, p)
-	}()
-	sb, err := s.sdk.Claim(ctx, src, f.options(name, s.ns)...)
-	stopFollowing()
-	<-followed
+	// The SDK's own watch of the claim reports its states: nothing else reads the claim meanwhile.
+	report := kubox.WithProgress(func(claim *extv1beta1.SandboxClaim) {
+		p.update("claim " + name + ": " + describeConditions(claim.Status.Conditions))
+	})
+	sb, err := s.sdk.Claim(cmd.Context(), src, append(f.options(name, s.ns), report)...)
 	if err != nil {
 		p.finish("")
 		if errors.Is(err, kubox.ErrClaimFailed) || errors.Is(err, kubox.ErrTimeout) {

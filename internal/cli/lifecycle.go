@@ -83,8 +83,13 @@ func (o *lifecycleOptions) setMode(cmd *cobra.Command, g *globalOptions, name st
 		cmd.Printf("sandbox %s: %s requested\n", sbName, verb)
 		return nil
 	}
+	s, err := g.connect()
+	if err != nil {
+		return err
+	}
+	defer s.close()
 	p := startProgress(cmd.ErrOrStderr(), fmt.Sprintf("sandbox %s: waiting until it is %s", sbName, verb))
-	err = waitSandbox(ctx, c, sb, g.readyTimeout, p, done)
+	err = waitSandbox(ctx, s, sb, g.readyTimeout, p, done)
 	if err != nil {
 		p.finish("")
 		return err
@@ -110,35 +115,26 @@ func isSuspendedAt(gen int64) func(*sandboxv1beta1.Sandbox) bool {
 	}
 }
 
-// waitSandbox reads sb every half second until done accepts it, reporting its conditions to p,
-// for at most timeout.
-func waitSandbox(ctx context.Context, c client.Client, sb *sandboxv1beta1.Sandbox, timeout time.Duration, p *progress,
+// waitSandbox follows sb with the SDK's watch (no polling) until done accepts it, reporting its
+// conditions to p, for at most timeout.
+func waitSandbox(ctx context.Context, s *session, sb *sandboxv1beta1.Sandbox, timeout time.Duration, p *progress,
 	done func(*sandboxv1beta1.Sandbox) bool) error {
-	deadline := time.Now().Add(timeout)
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), sb); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return apiError(err, "sandbox", sb.Namespace, sb.Name)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state := "not seen yet"
+	err := s.sdk.WatchSandbox(ctx, sb.Namespace, sb.Name, func(seen *sandboxv1beta1.Sandbox) (bool, error) {
+		if done(seen) {
+			return true, nil
 		}
-		if done(sb) {
-			return nil
-		}
-		state := describeSandbox(sb)
+		state = describeSandbox(seen)
 		p.update("sandbox " + sb.Name + ": " + state)
-		if time.Now().After(deadline) {
-			return fmt.Errorf("sandbox %s in namespace %s is still %s after %s: look at kubox get %s and its events (kubectl describe sandbox %s), or wait longer with --ready-timeout",
-				sb.Name, sb.Namespace, state, timeout, sb.Name, sb.Name)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
+		return false, nil
+	})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return fmt.Errorf("sandbox %s in namespace %s is still %s after %s: look at kubox get %s and its events (kubectl describe sandbox %s), or wait longer with --ready-timeout",
+			sb.Name, sb.Namespace, state, timeout, sb.Name, sb.Name)
 	}
+	return err
 }
 
 // describeSandbox summarizes a sandbox's Ready and, while suspending, Suspended conditions.

@@ -6,23 +6,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
-
-// conditionsOf is the status conditions of a Sandbox or a SandboxClaim.
-func conditionsOf(obj client.Object) []metav1.Condition {
-	switch o := obj.(type) {
-	case *sandboxv1beta1.Sandbox:
-		return o.Status.Conditions
-	case *extv1beta1.SandboxClaim:
-		return o.Status.Conditions
-	}
-	return nil
-}
 
 // getSandbox reads the Sandbox called name, with an error that says what to do when it cannot.
 func getSandbox(ctx context.Context, c client.Client, ns, name string) (*sandboxv1beta1.Sandbox, error) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // isTerminal reports whether f is an *os.File open on a terminal.
@@ -90,24 +88,6 @@ func (p *progress) finish(final string) {
 	}
 	if final != "" {
 		fmt.Fprintf(p.w, "%s (%s)\n", final, time.Since(p.start).Round(100*time.Millisecond))
-	}
-}
-
-// followConditions reads obj every interval until ctx ends and reports its Ready condition
-// (with the Suspended one while suspending) to p, prefixed with what. It returns once it has
-// stopped.
-func followConditions(ctx context.Context, c client.Client, obj client.Object, what string, p *progress) {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err == nil {
-			p.update(what + ": " + describeConditions(conditionsOf(obj)))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
 }
 

@@ -55,10 +55,18 @@ type claimConfig struct {
 	labels         map[string]string
 	podLabels      map[string]string
 	podAnnotations map[string]string
+	progress       func(*extv1beta1.SandboxClaim)
 }
 
 // ClaimOption changes the claim that Claim creates, or says where Connect finds one.
 type ClaimOption func(*claimConfig)
+
+// WithProgress has Claim and Connect call fn with every version of the claim they see while they
+// wait for it (from their one watch), for example to show its conditions. fn runs on the
+// waiting goroutine and must not block.
+func WithProgress(fn func(*extv1beta1.SandboxClaim)) ClaimOption {
+	return func(c *claimConfig) { c.progress = fn }
+}
 
 // WithTTL makes the claim expire d from now: spec.lifecycle.shutdownTime = now+d with
 // shutdownPolicy Delete, so the controller deletes the claim and its sandbox then, even when
@@ -151,11 +159,12 @@ func buildClaim(src ClaimSource, cfg claimConfig, now time.Time) *extv1beta1.San
 //
 // RBAC: create, get, watch and delete on sandboxclaims; get on sandboxes.
 func (c *Client) Claim(ctx context.Context, src ClaimSource, opts ...ClaimOption) (*Sandbox, error) {
-	claim, err := c.createClaim(ctx, "Claim", src, opts)
+	cfg := c.claimConfig(opts)
+	claim, err := c.createClaim(ctx, "Claim", src, cfg)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := c.waitClaim(ctx, claim, src)
+	sb, err := c.waitClaim(ctx, claim, src, cfg.progress)
 	if err != nil {
 		// The claim is ours and useless: delete it, with a context of its own since ctx may be
 		// what ended.
@@ -177,15 +186,14 @@ func (c *Client) Claim(ctx context.Context, src ClaimSource, opts ...ClaimOption
 //
 // RBAC: create on sandboxclaims.
 func (c *Client) CreateClaim(ctx context.Context, src ClaimSource, opts ...ClaimOption) (*extv1beta1.SandboxClaim, error) {
-	return c.createClaim(ctx, "CreateClaim", src, opts)
+	return c.createClaim(ctx, "CreateClaim", src, c.claimConfig(opts))
 }
 
-// createClaim creates the claim for src and opts; call names the public method for errors.
-func (c *Client) createClaim(ctx context.Context, call string, src ClaimSource, opts []ClaimOption) (*extv1beta1.SandboxClaim, error) {
+// createClaim creates the claim for src and cfg; call names the public method for errors.
+func (c *Client) createClaim(ctx context.Context, call string, src ClaimSource, cfg claimConfig) (*extv1beta1.SandboxClaim, error) {
 	if src.pool == "" && src.template == "" {
 		return nil, fmt.Errorf("kubox: %s needs a source: FromPool(name) or FromTemplate(name)", call)
 	}
-	cfg := c.claimConfig(opts)
 	claim := buildClaim(src, cfg, time.Now())
 	if err := c.kube.Create(ctx, claim); err != nil {
 		return nil, kubeError(err, "kubox: creating a SandboxClaim from", src.String()+" in namespace "+cfg.namespace,
@@ -206,7 +214,7 @@ func (c *Client) Connect(ctx context.Context, claimName string, opts ...ClaimOpt
 	if err := c.kube.Get(ctx, client.ObjectKey{Namespace: cfg.namespace, Name: claimName}, claim); err != nil {
 		return nil, kubeError(err, "kubox: reading", obj, "get on sandboxclaims (extensions.agents.x-k8s.io) in "+cfg.namespace)
 	}
-	return c.waitClaim(ctx, claim, ClaimSource{})
+	return c.waitClaim(ctx, claim, ClaimSource{}, cfg.progress)
 }
 
 // Open returns the Sandbox namespace/sandboxName, with no claim, waiting until it is Ready. A
@@ -232,14 +240,18 @@ func (c *Client) Open(ctx context.Context, namespace, sandboxName string) (*Sand
 }
 
 // waitClaim waits, from claim's resourceVersion, until the claim is Ready (or its sandbox is
-// suspended) and returns its sandbox.
-func (c *Client) waitClaim(ctx context.Context, claim *extv1beta1.SandboxClaim, src ClaimSource) (*Sandbox, error) {
+// suspended) and returns its sandbox; progress (may be nil) sees every version.
+func (c *Client) waitClaim(ctx context.Context, claim *extv1beta1.SandboxClaim, src ClaimSource,
+	progress func(*extv1beta1.SandboxClaim)) (*Sandbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
 	defer cancel()
 	last := claim
 	err := c.watchUntil(ctx, &extv1beta1.SandboxClaimList{}, claim, func(obj client.Object, deleted bool) (bool, error) {
 		cl := obj.(*extv1beta1.SandboxClaim)
 		last = cl
+		if progress != nil && !deleted {
+			progress(cl)
+		}
 		if deleted {
 			return false, fmt.Errorf("kubox: SandboxClaim %s/%s was deleted while waiting for it to become Ready: %w", cl.Namespace, cl.Name, ErrClaimFailed)
 		}

@@ -119,6 +119,25 @@ func resourceOf(obj client.Object) string {
 	return "sandboxclaims (extensions.agents.x-k8s.io)"
 }
 
+// WatchSandbox reads the Sandbox namespace/name and then follows it with one watch (never
+// polling), calling until with every version, until until says done or fails, or ctx ends (its
+// error is returned then). A deleted Sandbox ends it with an error that Is ErrNotFound.
+//
+// RBAC: get and watch on sandboxes.
+func (c *Client) WatchSandbox(ctx context.Context, namespace, name string, until func(*sandboxv1beta1.Sandbox) (bool, error)) error {
+	sb := &sandboxv1beta1.Sandbox{}
+	obj := "Sandbox " + namespace + "/" + name
+	if err := c.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, sb); err != nil {
+		return kubeError(err, "kubox: reading", obj, "get on sandboxes (agents.x-k8s.io) in "+namespace)
+	}
+	return c.watchUntil(ctx, &sandboxv1beta1.SandboxList{}, sb, func(o client.Object, deleted bool) (bool, error) {
+		if deleted {
+			return false, &APIError{Status: http.StatusNotFound, Object: obj, Message: "the Sandbox was deleted while waiting for it"}
+		}
+		return until(o.(*sandboxv1beta1.Sandbox))
+	})
+}
+
 // sandboxState is a condition on a Sandbox that waitSandbox waits for.
 type sandboxState func(sb *sandboxv1beta1.Sandbox) (bool, error)
 

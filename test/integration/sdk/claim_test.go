@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -265,4 +266,30 @@ func TestCreateClaimReturnsAtOnceAndConnectWaitsForIt(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	env.WaitGone(t, stored)
+}
+
+// TestClaimReportsProgress: WithProgress sees the claim's versions from Claim's one watch, the
+// last of them Ready, and WatchSandbox follows the claimed Sandbox until told to stop.
+func TestClaimReportsProgress(t *testing.T) {
+	f := setup(t)
+	var seen []*extv1beta1.SandboxClaim
+	sb, err := f.sdk.Claim(t.Context(), kubox.FromTemplate("python"),
+		kubox.WithProgress(func(c *extv1beta1.SandboxClaim) { seen = append(seen, c.DeepCopy()) }))
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if len(seen) == 0 {
+		t.Fatal("WithProgress was never called")
+	}
+	if last := seen[len(seen)-1]; last.Name != sb.ClaimName() || !meta.IsStatusConditionTrue(last.Status.Conditions, extv1beta1.ClaimConditionReady) {
+		t.Errorf("last version reported: %s with conditions %+v; want %s, Ready", last.Name, last.Status.Conditions, sb.ClaimName())
+	}
+	calls := 0
+	err = f.sdk.WatchSandbox(t.Context(), f.ns, sb.Name(), func(s *sandboxv1beta1.Sandbox) (bool, error) {
+		calls++
+		return s.Name == sb.Name() && len(s.Status.PodIPs) > 0, nil
+	})
+	if err != nil || calls == 0 {
+		t.Errorf("WatchSandbox = %v after %d calls; want it to stop at the Ready sandbox", err, calls)
+	}
 }
