@@ -1,0 +1,31 @@
+"""kubox: claim a sandbox, run code in it, move files, release it.
+
+::
+
+    from kubox import Sandbox
+
+    with Sandbox.claim(pool="python") as sb:
+        print(sb.run("python3 -c 'print(1)'").stdout)
+
+The synchronous API is :class:`Sandbox` (and :class:`Client` for shared settings); the asyncio
+one, with the same surface, is :class:`AsyncSandbox` and :class:`AsyncClient`.
+"""
+
+from ._sync import Client, Files, FileWatch, Process, Sandbox
+from .aio import AsyncClient, AsyncFiles, AsyncProcess, AsyncSandbox, ClaimToken
+from ._files import AsyncFileWatch
+from .errors import (APIError, ClaimFailedError, CommandError, ConfigError, ConflictError, ForbiddenError,
+                     KuboxError, NotFoundError, SandboxConnectionError, SandboxNotReadyError, SandboxTimeoutError,
+                     UnauthorizedError)
+from .types import CommandResult, ExitEvent, FileEvent, FileInfo, OutputDropped, OutputEvent, ProcessEvent
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Sandbox", "Client", "Process", "Files", "FileWatch",
+    "AsyncSandbox", "AsyncClient", "AsyncProcess", "AsyncFiles", "AsyncFileWatch", "ClaimToken",
+    "CommandResult", "OutputEvent", "OutputDropped", "ExitEvent", "ProcessEvent", "FileInfo", "FileEvent",
+    "KuboxError", "ConfigError", "ClaimFailedError", "SandboxTimeoutError", "SandboxConnectionError",
+    "CommandError", "APIError", "UnauthorizedError", "ForbiddenError", "NotFoundError", "ConflictError",
+    "SandboxNotReadyError",
+]

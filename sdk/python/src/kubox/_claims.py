@@ -1,0 +1,199 @@
+"""What a SandboxClaim the SDK creates looks like, and how to read claims and sandboxes: pure
+functions over the objects' JSON, shared by the sync and asyncio clients."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from typing import Any, Dict, Mapping, Optional
+
+from .errors import ClaimFailedError, ConfigError, SandboxNotReadyError
+
+Obj = Dict[str, Any]
+
+SANDBOX_GROUP = "agents.x-k8s.io"
+EXTENSIONS_GROUP = "extensions.agents.x-k8s.io"
+VERSION = "v1beta1"
+
+#: metadata.generateName of the claims created without a name.
+CLAIM_GENERATE_NAME = "kubox-"
+#: The agents.x-k8s.io/created-by label's value on the claims this SDK creates: agent-sandbox's
+#: value for its Python client, so that the controllers' metrics count them.
+CREATED_BY = "python-client"
+CREATED_BY_LABEL = "agents.x-k8s.io/created-by"
+FIRST_REQUESTED_AT = "agents.x-k8s.io/client-first-requested-at"
+AGENT_TOKEN_KEY = "token"
+DEFAULT_AGENT_PORT = 7070
+
+# The Ready reasons a claim does not leave by itself, with what to do about each.
+_TERMINAL = {
+    "WarmPoolNotFound": "",
+    "TemplateNotFound": "",
+    "InvalidMetadata": ("change pod_labels/pod_annotations to ones the template and the controller "
+                        "allow"),
+    "EnvVarsInjectionRejected": ("drop env=..., or allow the variables in the template's "
+                                 "envVarsInjectionPolicy"),
+    "VolumeClaimTemplatesError": ("change the claim's volumeClaimTemplates to ones the template's "
+                                  "volumeClaimTemplatesPolicy allows"),
+    "ClaimExpired": "claim a new sandbox (a longer ttl keeps it longer)",
+    "SandboxExpired": "claim a new sandbox",
+    "PodFailed": "read the Pod's logs (`kubectl logs`) and claim a new sandbox",
+    "PodSucceeded": "the sandbox's main command exited; claim a new sandbox",
+}
+
+
+def agent_secret_name(sandbox: str) -> str:
+    """The Secret holding the agent token of a sandbox."""
+    return sandbox + "-kubox-agent"
+
+
+def source_text(pool: Optional[str], template: Optional[str]) -> str:
+    """``pool "python"`` or ``template "python"``."""
+    return f'pool "{pool}"' if pool else f'template "{template}"'
+
+
+def build_claim(*, namespace: str, pool: Optional[str] = None, template: Optional[str] = None,
+                name: Optional[str] = None, ttl: Optional[float] = None,
+                env: Optional[Mapping[str, str]] = None, labels: Optional[Mapping[str, str]] = None,
+                pod_labels: Optional[Mapping[str, str]] = None,
+                pod_annotations: Optional[Mapping[str, str]] = None,
+                now: Optional[_dt.datetime] = None) -> Obj:
+    """The SandboxClaim to create: from ``pool`` (spec.warmPoolRef) or ``template``
+    (spec.sandboxTemplateRef), expiring ``ttl`` seconds from ``now`` (shutdownPolicy Delete)."""
+    if bool(pool) == bool(template):
+        raise ConfigError("a claim needs exactly one source: pool=\"name\" (a SandboxWarmPool) or "
+                          "template=\"name\" (a SandboxTemplate)")
+    if ttl is not None and ttl <= 0:
+        raise ConfigError(f"ttl must be positive seconds (or a timedelta), not {ttl!r}")
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    meta: Obj = {
+        "namespace": namespace,
+        "labels": {**(labels or {}), CREATED_BY_LABEL: CREATED_BY},
+        "annotations": {FIRST_REQUESTED_AT: _rfc3339(now, nanos=True)},
+    }
+    if name:
+        meta["name"] = name
+    else:
+        meta["generateName"] = CLAIM_GENERATE_NAME
+    spec: Obj = {}
+    if pool:
+        spec["warmPoolRef"] = {"name": pool}
+    else:
+        spec["sandboxTemplateRef"] = {"name": template}
+    if ttl:
+        at = (now + _dt.timedelta(seconds=ttl)).replace(microsecond=0)
+        spec["lifecycle"] = {"shutdownTime": _rfc3339(at), "shutdownPolicy": "Delete"}
+    if env:
+        spec["env"] = [{"name": k, "value": str(env[k])} for k in sorted(env)]
+    if pod_labels or pod_annotations:
+        spec["additionalPodMetadata"] = {k: dict(v) for k, v in
+                                         (("labels", pod_labels), ("annotations", pod_annotations)) if v}
+    return {"apiVersion": f"{EXTENSIONS_GROUP}/{VERSION}", "kind": "SandboxClaim",
+            "metadata": meta, "spec": spec}
+
+
+def _rfc3339(t: _dt.datetime, nanos: bool = False) -> str:
+    t = t.astimezone(_dt.timezone.utc)
+    if nanos:
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def name_of(obj: Obj) -> str:
+    """``namespace/name`` of an object."""
+    m = obj.get("metadata", {})
+    return f"{m.get('namespace', '')}/{m.get('name', '')}"
+
+
+def condition(obj: Obj, type_: str) -> Optional[Obj]:
+    """The condition ``type_`` of an object's status, or None."""
+    for c in obj.get("status", {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return c
+    return None
+
+
+def current_condition(obj: Obj, type_: str) -> Optional[Obj]:
+    """The condition ``type_`` when it was computed for the object's current generation."""
+    c = condition(obj, type_)
+    gen = obj.get("metadata", {}).get("generation")
+    if c is None or c.get("observedGeneration") != gen:
+        return None
+    return c
+
+
+def condition_text(obj: Obj) -> str:
+    """The object's Ready condition, for a timeout message."""
+    r = condition(obj, "Ready")
+    if r is None:
+        return "status: no Ready condition yet (is kubox-controller running?)"
+    return f"Ready={r.get('status')} {r.get('reason', '')}: {r.get('message', '')}"
+
+
+def claim_sandbox_name(claim: Obj) -> str:
+    """The name of the claim's Sandbox (status.sandbox.name), or ""."""
+    return (claim.get("status", {}).get("sandbox") or {}).get("name", "")
+
+
+def claim_state(claim: Obj) -> bool:
+    """True when the claim can be used (Ready, or its sandbox suspended), False while it is on
+    its way; raises :class:`ClaimFailedError` when it failed for good. Only a status computed for
+    the claim's generation counts."""
+    gen = claim.get("metadata", {}).get("generation")
+    r = condition(claim, "Ready")
+    if r is None or claim.get("status", {}).get("observedGeneration") != gen or r.get("observedGeneration") != gen:
+        return False
+    has_sandbox = claim_sandbox_name(claim) != ""
+    if r.get("status") == "True" and has_sandbox:
+        return True
+    if r.get("reason") == "SandboxSuspended" and has_sandbox:
+        return True
+    reason = r.get("reason", "")
+    if r.get("status") != "False" or reason not in _TERMINAL:
+        return False
+    ns = claim["metadata"].get("namespace", "")
+    fix = _TERMINAL[reason]
+    if reason == "WarmPoolNotFound":
+        pool = (claim.get("spec", {}).get("warmPoolRef") or {}).get("name", "")
+        fix = (f'create SandboxWarmPool "{pool}" in namespace {ns}, or claim from a pool that exists '
+               f"(`kubectl get sandboxwarmpools -n {ns}`)")
+    elif reason == "TemplateNotFound":
+        fix = (f"create the SandboxTemplate in namespace {ns}, or name one that exists "
+               f"(`kubectl get sandboxtemplates -n {ns}`)")
+    name = claim["metadata"].get("name", "")
+    raise ClaimFailedError(f"SandboxClaim {ns}/{name} failed: {reason}: {r.get('message', '')}; {fix}",
+                           namespace=ns, claim=name, reason=reason, condition_message=r.get("message", ""))
+
+
+def sandbox_ready(sb: Obj) -> bool:
+    """True when the Sandbox is Ready with a Pod IP; raises :class:`SandboxNotReadyError` when it
+    will not become Ready (expired, its Pod ended)."""
+    r = current_condition(sb, "Ready")
+    if r is None:
+        return False
+    if r.get("status") == "True":
+        return bool(sb.get("status", {}).get("podIPs"))
+    if r.get("reason") in ("SandboxExpired", "PodFailed", "PodSucceeded"):
+        raise SandboxNotReadyError(f"it will not become Ready: {r.get('reason')}: {r.get('message', '')}",
+                                   object="Sandbox " + name_of(sb), hint="claim a new sandbox")
+    return False
+
+
+def sandbox_suspended(sb: Obj) -> bool:
+    """True when the Sandbox's suspension is complete: Suspended=True, its Pod gone."""
+    s = current_condition(sb, "Suspended")
+    return s is not None and s.get("status") == "True"
+
+
+def is_suspended(sb: Obj) -> bool:
+    """True when the Sandbox's spec asks for it to be suspended."""
+    return sb.get("spec", {}).get("operatingMode") == "Suspended"
+
+
+def parse_time(value: Optional[str]) -> Optional[_dt.datetime]:
+    """An RFC 3339 time (with up to nanoseconds) as an aware UTC datetime, or None."""
+    if not value:
+        return None
+    # Python keeps microseconds: drop the digits below them.
+    value = re.sub(r"(\.\d{6})\d+", r"\1", value.replace("Z", "+00:00"))
+    return _dt.datetime.fromisoformat(value).astimezone(_dt.timezone.utc)

@@ -1,0 +1,257 @@
+"""Streamed processes (asyncio): output events as they arrive, stdin, signals, terminals."""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import datetime as _dt
+import inspect
+import signal as _signal
+from typing import Any, AsyncIterator, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+
+from ._agent import Agent, Msg
+from .errors import APIError, ConfigError, KuboxError, SandboxConnectionError
+from .types import CommandResult, ExitEvent, OutputDropped, OutputEvent, ProcessEvent
+
+#: A command: a string runs with /bin/sh -c (pipes, redirections); a sequence is the program and
+#: its arguments, run without a shell.
+Command = Union[str, Sequence[str]]
+#: Called with the text of each piece of output; may be a coroutine function.
+OutputCallback = Callable[[str], Any]
+#: Seconds, or a timedelta.
+Seconds = Union[float, int, _dt.timedelta]
+
+_SERVICE = "ProcessService"
+_STREAMS = {"OUTPUT_STREAM_STDOUT": "stdout", "OUTPUT_STREAM_STDERR": "stderr", "OUTPUT_STREAM_PTY": "pty"}
+# How many times a process is followed again (AttachProcess) after its stream broke.
+_REATTACH_LIMIT = 3
+# The most stdin one SendInput carries.
+_STDIN_CHUNK = 64 << 10
+
+
+def seconds(value: Optional[Seconds], what: str) -> Optional[float]:
+    """``value`` in seconds (a timedelta converted); None stays None."""
+    if value is None:
+        return None
+    s = value.total_seconds() if isinstance(value, _dt.timedelta) else float(value)
+    if s <= 0:
+        raise ConfigError(f"{what} must be positive, not {value!r}")
+    return s
+
+
+def process_spec(cmd: Command, *, env: Optional[Mapping[str, str]], cwd: Optional[str],
+                 timeout: Optional[Seconds]) -> Msg:
+    """The agent's ProcessSpec for a command."""
+    if isinstance(cmd, str):
+        if not cmd.strip():
+            raise ConfigError("the command is empty: give a shell line (\"python3 -V\") or a list "
+                              "([\"python3\", \"-V\"])")
+        spec: Msg = {"shellCommand": cmd}
+    else:
+        argv = [str(a) for a in cmd]
+        if not argv:
+            raise ConfigError("the command is an empty list: give the program and its arguments, "
+                              "e.g. [\"python3\", \"-V\"]")
+        spec = {"argv": argv}
+    if env:
+        spec["env"] = {str(k): str(v) for k, v in env.items()}
+    if cwd:
+        spec["cwd"] = cwd
+    t = seconds(timeout, "timeout")
+    if t:
+        spec["timeout"] = f"{t:.3f}s"
+    return spec
+
+
+def to_bytes(data: Union[bytes, bytearray, memoryview, str]) -> bytes:
+    """Text as UTF-8, bytes as they are."""
+    return data.encode() if isinstance(data, str) else bytes(data)
+
+
+def result_of(msg: Msg) -> CommandResult:
+    """The CommandResult of a RunProcess answer."""
+    ex = exit_of(msg.get("exit") or {})
+    return CommandResult(exit_code=ex.exit_code, stdout_bytes=base64.b64decode(msg.get("stdout", "")),
+                         stderr_bytes=base64.b64decode(msg.get("stderr", "")),
+                         stdout_truncated=bool(msg.get("stdoutTruncated")),
+                         stderr_truncated=bool(msg.get("stderrTruncated")),
+                         signal=ex.signal, timed_out=ex.timed_out)
+
+
+def exit_of(ex: Msg) -> ExitEvent:
+    """The ExitEvent of a ProcessExit."""
+    return ExitEvent(exit_code=int(ex.get("exitCode", 0)), signal=str(ex.get("signal", "")),
+                     timed_out=bool(ex.get("timedOut")))
+
+
+def signal_name(sig: Union[str, int]) -> str:
+    """``"SIGINT"`` for ``"SIGINT"``, ``"INT"``, ``2`` or ``signal.SIGINT``."""
+    if isinstance(sig, str):
+        name = sig.upper()
+        return name if name.startswith("SIG") else "SIG" + name
+    return _signal.Signals(int(sig)).name
+
+
+class AsyncProcess:
+    """A process started with :meth:`AsyncSandbox.start`.
+
+    Iterate it (``async for event in proc``) for its :class:`OutputEvent`, :class:`OutputDropped`
+    and finally :class:`ExitEvent`; or give ``on_stdout``/``on_stderr`` to ``start`` and
+    ``await proc.wait()``. Output is held back by the agent (the process pauses) while nobody
+    reads it, so nothing is lost. Use it as an async context manager to kill the process if it is
+    still running when the block ends.
+    """
+
+    def __init__(self, agent: Agent, stream: AsyncIterator[Msg], started: Msg, *, pty: bool,
+                 on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> None:
+        self._agent = agent
+        self._stream = stream
+        #: The agent's id of the process.
+        self.id: str = started.get("processId", "")
+        #: The process's PID inside the sandbox.
+        self.pid: int = int(started.get("pid", 0))
+        #: How the process ended; None while it runs (or until its exit event was read).
+        self.exit: Optional[ExitEvent] = None
+        self._pty = pty
+        self._callbacks = {"stdout": on_stdout, "stderr": on_stderr, "pty": on_stdout}
+        self._decoders = {s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr", "pty")}
+        self._next: Dict[str, int] = {"stdout": 0, "stderr": 0, "pty": 0}
+        self._events = self._follow()
+        self._about = f"process {self.id} in {agent.object}"
+
+    def __repr__(self) -> str:
+        return f"<AsyncProcess {self.id} pid={self.pid} exit={self.exit}>"
+
+    def __aiter__(self) -> AsyncIterator[ProcessEvent]:
+        return self._events
+
+    async def wait(self) -> int:
+        """Reads the rest of the output (calling the callbacks) and returns the exit code."""
+        async for _ in self._events:
+            pass
+        if self.exit is None:
+            raise SandboxConnectionError(f"{self._about}: the output stream ended before the process exited")
+        return self.exit.exit_code
+
+    async def send_input(self, data: Union[bytes, str]) -> None:
+        """Writes to the process's stdin (start it with ``stdin=True``)."""
+        raw = to_bytes(data)
+        for i in range(0, max(len(raw), 1), _STDIN_CHUNK):
+            await self._call("SendInput", {"processId": self.id, "data": base64.b64encode(raw[i:i + _STDIN_CHUNK]).decode()})
+
+    async def close_input(self) -> None:
+        """Closes the process's stdin (on a terminal: sends Ctrl-D), so that it sees end of file."""
+        await self._call("SendInput", {"processId": self.id, "closeStdin": True})
+
+    async def signal(self, sig: Union[str, int]) -> None:
+        """Sends a signal (``"SIGINT"``, ``signal.SIGTERM``, ``9``) to the process's group."""
+        await self._call("SendSignal", {"processId": self.id, "signal": signal_name(sig)})
+
+    async def kill(self) -> None:
+        """Kills the process group (SIGKILL); a process that has exited is left alone."""
+        try:
+            await self.signal("SIGKILL")
+        except APIError as e:
+            if e.status not in (404, 412):
+                raise
+
+    async def resize(self, rows: int, cols: int) -> None:
+        """Resizes the terminal of a process started with ``tty=(rows, cols)``."""
+        if not self._pty:
+            raise ConfigError(f"{self._about} has no terminal: start it with tty=(rows, cols) to resize it")
+        await self._call("ResizePty", {"processId": self.id, "size": {"rows": rows, "cols": cols}})
+
+    async def aclose(self) -> None:
+        """Stops following the process (it keeps running in the sandbox)."""
+        await self._events.aclose()
+
+    async def __aenter__(self) -> "AsyncProcess":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            if self.exit is None:
+                await self.kill()
+        finally:
+            await self.aclose()
+
+    async def _call(self, method: str, msg: Msg) -> None:
+        await self._agent.call(_SERVICE, method, msg, about=self._about)
+
+    async def _follow(self) -> AsyncIterator[ProcessEvent]:
+        """The process's events; a broken stream is followed again from the last byte seen."""
+        stream, attempts = self._stream, 0
+        while True:
+            try:
+                async for msg in stream:
+                    for ev in self._events_of(msg.get("event") or {}):
+                        await self._callback(ev)
+                        yield ev
+                        if isinstance(ev, ExitEvent):
+                            return
+                raise SandboxConnectionError(f"{self._about}: the stream ended before the process exited")
+            except SandboxConnectionError:
+                if attempts >= _REATTACH_LIMIT:
+                    raise
+                attempts += 1
+                stream = self._agent.stream(_SERVICE, "AttachProcess", {
+                    "processId": self.id, "stdoutOffset": self._next["stdout"] + self._next["pty"],
+                    "stderrOffset": self._next["stderr"], "flowControl": True}, about=self._about)
+
+    def _events_of(self, ev: Msg) -> Tuple[ProcessEvent, ...]:
+        if "output" in ev:
+            out = ev["output"]
+            stream = _STREAMS.get(out.get("stream", ""), "stdout")
+            offset, data = int(out.get("offset", 0)), base64.b64decode(out.get("data", ""))
+            # After a reattach the agent may repeat bytes already seen: skip them.
+            seen = self._next[stream] - offset
+            if seen >= len(data):
+                return ()
+            if seen > 0:
+                offset, data = offset + seen, data[seen:]
+            self._next[stream] = offset + len(data)
+            return (OutputEvent(stream=stream, data=data, offset=offset,  # type: ignore[arg-type]
+                                text=self._decoders[stream].decode(data)),)
+        if "dropped" in ev:
+            d = ev["dropped"]
+            stream = _STREAMS.get(d.get("stream", ""), "stdout")
+            self._next[stream] = int(d.get("offset", 0)) + int(d.get("length", 0))
+            return (OutputDropped(stream=stream, offset=int(d.get("offset", 0)),  # type: ignore[arg-type]
+                                  length=int(d.get("length", 0))),)
+        if "exited" in ev:
+            self.exit = exit_of(ev["exited"])
+            return (self.exit,)
+        return ()
+
+    async def _callback(self, ev: ProcessEvent) -> None:
+        if not isinstance(ev, OutputEvent):
+            return
+        fn = self._callbacks.get(ev.stream)
+        if fn is not None and ev.text:
+            r = fn(ev.text)
+            if inspect.isawaitable(r):
+                await r
+
+
+async def start_process(agent: Agent, cmd: Command, *, env: Optional[Mapping[str, str]] = None,
+                        cwd: Optional[str] = None, timeout: Optional[Seconds] = None,
+                        stdin: Union[bool, bytes, str, None] = None, tty: Optional[Tuple[int, int]] = None,
+                        on_stdout: Optional[OutputCallback] = None,
+                        on_stderr: Optional[OutputCallback] = None) -> AsyncProcess:
+    """Starts ``cmd`` and returns once the agent started it."""
+    req: Msg = {"spec": process_spec(cmd, env=env, cwd=cwd, timeout=timeout), "flowControl": True,
+                "stdin": bool(stdin)}
+    if tty is not None:
+        rows, cols = tty
+        req["pty"] = {"rows": rows, "cols": cols}
+    stream = agent.stream(_SERVICE, "StartProcess", req)
+    first = await stream.__anext__()
+    started = (first.get("event") or {}).get("started")
+    if started is None:
+        await stream.aclose()
+        raise KuboxError(f"{agent.object}: the agent did not report the process as started: {first}")
+    proc = AsyncProcess(agent, stream, started, pty=tty is not None, on_stdout=on_stdout, on_stderr=on_stderr)
+    if isinstance(stdin, (bytes, bytearray, str)):
+        await proc.send_input(stdin)
+        await proc.close_input()
+    return proc

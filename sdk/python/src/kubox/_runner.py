@@ -1,0 +1,57 @@
+"""Runs the asyncio implementation for the synchronous API: one event loop in a daemon thread per
+process, shared by every synchronous client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any, AsyncIterator, Coroutine, Iterator, Optional, TypeVar
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: Optional[asyncio.AbstractEventLoop] = None
+_pid = 0
+
+
+def loop() -> asyncio.AbstractEventLoop:
+    """The SDK's event loop, started on first use (and again in a forked child)."""
+    global _loop, _pid
+    with _lock:
+        if _loop is None or _pid != os.getpid():
+            _loop = asyncio.new_event_loop()
+            _pid = os.getpid()
+            threading.Thread(target=_loop.run_forever, name="kubox-sdk-loop", daemon=True).start()
+        return _loop
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Runs ``coro`` on the SDK's loop and returns its result. Ctrl-C (or any exception in the
+    waiting thread) cancels it there, so that what it started is cleaned up."""
+    fut = asyncio.run_coroutine_threadsafe(coro, loop())
+    try:
+        return fut.result()
+    except BaseException:
+        if not fut.done():
+            fut.cancel()
+            try:
+                fut.result(timeout=30)
+            except BaseException:  # noqa: BLE001 - the cancellation's own outcome is not interesting
+                pass
+        raise
+
+
+def iterate(agen: AsyncIterator[T]) -> Iterator[T]:
+    """The items of an async iterator, one ``run`` each; the iterator is closed when the loop
+    over it ends early."""
+    try:
+        while True:
+            try:
+                yield run(agen.__anext__())
+            except StopAsyncIteration:
+                return
+    finally:
+        aclose = getattr(agen, "aclose", None)
+        if aclose is not None:
+            run(aclose())

@@ -1,0 +1,364 @@
+"""The synchronous API: blocking wrappers of the asyncio implementation in :mod:`kubox.aio`,
+which runs on the SDK's own event loop thread."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, BinaryIO, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+
+from . import _runner
+from ._claims import Obj
+from ._files import AsyncFiles, AsyncFileWatch
+from ._process import AsyncProcess, Command, OutputCallback, Seconds
+from .aio import DEFAULT_READY_TIMEOUT, DEFAULT_ROUTER_NAMESPACE, DEFAULT_ROUTER_SERVICE, AsyncClient, AsyncSandbox, \
+    ClaimToken, ProgressCallback
+from .types import CommandResult, FileEvent, FileInfo, ProcessEvent
+
+_run = _runner.run
+
+
+class Client:
+    """Settings shared by sandboxes: the cluster (kubeconfig), the namespace, and how processes
+    and files reach the sandboxes (``connection``: ``"auto"``, ``"router"``,
+    ``"port-forward"`` or ``"direct"``; see :class:`kubox.aio.AsyncClient`). Every
+    :class:`Sandbox` classmethod takes ``client=``; without one they use a client of the default
+    settings. Use it as a context manager, or call :meth:`close`."""
+
+    def __init__(self, *, kubeconfig: Optional[str] = None, context: Optional[str] = None,
+                 namespace: Optional[str] = None, connection: str = "auto", router_url: Optional[str] = None,
+                 router_namespace: str = DEFAULT_ROUTER_NAMESPACE, router_service: str = DEFAULT_ROUTER_SERVICE,
+                 token: Optional[str] = None, ready_timeout: Seconds = DEFAULT_READY_TIMEOUT) -> None:
+        async def make() -> AsyncClient:
+            return AsyncClient(kubeconfig=kubeconfig, context=context, namespace=namespace, connection=connection,
+                               router_url=router_url, router_namespace=router_namespace,
+                               router_service=router_service, token=token, ready_timeout=ready_timeout)
+
+        #: The asyncio client this one wraps.
+        self.aio: AsyncClient = _run(make())
+
+    @property
+    def namespace(self) -> str:
+        """The namespace of claims and sandboxes."""
+        return self.aio.namespace
+
+    @property
+    def connection(self) -> str:
+        """The connection mode in use (``auto`` resolved)."""
+        return self.aio.connection
+
+    def __repr__(self) -> str:
+        return repr(self.aio).replace("AsyncClient", "Client")
+
+    def close(self) -> None:
+        """Closes the client's connections and stops its port-forward."""
+        _run(self.aio.aclose())
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def claim(self, pool: Optional[str] = None, template: Optional[str] = None, **options: Any) -> "Sandbox":
+        """Claims a sandbox and waits until it is Ready; see :meth:`Sandbox.claim`."""
+        return Sandbox(_run(self.aio.claim(pool, template, **options)))
+
+    def create_claim(self, pool: Optional[str] = None, template: Optional[str] = None, **options: Any) -> Obj:
+        """Creates a SandboxClaim and returns it at once; see :meth:`AsyncClient.create_claim`."""
+        return _run(self.aio.create_claim(pool, template, **options))
+
+    def connect(self, claim: str, *, namespace: Optional[str] = None,
+                on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
+        """The sandbox of the existing claim ``claim``; see :meth:`Sandbox.connect`."""
+        return Sandbox(_run(self.aio.connect(claim, namespace=namespace, on_progress=on_progress)))
+
+    def open(self, sandbox: str, *, namespace: Optional[str] = None) -> "Sandbox":
+        """The Sandbox ``sandbox`` by name; see :meth:`Sandbox.open`."""
+        return Sandbox(_run(self.aio.open(sandbox, namespace=namespace)))
+
+    def mint_claim_token(self, claim: str, *, namespace: Optional[str] = None, ttl: Seconds = 3600) -> ClaimToken:
+        """A token that opens only the claim's sandbox through kubox-router, for ``ttl`` seconds."""
+        return _run(self.aio.mint_claim_token(claim, namespace=namespace, ttl=ttl))
+
+
+class Process:
+    """A process started with :meth:`Sandbox.start`. Iterate it for its events
+    (:class:`OutputEvent`, :class:`OutputDropped`, then :class:`ExitEvent`), or call
+    :meth:`wait`. As a context manager, it kills the process if it still runs at the end."""
+
+    def __init__(self, aio: AsyncProcess) -> None:
+        #: The asyncio process this one wraps.
+        self.aio = aio
+        self._events = _runner.iterate(aio.__aiter__())
+
+    @property
+    def id(self) -> str:
+        """The agent's id of the process."""
+        return self.aio.id
+
+    @property
+    def pid(self) -> int:
+        """The process's PID in the sandbox."""
+        return self.aio.pid
+
+    @property
+    def exit(self) -> Any:
+        """The :class:`ExitEvent`, once read; None before."""
+        return self.aio.exit
+
+    def __repr__(self) -> str:
+        return repr(self.aio).replace("AsyncProcess", "Process")
+
+    def __iter__(self) -> Iterator[ProcessEvent]:
+        return self._events
+
+    def wait(self) -> int:
+        """Reads the rest of the output (calling the callbacks) and returns the exit code."""
+        return _run(self.aio.wait())
+
+    def send_input(self, data: Union[bytes, str]) -> None:
+        """Writes to the process's stdin (start it with ``stdin=True``)."""
+        _run(self.aio.send_input(data))
+
+    def close_input(self) -> None:
+        """Closes stdin (on a terminal: Ctrl-D)."""
+        _run(self.aio.close_input())
+
+    def signal(self, sig: Union[str, int]) -> None:
+        """Sends a signal (``"SIGINT"``, ``signal.SIGTERM``, ``9``) to the process group."""
+        _run(self.aio.signal(sig))
+
+    def kill(self) -> None:
+        """Kills the process group (SIGKILL); an exited process is left alone."""
+        _run(self.aio.kill())
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Resizes the terminal of a process started with ``tty=(rows, cols)``."""
+        _run(self.aio.resize(rows, cols))
+
+    def close(self) -> None:
+        """Stops following the process (it keeps running in the sandbox)."""
+        self._events.close()
+        _run(self.aio.aclose())
+
+    def __enter__(self) -> "Process":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._events.close()
+        _run(self.aio.__aexit__(*exc))
+
+
+class FileWatch:
+    """Changes in a directory, from :meth:`Files.watch`: iterate it for :class:`FileEvent`;
+    close it, or leave its ``with`` block, to stop."""
+
+    def __init__(self, aio: AsyncFileWatch) -> None:
+        #: The asyncio watch this one wraps.
+        self.aio = aio
+        self._events = _runner.iterate(aio.__aiter__())
+
+    def __iter__(self) -> Iterator[FileEvent]:
+        return self._events
+
+    def close(self) -> None:
+        """Stops watching."""
+        self._events.close()
+        _run(self.aio.aclose())
+
+    def __enter__(self) -> "FileWatch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Files:
+    """The files of a sandbox (``sb.files``); see :class:`kubox.aio.AsyncFiles` for details."""
+
+    def __init__(self, aio: AsyncFiles) -> None:
+        #: The asyncio file API this one wraps.
+        self.aio = aio
+
+    def read(self, path: str) -> bytes:
+        """The file's contents."""
+        return _run(self.aio.read(path))
+
+    def read_text(self, path: str, encoding: str = "utf-8") -> str:
+        """The file's contents as text."""
+        return _run(self.aio.read_text(path, encoding))
+
+    def stream(self, path: str) -> Iterator[bytes]:
+        """The file's contents in chunks, for files too big to hold in memory."""
+        return _runner.iterate(self.aio.stream(path))
+
+    def download(self, path: str, dest: Union[str, "os.PathLike[str]"]) -> int:
+        """Copies the file to the local file ``dest`` (streamed); returns its size."""
+        return _run(self.aio.download(path, dest))
+
+    def write(self, path: str, data: Union[bytes, bytearray, str, BinaryIO, Iterable[bytes]], *,
+              mode: Optional[int] = None) -> None:
+        """Writes the file atomically, creating its parents; files and iterables are streamed.
+        ``mode`` (``0o755``) sets the permission bits."""
+        _run(self.aio.write(path, data, mode=mode))
+
+    def upload(self, src: Union[str, "os.PathLike[str]"], path: str, *, mode: Optional[int] = None) -> None:
+        """Copies the local file ``src`` to ``path`` in the sandbox (streamed)."""
+        _run(self.aio.upload(src, path, mode=mode))
+
+    def stat(self, path: str) -> FileInfo:
+        """Describes the file (a final symbolic link itself)."""
+        return _run(self.aio.stat(path))
+
+    def exists(self, path: str) -> bool:
+        """True when something exists at ``path``."""
+        return _run(self.aio.exists(path))
+
+    def list(self, path: str = ".") -> List[FileInfo]:
+        """The entries of the directory, sorted by path."""
+        return _run(self.aio.list(path))
+
+    def make_dir(self, path: str) -> None:
+        """Creates the directory and its parents; an existing one is fine."""
+        _run(self.aio.make_dir(path))
+
+    def remove(self, path: str, *, recursive: bool = False) -> None:
+        """Deletes the file, link or empty directory; with ``recursive``, everything below too."""
+        _run(self.aio.remove(path, recursive=recursive))
+
+    def move(self, src: str, dst: str, *, overwrite: bool = False) -> FileInfo:
+        """Renames ``src`` to ``dst``; an existing ``dst`` is replaced only with ``overwrite``."""
+        return _run(self.aio.move(src, dst, overwrite=overwrite))
+
+    def watch(self, path: str, *, recursive: bool = False) -> FileWatch:
+        """Watches the directory; returns once the agent watches, so every later change is seen."""
+        return FileWatch(_run(self.aio.watch(path, recursive=recursive)))
+
+
+class Sandbox:
+    """A sandbox: run processes, move files, suspend, resume, release::
+
+        with Sandbox.claim(pool="python") as sb:
+            print(sb.run("python3 -c 'print(1)'").stdout)
+
+    Leaving the ``with`` block (or :meth:`close`) deletes the claim that :meth:`claim` created.
+    """
+
+    def __init__(self, aio: AsyncSandbox) -> None:
+        #: The asyncio sandbox this one wraps.
+        self.aio = aio
+        #: The sandbox's files.
+        self.files = Files(aio.files)
+
+    @property
+    def name(self) -> str:
+        """The sandbox's name (also its hostname)."""
+        return self.aio.name
+
+    @property
+    def namespace(self) -> str:
+        """The sandbox's namespace."""
+        return self.aio.namespace
+
+    @property
+    def claim_name(self) -> str:
+        """The claim the sandbox came through; "" for :meth:`open`."""
+        return self.aio.claim_name
+
+    @property
+    def object(self) -> Obj:
+        """The Sandbox object as last seen (a dict)."""
+        return self.aio.object
+
+    def __str__(self) -> str:
+        return str(self.aio)
+
+    def __repr__(self) -> str:
+        return repr(self.aio).replace("AsyncSandbox", "Sandbox")
+
+    @classmethod
+    def claim(cls, pool: Optional[str] = None, template: Optional[str] = None, *, client: Optional[Client] = None,
+              namespace: Optional[str] = None, ttl: Optional[Seconds] = None, env: Optional[Mapping[str, str]] = None,
+              labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
+              pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
+              on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
+        """Claims a sandbox from the SandboxWarmPool ``pool`` or, without a pool, a new one from
+        the SandboxTemplate ``template``, and waits until it is Ready (one watch, no polling).
+
+        ``ttl`` (seconds or a timedelta) makes the claim expire even if this program dies;
+        ``env`` sets environment variables (the template must allow them); ``labels`` label the
+        claim; ``pod_labels``/``pod_annotations`` go on the Pod; ``name`` names the claim;
+        ``on_progress`` sees every version of the claim while waiting. ``client`` carries the
+        settings (kubeconfig, namespace, connection); by default the kubeconfig,
+        ``$KUBOX_ROUTER_URL`` and the router URL ``make dev`` writes into the kubeconfig.
+
+        Raises :class:`ClaimFailedError` (naming the claim's reason and the fix) or
+        :class:`SandboxTimeoutError`, after deleting the claim.
+        """
+        return cls(_run(AsyncSandbox.claim(
+            pool, template, client=client.aio if client else None, namespace=namespace, ttl=ttl, env=env,
+            labels=labels, pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
+            on_progress=on_progress)))
+
+    @classmethod
+    def connect(cls, claim: str, *, client: Optional[Client] = None, namespace: Optional[str] = None,
+                on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
+        """The sandbox of the existing SandboxClaim ``claim``, once Ready (a suspended one at
+        once, to resume it). Closing it does not delete the claim."""
+        return cls(_run(AsyncSandbox.connect(claim, client=client.aio if client else None, namespace=namespace,
+                                             on_progress=on_progress)))
+
+    @classmethod
+    def open(cls, sandbox: str, *, client: Optional[Client] = None, namespace: Optional[str] = None) -> "Sandbox":
+        """The Sandbox ``sandbox`` by name, with no claim, once Ready (a suspended one at once)."""
+        return cls(_run(AsyncSandbox.open(sandbox, client=client.aio if client else None, namespace=namespace)))
+
+    @classmethod
+    def attach(cls, url: str, token: str, *, name: str = "") -> "Sandbox":
+        """A sandbox's agent API at ``url`` with the bearer ``token``, without the Kubernetes API
+        (for example ``<router>/claims/<ns>/<claim>`` and a claim token); see
+        :meth:`AsyncSandbox.attach`."""
+        return cls(_run(_attach(url, token, name)))
+
+    def run(self, cmd: Command, *, timeout: Optional[Seconds] = None, env: Optional[Mapping[str, str]] = None,
+            cwd: Optional[str] = None, stdin: Union[bytes, str, None] = None, check: bool = False,
+            max_output_bytes: Optional[int] = None) -> CommandResult:
+        """Runs a command to completion: a shell line (``"ls | wc -l"``) or a list (no shell).
+        Returns ``stdout``, ``stderr``, ``exit_code``; a non-zero exit is not an error unless
+        ``check``. ``timeout`` (seconds) kills the process group when it passes."""
+        return _run(self.aio.run(cmd, timeout=timeout, env=env, cwd=cwd, stdin=stdin, check=check,
+                                 max_output_bytes=max_output_bytes))
+
+    def start(self, cmd: Command, *, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+              timeout: Optional[Seconds] = None, stdin: Union[bool, bytes, str, None] = None,
+              tty: Optional[Tuple[int, int]] = None, on_stdout: Optional[OutputCallback] = None,
+              on_stderr: Optional[OutputCallback] = None) -> Process:
+        """Starts a command and returns once it runs; iterate the :class:`Process` for its output
+        as it is written, or pass ``on_stdout``/``on_stderr`` and call ``wait()``.
+        ``stdin=True`` keeps stdin open for ``send_input``; ``tty=(rows, cols)`` gives it a
+        terminal."""
+        return Process(_run(self.aio.start(cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin, tty=tty,
+                                           on_stdout=on_stdout, on_stderr=on_stderr)))
+
+    def suspend(self) -> None:
+        """Suspends the sandbox and waits until its Pod is gone (volumes and claim stay)."""
+        _run(self.aio.suspend())
+
+    def resume(self) -> None:
+        """Resumes the sandbox and waits until it is Ready."""
+        _run(self.aio.resume())
+
+    def close(self) -> None:
+        """Releases the sandbox: deletes the claim :meth:`claim` created. Idempotent."""
+        _run(self.aio.close())
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+async def _attach(url: str, token: str, name: str) -> AsyncSandbox:
+    # The sandbox's HTTP client must be made on the SDK's loop.
+    return AsyncSandbox.attach(url, token, name=name)

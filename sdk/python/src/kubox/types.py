@@ -1,0 +1,142 @@
+"""Values the SDK returns: command results, process events, file descriptions."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Literal, Optional, Union
+
+__all__ = [
+    "CommandResult",
+    "OutputEvent",
+    "OutputDropped",
+    "ExitEvent",
+    "ProcessEvent",
+    "FileInfo",
+    "FileEvent",
+]
+
+Stream = Literal["stdout", "stderr", "pty"]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The outcome of a command run to completion (:meth:`Sandbox.run`).
+
+    A non-zero ``exit_code`` is not an error: the command ran. ``stdout`` and ``stderr`` are the
+    output decoded as UTF-8 (undecodable bytes replaced); ``stdout_bytes``/``stderr_bytes`` are
+    the bytes as the process wrote them.
+    """
+
+    #: The exit status; 128+n when signal n killed the process (as a shell reports it).
+    exit_code: int
+    #: Standard output, up to the agent's limit (1 MiB per stream by default).
+    stdout_bytes: bytes = b""
+    #: Standard error, up to the agent's limit.
+    stderr_bytes: bytes = b""
+    #: True when the process wrote more to stdout than is returned.
+    stdout_truncated: bool = False
+    #: True when the process wrote more to stderr than is returned.
+    stderr_truncated: bool = False
+    #: The signal that killed the process (``"SIGKILL"``); empty when it exited.
+    signal: str = ""
+    #: True when the agent killed the process because its ``timeout`` passed.
+    timed_out: bool = False
+
+    @property
+    def stdout(self) -> str:
+        """Standard output as text (UTF-8, undecodable bytes replaced)."""
+        return self.stdout_bytes.decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        """Standard error as text (UTF-8, undecodable bytes replaced)."""
+        return self.stderr_bytes.decode("utf-8", "replace")
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited with status 0."""
+        return self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class OutputEvent:
+    """Output a streamed process wrote (:meth:`Sandbox.start`)."""
+
+    #: ``"stdout"``, ``"stderr"``, or ``"pty"`` for a process on a terminal.
+    stream: Stream
+    #: The bytes, as the process wrote them.
+    data: bytes
+    #: Where ``data`` starts in its stream (bytes written before it).
+    offset: int
+    #: ``data`` decoded as UTF-8; a character split between two events is completed in the
+    #: second one.
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class OutputDropped:
+    """Output the agent could not keep for a slow reader (only without flow control)."""
+
+    #: The stream the bytes were lost from.
+    stream: Stream
+    #: Where the lost bytes start in the stream.
+    offset: int
+    #: How many bytes were lost.
+    length: int
+
+
+@dataclass(frozen=True)
+class ExitEvent:
+    """A streamed process ended; always the last event."""
+
+    #: The exit status; 128+n when signal n killed it.
+    exit_code: int
+    #: The signal that killed the process (``"SIGTERM"``); empty when it exited.
+    signal: str = ""
+    #: True when the agent killed the process because its ``timeout`` passed.
+    timed_out: bool = False
+
+
+#: What iterating a :class:`Process` yields.
+ProcessEvent = Union[OutputEvent, OutputDropped, ExitEvent]
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A file, directory or link in a sandbox."""
+
+    #: The last element of ``path``.
+    name: str
+    #: The absolute path in the sandbox.
+    path: str
+    #: ``"file"``, ``"directory"``, ``"symlink"`` or ``"other"``.
+    type: str
+    #: Size in bytes.
+    size: int = 0
+    #: Permission bits (``0o644``).
+    mode: int = 0
+    #: When the content last changed (UTC); ``None`` when the agent did not say.
+    modified: Optional[_dt.datetime] = field(default=None, compare=False)
+    #: What a symbolic link points to; empty otherwise.
+    symlink_target: str = ""
+
+    @property
+    def is_dir(self) -> bool:
+        """True for a directory."""
+        return self.type == "directory"
+
+    @property
+    def is_file(self) -> bool:
+        """True for a regular file."""
+        return self.type == "file"
+
+
+@dataclass(frozen=True)
+class FileEvent:
+    """A change :meth:`Files.watch` reports."""
+
+    #: The changed file's path in the sandbox.
+    path: str
+    #: ``"create"``, ``"write"``, ``"remove"``, ``"rename"`` or ``"chmod"``.
+    op: str

@@ -1,0 +1,151 @@
+"""Processes through a real kubox-agent: run to completion, stream, stdin, signals, terminals."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+import kubox
+from kubox import CommandError, ExitEvent, OutputEvent, Sandbox
+
+
+@pytest.fixture
+def sb(agent):
+    s = Sandbox.attach(agent.url, agent.token, name="local")
+    yield s
+    s.close()
+
+
+def test_run_returns_output_and_exit_code(sb):
+    r = sb.run("echo out; echo err >&2; exit 3")
+    assert (r.exit_code, r.stdout, r.stderr, r.ok) == (3, "out\n", "err\n", False)
+    assert sb.run(["printf", "%s|", "a b", "c"]).stdout == "a b|c|"  # a list is argv: no shell splitting
+
+
+def test_run_env_cwd_stdin(sb, tmp_path):
+    r = sb.run("echo $GREETING from $(pwd); cat", env={"GREETING": "hello"}, cwd=str(tmp_path), stdin="piped")
+    assert r.stdout == f"hello from {tmp_path}\npiped"
+
+
+def test_run_timeout_kills_the_process(sb):
+    r = sb.run(["sleep", "30"], timeout=0.5)
+    assert r.timed_out and r.signal == "SIGKILL" and r.exit_code == 128 + 9
+
+
+def test_run_check_raises_with_the_result(sb):
+    with pytest.raises(CommandError) as e:
+        sb.run("echo boom >&2; exit 2", check=True)
+    assert e.value.result.exit_code == 2 and "boom" in str(e.value)
+
+
+def test_run_output_limit_is_reported(sb):
+    r = sb.run("head -c 5000 /dev/zero", max_output_bytes=1000)
+    assert len(r.stdout_bytes) == 1000 and r.stdout_truncated
+
+
+def test_run_binary_output_is_kept_as_bytes(sb):
+    r = sb.run(["printf", "\\377\\000\\001"])
+    assert r.stdout_bytes == b"\xff\x00\x01"
+
+
+def test_empty_command_is_refused_before_any_request(sb):
+    with pytest.raises(kubox.ConfigError, match="empty"):
+        sb.run("  ")
+    with pytest.raises(kubox.ConfigError, match="empty list"):
+        sb.run([])
+
+
+def test_start_streams_output_in_order_as_written(sb):
+    p = sb.start("for i in 1 2 3; do echo $i; sleep 0.2; done; echo done >&2; exit 4")
+    seen = []
+    for ev in p:
+        seen.append((ev, time.monotonic()))
+    outs = [e for e, _ in seen if isinstance(e, OutputEvent)]
+    assert [e.text for e in outs if e.stream == "stdout"] == ["1\n", "2\n", "3\n"]
+    assert [e.text for e in outs if e.stream == "stderr"] == ["done\n"]
+    assert [e.offset for e in outs if e.stream == "stdout"] == [0, 2, 4]
+    # Streamed: the first line arrived well before the last one was written.
+    assert seen[2][1] - seen[0][1] > 0.3
+    assert seen[-1][0] == ExitEvent(exit_code=4) and p.exit.exit_code == 4
+
+
+def test_start_stdin_and_callbacks(sb):
+    lines = []
+    p = sb.start("while read l; do echo got $l; done", stdin=True, on_stdout=lines.append)
+    p.send_input("a\n")
+    p.send_input(b"b\n")
+    p.close_input()
+    assert p.wait() == 0
+    assert "".join(lines) == "got a\ngot b\n"
+
+
+def test_start_with_stdin_bytes_closes_it(sb):
+    out = []
+    assert sb.start("wc -c", stdin=b"12345", on_stdout=out.append).wait() == 0
+    assert "".join(out).strip() == "5"
+
+
+def test_signal_reaches_the_process_group(sb):
+    p = sb.start("trap 'echo term; exit 9' TERM; echo ready; while :; do sleep 0.05; done")
+    it = iter(p)
+    assert next(it).text == "ready\n"
+    p.signal(signal.SIGTERM)
+    rest = list(it)
+    assert any(isinstance(e, OutputEvent) and e.text == "term\n" for e in rest)
+    assert p.exit.exit_code == 9
+
+
+def test_kill_and_context_manager(sb):
+    with sb.start(["sleep", "60"]) as p:
+        pid = p.pid
+        assert pid > 0
+    # Leaving the block killed it: the agent lists it as exited by SIGKILL.
+    r = sb.run(f"kill -0 {pid} 2>/dev/null && echo alive || echo gone")
+    assert r.stdout == "gone\n"
+
+
+def test_tty_and_resize(sb):
+    p = sb.start("stty size; read x; stty size", tty=(30, 100), stdin=True)
+    it = iter(p)
+    first = []
+    while "30 100" not in "".join(e.text for e in first):
+        first.append(next(it))
+    p.resize(50, 160)
+    p.send_input("\n")
+    rest = [e for e in it if isinstance(e, OutputEvent)]
+    assert "50 160" in "".join(e.text for e in rest)
+    assert {e.stream for e in first + rest} == {"pty"}  # a terminal has one stream
+    assert p.exit.exit_code == 0
+
+
+def test_resize_without_tty_is_refused(sb):
+    p = sb.start(["true"])
+    with pytest.raises(kubox.ConfigError, match="no terminal"):
+        p.resize(10, 10)
+    p.wait()
+
+
+def test_unknown_process_is_not_found(sb):
+    p = sb.start(["true"])
+    p.wait()
+    p.aio.id = "does-not-exist"
+    with pytest.raises(kubox.NotFoundError, match="does-not-exist"):
+        p.signal("SIGTERM")
+
+
+def test_wrong_token_is_unauthorized(agent):
+    bad = Sandbox.attach(agent.url, "x" * 64, name="local")
+    with pytest.raises(kubox.UnauthorizedError) as e:
+        bad.run("true")
+    assert e.value.status == 401 and "local" in str(e.value)
+    bad.close()
+
+
+def test_unreachable_agent_is_a_connection_error(agent):
+    agent.stop()
+    sb = Sandbox.attach(agent.url, agent.token, name="gone")
+    with pytest.raises(kubox.SandboxConnectionError, match="cannot reach"):
+        sb.run("true")
+    sb.close()
