@@ -88,12 +88,29 @@ build: ## Build every binary into bin/
 test: test-unit test-integration test-e2e ## Run every test tier: unit, integration, end-to-end (needs root)
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no API server)
+test-unit: python-deps ## Unit tests (no API server): Go, and the Python SDK's against a local kubox-agent
 	$(GO_TEST) -race -count=1 $$(go list ./... | grep -v /test/)
+	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests/unit
 
 .PHONY: test-integration
-test-integration: ## Integration tests against the repo's own etcd and kube-apiserver
+test-integration: python-deps ## Integration tests against the repo's own etcd and kube-apiserver (the Python SDK's too: test/integration/pysdk)
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m ./test/integration/...
+
+.PHONY: test-python
+test-python: python-deps ## The Python SDK's unit and integration tests only (PYTEST_ADDOPTS passes pytest flags)
+	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests/unit
+	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 15m -v ./test/integration/pysdk/
+
+# The Python SDK runs on Debian's interpreter with Debian's packages (the python3 first on PATH may
+# be another interpreter that cannot see them).
+PYTHON        ?= /usr/bin/python3
+PYTHON_DEBS   := python3-kubernetes python3-httpx python3-pytest python3-pytest-asyncio python3-venv
+.PHONY: python-deps
+python-deps: ## Install the Python SDK's Debian packages when they are missing
+	@$(PYTHON) -c 'import kubernetes, httpx, pytest, pytest_asyncio, venv, ensurepip' 2>/dev/null || { \
+	  echo "installing $(PYTHON_DEBS)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PYTHON_DEBS) || { \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PYTHON_DEBS); }; }
 
 ##@ Benchmarks
 .PHONY: bench

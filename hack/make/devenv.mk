@@ -29,7 +29,7 @@ dev-status: kubox ## Show the local cluster's processes and readiness (kubox dev
 	$(KUBOX) dev status $(KUBOX_DEV_ARGS)
 
 .PHONY: test-e2e
-test-e2e: ## End-to-end tests on the local cluster, kubox installed from config/dev (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it; E2E_RUN selects tests)
+test-e2e: python-deps ## End-to-end tests on the local cluster, kubox installed from config/dev (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it; E2E_RUN selects tests)
 	$(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/...
 
 .PHONY: test-e2e-processes

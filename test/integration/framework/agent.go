@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -35,35 +37,59 @@ func AgentToken(key []byte, uid types.UID) []byte { return []byte(token.Derive(k
 // to a second and the agent's log goes to the test's log. The agent stops when the test ends, or sooner with Stop.
 func StartAgent(t testing.TB, cfg agent.Config) *Agent {
 	t.Helper()
-	cfg.Host = LoopbackIP
+	return StartAgentAt(t, LoopbackIP, cfg)
+}
+
+// StartAgentAt is StartAgent listening on host, such as a Pod IP of Kubelet's WithLoopbackPodIPs.
+func StartAgentAt(t testing.TB, host string, cfg agent.Config) *Agent {
+	t.Helper()
 	if cfg.WorkDir == "" {
 		cfg.WorkDir = t.TempDir()
-	}
-	if cfg.ShutdownGrace == 0 {
-		cfg.ShutdownGrace = time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewJSONHandler(TestWriter{t}, nil))
 	}
-	a, err := agent.New(cfg)
+	a, err := listenAgent(host, cfg)
 	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	if err := a.Listen(); err != nil {
-		t.Fatalf("agent.Listen: %v", err)
+		t.Fatal(err)
 	}
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := a.Shutdown(ctx); err != nil {
-				t.Errorf("agent.Shutdown: %v", err)
+			if err := shutdownAgent(a); err != nil {
+				t.Error(err)
 			}
 		})
 	}
 	t.Cleanup(stop)
 	return &Agent{Agent: a, Root: cfg.Root, WorkDir: cfg.WorkDir, stop: stop}
+}
+
+// listenAgent starts a kubox-agent with cfg on host, ShutdownGrace defaulting to a second, and
+// returns once it listens. An agent that cannot listen is shut down again.
+func listenAgent(host string, cfg agent.Config) (*agent.Agent, error) {
+	cfg.Host = host
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = time.Second
+	}
+	a, err := agent.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("agent.New for %s: %w", host, err)
+	}
+	if err := a.Listen(); err != nil {
+		return nil, errors.Join(fmt.Errorf("agent.Listen on %s: %w", host, err), shutdownAgent(a))
+	}
+	return a, nil
+}
+
+// shutdownAgent stops a, giving its requests and processes ten seconds.
+func shutdownAgent(a *agent.Agent) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		return fmt.Errorf("agent.Shutdown: %w", err)
+	}
+	return nil
 }
 
 // Stop shuts the agent down before the test ends; the test's end does nothing more.

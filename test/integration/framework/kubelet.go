@@ -136,6 +136,8 @@ type Kubelet struct {
 
 	// podIP, when set, is the IP of every Pod the Kubelet starts.
 	podIP string
+	// loopback gives every Pod the Kubelet starts an IP of its own in 127.0.0.0/8.
+	loopback bool
 
 	mu     sync.Mutex
 	fateOf func(*corev1.Pod) Fate
@@ -148,6 +150,12 @@ type KubeletOption func(*Kubelet)
 // WithPodIP gives every Pod the Kubelet starts the IP ip, such as LoopbackIP where the tests'
 // agents (StartAgent) listen, instead of an IP of its own in 10.0.0.0/8 that nothing reaches.
 func WithPodIP(ip string) KubeletOption { return func(k *Kubelet) { k.podIP = ip } }
+
+// WithLoopbackPodIPs gives every Pod the Kubelet starts a loopback IP no other Pod of the Kubelet
+// had, 127.0.1.1, 127.0.1.2, ... (never LoopbackIP, never .0 or .255), instead of one in
+// 10.0.0.0/8: the test process can listen on each, as ServeSandboxAgents does, and the Pods do
+// not share a port. WithPodIP, when given too, wins.
+func WithLoopbackPodIPs() KubeletOption { return func(k *Kubelet) { k.loopback = true } }
 
 // StartKubelet starts a Kubelet for ns, which exists already; it stops when t ends. A status
 // write it fails to make, other than one that lost a race with another writer, fails the test.
@@ -261,7 +269,8 @@ func (k *Kubelet) handle(ctx context.Context, pod *corev1.Pod) {
 	}
 }
 
-// newIP returns the Kubelet's WithPodIP, or else an IP that no Pod of this Kubelet had before.
+// newIP returns the Kubelet's WithPodIP, or else an IP that no Pod of this Kubelet had before, in
+// 127.0.0.0/8 with WithLoopbackPodIPs.
 func (k *Kubelet) newIP() string {
 	if k.podIP != "" {
 		return k.podIP
@@ -270,7 +279,18 @@ func (k *Kubelet) newIP() string {
 	defer k.mu.Unlock()
 	k.nextIP++
 	n := k.nextIP
+	if k.loopback {
+		return loopbackPodIP(n)
+	}
 	return fmt.Sprintf("10.%d.%d.%d", (n>>16)&0xff, (n>>8)&0xff, n&0xff)
+}
+
+// loopbackPodIP is the nth (from 1) loopback Pod IP: 127.0.1.1 to 127.0.1.254, then 127.0.2.1,
+// and so on, the last octet never 0 or 255, and nothing in 127.0.0.0/24.
+func loopbackPodIP(n uint32) string {
+	i := n - 1
+	block := i/254 + 1 // the second and third octets, from 0.1
+	return fmt.Sprintf("127.%d.%d.%d", (block>>8)&0xff, block&0xff, i%254+1)
 }
 
 // errorf fails the test with what went wrong, unless the Kubelet is stopping.

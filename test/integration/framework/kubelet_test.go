@@ -2,6 +2,7 @@ package framework_test
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -109,6 +110,25 @@ func TestKubeletWithPodIP(t *testing.T) {
 	env.Create(t, testutil.MakePod("b", ns).Obj())
 	waitForPodStatus(t, ns, "a", started(framework.LoopbackIP))
 	waitForPodStatus(t, ns, "b", started(framework.LoopbackIP))
+}
+
+func TestKubeletWithLoopbackPodIPs(t *testing.T) {
+	ns := env.NewNamespace(t)
+	env.StartKubelet(t, ns, framework.WithLoopbackPodIPs())
+	env.Create(t, testutil.MakePod("a", ns).Obj())
+	env.Create(t, testutil.MakePod("b", ns).Obj())
+	a := waitForPodStatus(t, ns, "a", started("*")).Status.PodIP
+	b := waitForPodStatus(t, ns, "b", started("*")).Status.PodIP
+	for _, ip := range []string{a, b} {
+		addr, err := netip.ParseAddr(ip)
+		if err != nil || !addr.Is4() || !addr.IsLoopback() || addr.String() == framework.LoopbackIP ||
+			addr.As4()[3] == 0 || addr.As4()[3] == 255 {
+			t.Errorf("Pod IP %q; want a loopback IPv4 address other than %s, not ending in .0 or .255", ip, framework.LoopbackIP)
+		}
+	}
+	if a == b {
+		t.Errorf("Pods a and b have the same IP, %s; want one each", a)
+	}
 }
 
 func TestPodStatusStandIns(t *testing.T) {

@@ -3,6 +3,7 @@ under /files/) through kubox-router or straight to the sandbox, with httpx (asyn
 
 from __future__ import annotations
 
+import asyncio
 import json
 import struct
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Tuple
@@ -18,6 +19,8 @@ Msg = Dict[str, Any]
 Resolve = Callable[[], Awaitable[Tuple[str, Dict[str, str]]]]
 
 _PACKAGE = "kubox.agent.v1."
+#: Seconds a 503 of a sandbox the SDK saw Ready is tried again (the router's cache catching up).
+NOT_READY_GRACE = 3.0
 _END_STREAM = 0x02
 _COMPRESSED = 0x01
 
@@ -61,25 +64,53 @@ def content_path(path: str) -> str:
 
 
 class Agent:
-    """kubox-agent's API for one sandbox: unary calls, server streams and file contents."""
+    """kubox-agent's API for one sandbox: unary calls, server streams and file contents.
 
-    def __init__(self, http: httpx.AsyncClient, resolve: Resolve, obj: str) -> None:
+    ``retry_not_ready`` says whether a 503 (not ready) should be tried again for a moment: true
+    when the SDK has just seen the sandbox Ready, and the router's cache of it may lag by a few
+    milliseconds (right after a claim or a resume)."""
+
+    def __init__(self, http: httpx.AsyncClient, resolve: Resolve, obj: str,
+                 retry_not_ready: Callable[[], bool] = lambda: False) -> None:
         self._http = http
         self._resolve = resolve
+        self._retry_not_ready = retry_not_ready
         #: The sandbox, for error messages (``sandbox ns/name``).
         self.object = obj
+
+    async def _send(self, method: str, path: str, about: str, *, headers: Dict[str, str], content: Any = None,
+                    params: Optional[Dict[str, str]] = None, stream: bool = False,
+                    timeout: Optional[float] = None) -> httpx.Response:
+        """Sends a request to the agent and returns its answer, whatever its status. A 503 of a
+        sandbox the SDK saw Ready is sent again, with backoff, for up to NOT_READY_GRACE seconds,
+        when the body can be sent again."""
+        replayable = content is None or isinstance(content, bytes)
+        delay, deadline = 0.02, None
+        while True:
+            base, auth = await self._resolve()
+            req = self._http.build_request(method, base + path, params=params, content=content,
+                                           headers={**auth, **headers}, timeout=_timeout(timeout))
+            try:
+                resp = await self._http.send(req, stream=stream)
+            except httpx.HTTPError as e:
+                raise _transport_error(e, about, base) from e
+            if resp.status_code != 503 or not replayable or not self._retry_not_ready():
+                return resp
+            now = asyncio.get_running_loop().time()
+            deadline = deadline or now + NOT_READY_GRACE
+            if now >= deadline:
+                return resp
+            await resp.aclose()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
 
     async def call(self, service: str, method: str, msg: Msg, *, about: str = "",
                    timeout: Optional[float] = None) -> Msg:
         """Calls a unary method (``ProcessService``, ``RunProcess``) and returns its answer."""
         about = about or self.object
-        base, headers = await self._resolve()
-        headers = {**headers, "Content-Type": "application/json", "Connect-Protocol-Version": "1"}
-        try:
-            resp = await self._http.post(f"{base}/{_PACKAGE}{service}/{method}", content=json.dumps(msg).encode(),
-                                         headers=headers, timeout=_timeout(timeout))
-        except httpx.HTTPError as e:
-            raise _transport_error(e, about, base) from e
+        resp = await self._send("POST", f"/{_PACKAGE}{service}/{method}", about, content=json.dumps(msg).encode(),
+                                headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"},
+                                timeout=timeout)
         if resp.status_code != 200:
             raise error_from_body(resp.status_code, resp.content, about)
         return resp.json()
@@ -88,14 +119,8 @@ class Agent:
         """Calls a server-streaming method and yields its messages; an error ending the stream
         raises the SDK's exception. Broken connections raise :class:`SandboxConnectionError`."""
         about = about or self.object
-        base, headers = await self._resolve()
-        headers = {**headers, "Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"}
-        req = self._http.build_request("POST", f"{base}/{_PACKAGE}{service}/{method}", content=envelope(msg),
-                                       headers=headers, timeout=_timeout(None))
-        try:
-            resp = await self._http.send(req, stream=True)
-        except httpx.HTTPError as e:
-            raise _transport_error(e, about, base) from e
+        resp = await self._send("POST", f"/{_PACKAGE}{service}/{method}", about, content=envelope(msg), stream=True,
+                                headers={"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"})
         try:
             if resp.status_code != 200:
                 await resp.aread()
@@ -110,9 +135,9 @@ class Agent:
                             return
                         yield m
             except httpx.HTTPError as e:
-                raise _transport_error(e, about, base) from e
+                raise _transport_error(e, about, str(resp.url)) from e
             raise SandboxConnectionError(f"{about}: the stream ended without its end message "
-                                         f"({reader.pending} bytes pending): the connection to {base} broke")
+                                         f"({reader.pending} bytes pending): the connection to {resp.url} broke")
         finally:
             await resp.aclose()
 
@@ -120,15 +145,9 @@ class Agent:
                       body: Any = None, stream: bool = False) -> httpx.Response:
         """Sends a request for a file's contents and returns the answer of a success (streamed
         when ``stream``: the caller closes it)."""
-        base, headers = await self._resolve()
-        if body is not None:
-            headers = {**headers, "Content-Type": "application/octet-stream"}
-        req = self._http.build_request(method, base + content_path(path), params=params, content=body,
-                                       headers=headers, timeout=_timeout(None))
-        try:
-            resp = await self._http.send(req, stream=stream)
-        except httpx.HTTPError as e:
-            raise _transport_error(e, about, base) from e
+        headers = {"Content-Type": "application/octet-stream"} if body is not None else {}
+        resp = await self._send(method, content_path(path), about, params=params, content=body, headers=headers,
+                                stream=stream)
         if resp.status_code >= 400:
             await resp.aread()
             await resp.aclose()

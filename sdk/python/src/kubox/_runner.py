@@ -4,6 +4,7 @@ process, shared by every synchronous client."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 from typing import Any, AsyncIterator, Coroutine, Iterator, Optional, TypeVar
@@ -13,6 +14,8 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _loop: Optional[asyncio.AbstractEventLoop] = None
 _pid = 0
+# How long an interrupted call may take to clean up.
+_CLEANUP = 30.0
 
 
 def loop() -> asyncio.AbstractEventLoop:
@@ -28,17 +31,25 @@ def loop() -> asyncio.AbstractEventLoop:
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Runs ``coro`` on the SDK's loop and returns its result. Ctrl-C (or any exception in the
-    waiting thread) cancels it there, so that what it started is cleaned up."""
-    fut = asyncio.run_coroutine_threadsafe(coro, loop())
+    waiting thread) cancels it there and waits, up to ``_CLEANUP`` seconds, for it to finish
+    cleaning up (a claim interrupted while waiting deletes its SandboxClaim)."""
+    lp = loop()
+    task: "list[asyncio.Task[Any]]" = []
+
+    async def wrapper() -> T:
+        task.append(asyncio.current_task())  # type: ignore[arg-type]
+        return await coro
+
+    fut = asyncio.run_coroutine_threadsafe(wrapper(), lp)
     try:
         return fut.result()
     except BaseException:
         if not fut.done():
-            fut.cancel()
-            try:
-                fut.result(timeout=30)
-            except BaseException:  # noqa: BLE001 - the cancellation's own outcome is not interesting
-                pass
+            if task:
+                lp.call_soon_threadsafe(task[0].cancel)
+                concurrent.futures.wait([fut], timeout=_CLEANUP)
+            else:
+                fut.cancel()
         raise
 
 

@@ -310,7 +310,7 @@ class AsyncSandbox:
         #: The claim the sandbox was claimed or connected through; "" for :meth:`open`.
         self.claim_name: str = claim
         self._http = http if http is not None else client._http if client is not None else httpx.AsyncClient()
-        self._agent = Agent(self._http, self._resolve, f"sandbox {self}")
+        self._agent = Agent(self._http, self._resolve, f"sandbox {self}", self._seen_ready)
         #: The sandbox's files.
         self.files = AsyncFiles(self._agent)
 
@@ -453,6 +453,16 @@ class AsyncSandbox:
             raise KuboxError(f"sandbox {self} is closed")
         assert self._client is not None
         return await self._client._endpoint(self)
+
+    def _seen_ready(self) -> bool:
+        """True when the sandbox was Ready when the SDK last saw it, through the router: a 503
+        then means the router's cache has not caught up yet."""
+        if self._client is None or self._client.connection == "direct":
+            return False
+        try:
+            return _claims.sandbox_ready(self._obj) and not _claims.is_suspended(self._obj)
+        except KuboxError:
+            return False
 
     async def _agent_token(self) -> str:
         uid = self._obj["metadata"].get("uid", "")

@@ -1,0 +1,70 @@
+"""The Python SDK on a real node: a warm gVisor sandbox claimed, used and released through the
+in-cluster kubox-router, with nothing configured but KUBECONFIG."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+
+import pytest
+from kubernetes import client as kclient
+from kubernetes import config as kconfig
+
+import kubox
+from kubox import AsyncSandbox, OutputEvent, Sandbox
+
+PROGRAM = """import hashlib, json, sys
+data = open("/tmp/input.bin", "rb").read()
+print(json.dumps({"sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
+                  "gvisor": "gvisor" in open("/proc/version").read().lower()}))
+print("done", file=sys.stderr)
+"""
+
+
+def claim_gone(namespace: str, name: str) -> bool:
+    api = kclient.CustomObjectsApi(kconfig.new_client_from_config())
+    try:
+        c = api.get_namespaced_custom_object("extensions.agents.x-k8s.io", "v1beta1", namespace, "sandboxclaims", name)
+    except kclient.ApiException as e:
+        return e.status == 404
+    return bool(c["metadata"].get("deletionTimestamp"))
+
+
+def test_claim_run_stream_files_release(namespace):
+    data = os.urandom(8 << 20)
+    with Sandbox.claim(pool="python", namespace=namespace, ttl=600) as sb:
+        # run: output and exit code
+        r = sb.run("python3 -c 'import sys; print(6*7); sys.exit(3)'")
+        assert (r.exit_code, r.stdout) == (3, "42\n")
+        # files: a program and 8 MiB of data in, a result out
+        sb.files.write("/tmp/prog.py", PROGRAM)
+        sb.files.write("/tmp/input.bin", data)
+        r = sb.run(["python3", "/tmp/prog.py"], check=True)
+        report = json.loads(r.stdout)
+        assert report == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "gvisor": True}
+        assert r.stderr == "done\n"
+        assert sb.files.read("/tmp/input.bin") == data
+        assert "prog.py" in [f.name for f in sb.files.list("/tmp")]
+        # stream: lines as they are printed, with stdin
+        p = sb.start(["python3", "-u", "-c", "import sys\nfor l in sys.stdin: print(l.strip().upper())"], stdin=True)
+        it = iter(p)
+        p.send_input("hello\n")
+        assert next(it).text == "HELLO\n"
+        p.close_input()
+        assert [e for e in it if isinstance(e, OutputEvent)] == [] and p.exit.exit_code == 0
+        name = sb.claim_name
+    assert claim_gone(namespace, name)
+
+
+@pytest.mark.asyncio
+async def test_async_claim_and_run(namespace):
+    async with await AsyncSandbox.claim(pool="python", namespace=namespace) as sb:
+        r = await sb.run(["python3", "-c", "print('async')"])
+        assert r.stdout == "async\n"
+
+
+def test_missing_pool_names_the_fix(namespace):
+    with pytest.raises(kubox.ClaimFailedError, match='create SandboxWarmPool "nope"'):
+        Sandbox.claim(pool="nope", namespace=namespace)
