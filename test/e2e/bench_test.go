@@ -3,8 +3,14 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubox-dev/kubox/internal/testutil"
 	kubox "github.com/kubox-dev/kubox/sdk/go"
 )
 
@@ -137,6 +144,56 @@ func BenchmarkKuboxRun(b *testing.B) {
 		reportMs(b, "claim-ready", claimed)
 		reportMs(b, "first-output", output)
 	})
+	b.Run("python-sdk", func(b *testing.B) { benchPythonSDK(b, ns) })
+}
+
+// benchPythonSDK measures Sandbox.claim + sb.run of the Python SDK, the same as go-sdk: one
+// long-lived Python process (sdk/python/bench/first_output.py, its start and imports not
+// counted) measures one claim per line it reads, once the pool is full again.
+func benchPythonSDK(b *testing.B, ns string) {
+	testutil.RequirePytest(b)
+	cmd := exec.Command(testutil.Python, "sdk/python/bench/first_output.py", "--pool", "python", "--namespace", ns)
+	cmd.Dir = repoDir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PYTHONPATH="+filepath.Join(repoDir, "sdk", "python", "src"))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = in.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("%s: %v", cmd, err)
+		}
+	}()
+	lines := bufio.NewScanner(out)
+	var claimed, output []float64
+	for range b.N {
+		waitPoolReady(b, ns, "python", 2)
+		if _, err := io.WriteString(in, "go\n"); err != nil {
+			b.Fatal(err)
+		}
+		if !lines.Scan() {
+			b.Fatalf("first_output.py ended early: %v", lines.Err())
+		}
+		var m struct {
+			ClaimedMs float64 `json:"claimed_ms"`
+			OutputMs  float64 `json:"output_ms"`
+		}
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			b.Fatalf("first_output.py printed %q: %v", lines.Text(), err)
+		}
+		claimed, output = append(claimed, m.ClaimedMs), append(output, m.OutputMs)
+	}
+	reportMs(b, "claim-ready", claimed)
+	reportMs(b, "first-output", output)
 }
 
 // firstByte records when the first byte was written to it.
