@@ -4,14 +4,13 @@ port-forward of the Kubernetes Python client) to a ready Pod behind the router's
 
 from __future__ import annotations
 
-import select
 import socket
 import threading
 from typing import Any, List, Tuple
 
 from kubernetes import client as kclient
 from kubernetes.client.exceptions import ApiException
-from kubernetes.stream import portforward
+from kubernetes.stream.ws_client import ABNF, create_websocket
 
 from ._kubeconfig import KubeSettings
 from .errors import ConfigError, SandboxConnectionError
@@ -44,10 +43,17 @@ def router_pod(core: Any, discovery: Any, namespace: str, service: str) -> Tuple
 
 
 class PortForward:
-    """A local listener forwarding to a router Pod until :meth:`stop`."""
+    """A local listener forwarding to a router Pod until :meth:`stop`. Each accepted connection
+    gets a WebSocket port-forward of its own (``v4.channel.k8s.io``: channel 0 carries the data,
+    channel 1 the errors), read and written by two threads with blocking calls: the Kubernetes
+    client's own forwarder selects on the TLS socket and can stall on data OpenSSL has already
+    buffered, which large answers hit."""
 
-    def __init__(self, core: Any, namespace: str, pod: str, port: int) -> None:
-        self._core, self._ns, self._pod, self._port = core, namespace, pod, port
+    def __init__(self, settings: KubeSettings, namespace: str, pod: str, port: int) -> None:
+        self._settings = settings
+        self._port = port
+        self._ws_url = "ws" + settings.host[len("http"):] + \
+            f"/api/v1/namespaces/{namespace}/pods/{pod}/portforward?ports={port}"
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.bind(("127.0.0.1", 0))
         self._listener.listen(64)
@@ -63,21 +69,24 @@ class PortForward:
     def start(cls, settings: KubeSettings, namespace: str, service: str) -> "PortForward":
         """Finds a router Pod and starts forwarding to it."""
         api = kclient.ApiClient(settings.config)
-        core, discovery = kclient.CoreV1Api(api), kclient.DiscoveryV1Api(api)
-        pod, port = router_pod(core, discovery, namespace, service)
-        return cls(core, namespace, pod, port)
+        pod, port = router_pod(kclient.CoreV1Api(api), kclient.DiscoveryV1Api(api), namespace, service)
+        return cls(settings, namespace, pod, port)
 
     def alive(self) -> bool:
-        """True while the listener accepts connections."""
+        """True while the listener accepts connections and the Pod answered the last one."""
         return not self._stopped.is_set()
 
     def stop(self) -> None:
         """Stops accepting and closes every forwarded connection."""
         self._stopped.set()
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept
+        except OSError:
+            pass
         self._listener.close()
         with self._lock:
             for c in self._conns:
-                c.close()
+                _close(c)
         self._thread.join(timeout=5)
 
     def _accept(self) -> None:
@@ -91,28 +100,57 @@ class PortForward:
     def _serve(self, conn: socket.socket) -> None:
         with self._lock:
             self._conns.append(conn)
+        ws = None
         try:
-            pf = portforward(self._core.connect_get_namespaced_pod_portforward, self._pod, self._ns,
-                             ports=str(self._port))
-            remote = pf.socket(self._port)
-            _pipe(conn, remote)
-            remote.close()
+            auth = self._settings.authorization()
+            ws = create_websocket(self._settings.config, self._ws_url, {"authorization": auth} if auth else None)
+            reader = threading.Thread(target=_from_pod, args=(ws, conn), name="kubox-port-forward-read", daemon=True)
+            reader.start()
+            while True:
+                data = conn.recv(_BUF)
+                if not data:
+                    break
+                ws.send_binary(b"\x00" + data)
+            reader.join(timeout=5)
         except Exception:  # noqa: BLE001 - the client sees its connection closed
             # The Pod may be gone: the next call starts a forward to a ready one.
             self._stopped.set()
         finally:
-            conn.close()
+            if ws is not None:
+                ws.close()
+            _close(conn)
             with self._lock:
                 self._conns.remove(conn)
 
 
-def _pipe(a: socket.socket, b: Any) -> None:
-    """Copies bytes both ways until either side closes."""
-    peers = {a: b, b: a}
-    while True:
-        readable, _, _ = select.select(list(peers), [], [], 30)
-        for s in readable:
-            data = s.recv(_BUF)
-            if not data:
+def _from_pod(ws: Any, conn: socket.socket) -> None:
+    """Copies the data channel of the WebSocket to the local connection until either ends."""
+    seen = set()
+    try:
+        while True:
+            opcode, frame = ws.recv_data_frame(True)
+            if opcode == ABNF.OPCODE_CLOSE:
                 return
-            peers[s].sendall(data)
+            if opcode != ABNF.OPCODE_BINARY or not frame.data:
+                continue
+            channel, data = frame.data[0], frame.data[1:]
+            if channel not in seen:  # each channel's first frame names the port
+                seen.add(channel)
+                continue
+            if channel == 0:
+                conn.sendall(data)
+    except Exception:  # noqa: BLE001 - either side closed
+        pass
+    finally:
+        try:
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+def _close(s: socket.socket) -> None:
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    s.close()

@@ -59,22 +59,34 @@ class Client:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def claim(self, pool: Optional[str] = None, template: Optional[str] = None, **options: Any) -> "Sandbox":
+    def claim(self, pool: Optional[str] = None, template: Optional[str] = None, *, namespace: Optional[str] = None,
+              ttl: Optional[Seconds] = None, env: Optional[Mapping[str, str]] = None,
+              labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
+              pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
+              on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
         """Claims a sandbox and waits until it is Ready; see :meth:`Sandbox.claim`."""
-        return Sandbox(_run(self.aio.claim(pool, template, **options)))
+        return Sandbox.claim(pool, template, client=self, namespace=namespace, ttl=ttl, env=env, labels=labels,
+                             pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
+                             on_progress=on_progress)
 
-    def create_claim(self, pool: Optional[str] = None, template: Optional[str] = None, **options: Any) -> Obj:
-        """Creates a SandboxClaim and returns it at once; see :meth:`AsyncClient.create_claim`."""
-        return _run(self.aio.create_claim(pool, template, **options))
+    def create_claim(self, pool: Optional[str] = None, template: Optional[str] = None, *,
+                     namespace: Optional[str] = None, ttl: Optional[Seconds] = None,
+                     env: Optional[Mapping[str, str]] = None, labels: Optional[Mapping[str, str]] = None,
+                     pod_labels: Optional[Mapping[str, str]] = None,
+                     pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None) -> Obj:
+        """Creates the SandboxClaim :meth:`claim` would create and returns it (a dict) at once,
+        without waiting and without ever deleting it; :meth:`connect` waits for it later."""
+        return _run(self.aio.create_claim(pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels,
+                                          pod_labels=pod_labels, pod_annotations=pod_annotations, name=name))
 
     def connect(self, claim: str, *, namespace: Optional[str] = None,
                 on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
         """The sandbox of the existing claim ``claim``; see :meth:`Sandbox.connect`."""
-        return Sandbox(_run(self.aio.connect(claim, namespace=namespace, on_progress=on_progress)))
+        return Sandbox.connect(claim, client=self, namespace=namespace, on_progress=on_progress)
 
     def open(self, sandbox: str, *, namespace: Optional[str] = None) -> "Sandbox":
         """The Sandbox ``sandbox`` by name; see :meth:`Sandbox.open`."""
-        return Sandbox(_run(self.aio.open(sandbox, namespace=namespace)))
+        return Sandbox.open(sandbox, client=self, namespace=namespace)
 
     def mint_claim_token(self, claim: str, *, namespace: Optional[str] = None, ttl: Seconds = 3600) -> ClaimToken:
         """A token that opens only the claim's sandbox through kubox-router, for ``ttl`` seconds."""

@@ -68,3 +68,17 @@ async def test_async_claim_and_run(namespace):
 def test_missing_pool_names_the_fix(namespace):
     with pytest.raises(kubox.ClaimFailedError, match='create SandboxWarmPool "nope"'):
         Sandbox.claim(pool="nope", namespace=namespace)
+
+
+def test_port_forward_to_the_router(namespace):
+    """Without a router URL and outside the cluster, the SDK reaches kubox-router through a
+    port-forward (the API server's WebSocket port-forward) to a ready router Pod."""
+    with kubox.Client(connection="port-forward", namespace=namespace) as c:
+        with c.claim(pool="python") as sb:
+            assert sb.run(["python3", "-c", "print('forwarded')"]).stdout == "forwarded\n"
+            data = os.urandom(8 << 20)  # many WebSocket frames each way
+            sb.files.write("/tmp/pf.bin", data)
+            assert sb.files.read("/tmp/pf.bin") == data
+            p = sb.start(["python3", "-u", "-c", "import time\nfor i in range(3): print(i); time.sleep(0.1)"])
+            assert "".join(e.text for e in p if isinstance(e, OutputEvent)) == "0\n1\n2\n"
+        assert c.aio._forward is not None and c.aio._forward.url.startswith("http://127.0.0.1:")
