@@ -72,7 +72,7 @@ lint: ## Run golangci-lint
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests chart lint chart-lint ## Regenerate, lint, and fail when generated files are stale or untracked
+verify: generate manifests chart lint chart-lint python-lint ## Regenerate, lint, and fail when generated files are stale or untracked
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 		echo "Generated files are out of date; run 'make generate manifests chart' and commit:"; \
 		git status --porcelain -- $(GENERATED); git diff --stat -- $(GENERATED); exit 1; fi
@@ -104,10 +104,15 @@ test-python: python-deps ## The Python SDK's unit and integration tests only (PY
 # The Python SDK runs on Debian's interpreter with Debian's packages (the python3 first on PATH may
 # be another interpreter that cannot see them).
 PYTHON        ?= /usr/bin/python3
-PYTHON_DEBS   := python3-kubernetes python3-httpx python3-pytest python3-pytest-asyncio python3-venv
+PYTHON_DEBS   := python3-kubernetes python3-httpx python3-pytest python3-pytest-asyncio python3-venv python3-pyflakes mypy
+.PHONY: python-lint
+python-lint: python-deps ## pyflakes over the Python SDK, and mypy: every function of package kubox typed, the hints consistent
+	$(PYTHON) -m pyflakes sdk/python
+	cd sdk/python/src && $(PYTHON) -m mypy --ignore-missing-imports --disallow-untyped-defs --disallow-incomplete-defs kubox
+
 .PHONY: python-deps
-python-deps: ## Install the Python SDK's Debian packages when they are missing
-	@$(PYTHON) -c 'import kubernetes, httpx, pytest, pytest_asyncio, venv, ensurepip' 2>/dev/null || { \
+python-deps: ## Install the Python SDK's Debian packages when they are missing (runtime, tests, pyflakes and mypy)
+	@$(PYTHON) -c 'import kubernetes, httpx, pytest, pytest_asyncio, venv, ensurepip, pyflakes, mypy' 2>/dev/null || { \
 	  echo "installing $(PYTHON_DEBS)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PYTHON_DEBS) || { \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PYTHON_DEBS); }; }

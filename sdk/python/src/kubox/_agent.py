@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Tuple
+from typing import Any, AsyncGenerator, Awaitable, Callable, Dict, Optional, Tuple
 from urllib.parse import quote
 
 import httpx
@@ -115,7 +115,7 @@ class Agent:
             raise error_from_body(resp.status_code, resp.content, about)
         return resp.json()
 
-    async def stream(self, service: str, method: str, msg: Msg, *, about: str = "") -> AsyncIterator[Msg]:
+    async def stream(self, service: str, method: str, msg: Msg, *, about: str = "") -> AsyncGenerator[Msg, None]:
         """Calls a server-streaming method and yields its messages; an error ending the stream
         raises the SDK's exception. Broken connections raise :class:`SandboxConnectionError`."""
         about = about or self.object

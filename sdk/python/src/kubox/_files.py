@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, AsyncIterable, AsyncIterator, BinaryIO, Iterable, List, Optional, Union
+from typing import Any, AsyncGenerator, AsyncIterable, AsyncIterator, BinaryIO, Iterable, List, Optional, Union
 
 from ._agent import Agent, Msg
 from ._claims import parse_time
@@ -54,7 +54,7 @@ class AsyncFileWatch:
     the agent ends (the directory was removed) raises the agent's error, e.g.
     :class:`NotFoundError`."""
 
-    def __init__(self, stream: AsyncIterator[Msg], directory: str) -> None:
+    def __init__(self, stream: AsyncGenerator[Msg, None], directory: str) -> None:
         self._stream = stream
         #: The watched directory.
         self.directory = directory
@@ -63,7 +63,7 @@ class AsyncFileWatch:
     def __aiter__(self) -> AsyncIterator[FileEvent]:
         return self._events
 
-    async def _follow(self) -> AsyncIterator[FileEvent]:
+    async def _follow(self) -> AsyncGenerator[FileEvent, None]:
         async for msg in self._stream:
             ev = msg.get("event")
             if ev:
@@ -72,7 +72,7 @@ class AsyncFileWatch:
     async def aclose(self) -> None:
         """Stops watching."""
         await self._events.aclose()
-        await self._stream.aclose()  # type: ignore[attr-defined]
+        await self._stream.aclose()
 
     async def __aenter__(self) -> "AsyncFileWatch":
         return self

@@ -94,7 +94,7 @@ def _context_extras(path: str, context: Optional[str]) -> Tuple[str, str]:
                     docs.append(yaml.safe_load(f) or {})
             except OSError:
                 continue
-    current = context or next((d.get("current-context") for d in docs if d.get("current-context")), "")
+    current = context if context else next((str(d["current-context"]) for d in docs if d.get("current-context")), "")
     ctx = _named(docs, "contexts", current).get("context") or {}
     cluster = _named(docs, "clusters", ctx.get("cluster", "")).get("cluster") or {}
     router = ""

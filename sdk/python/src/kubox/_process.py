@@ -7,7 +7,7 @@ import codecs
 import datetime as _dt
 import inspect
 import signal as _signal
-from typing import Any, AsyncIterator, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from ._agent import Agent, Msg
 from .errors import APIError, ConfigError, KuboxError, SandboxConnectionError
@@ -102,7 +102,7 @@ class AsyncProcess:
     still running when the block ends.
     """
 
-    def __init__(self, agent: Agent, stream: AsyncIterator[Msg], started: Msg, *, pty: bool,
+    def __init__(self, agent: Agent, stream: AsyncGenerator[Msg, None], started: Msg, *, pty: bool,
                  on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> None:
         self._agent = agent
         self._stream = stream
@@ -178,7 +178,7 @@ class AsyncProcess:
     async def _call(self, method: str, msg: Msg) -> None:
         await self._agent.call(_SERVICE, method, msg, about=self._about)
 
-    async def _follow(self) -> AsyncIterator[ProcessEvent]:
+    async def _follow(self) -> AsyncGenerator[ProcessEvent, None]:
         """The process's events; a broken stream is followed again from the last byte seen."""
         stream, attempts = self._stream, 0
         while True:

@@ -7,7 +7,7 @@ import asyncio
 import concurrent.futures
 import os
 import threading
-from typing import Any, AsyncIterator, Coroutine, Iterator, Optional, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Generator, Optional, TypeVar
 
 T = TypeVar("T")
 
@@ -29,7 +29,7 @@ def loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
+def run(coro: Awaitable[T]) -> T:
     """Runs ``coro`` on the SDK's loop and returns its result. Ctrl-C (or any exception in the
     waiting thread) cancels it there and waits, up to ``_CLEANUP`` seconds, for it to finish
     cleaning up (a claim interrupted while waiting deletes its SandboxClaim)."""
@@ -53,7 +53,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-def iterate(agen: AsyncIterator[T]) -> Iterator[T]:
+def iterate(agen: AsyncIterator[T]) -> Generator[T, None, None]:
     """The items of an async iterator, one ``run`` each; the iterator is closed when the loop
     over it ends early."""
     try:

@@ -3,7 +3,6 @@ in-cluster kubox-router, with nothing configured but KUBECONFIG."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
