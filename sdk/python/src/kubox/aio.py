@@ -168,9 +168,14 @@ class AsyncClient:
                                         pod_labels=pod_labels, pod_annotations=pod_annotations, name=name)
         try:
             sb = await self._wait_claim(claim, on_progress, pool=pool)
-        except BaseException:
+        except BaseException as e:
             # The claim is ours and useless now; delete it even when the wait was cancelled.
-            await asyncio.shield(self._kube.delete(CLAIMS, claim["metadata"]["namespace"], claim["metadata"]["name"]))
+            m = claim["metadata"]
+            try:
+                await asyncio.shield(self._kube.delete(CLAIMS, m["namespace"], m["name"]))
+            except KuboxError as de:
+                if hasattr(e, "add_note"):  # Python 3.11
+                    e.add_note(f"and deleting SandboxClaim {m['namespace']}/{m['name']} failed too: {de}")
             raise
         sb._owns_claim = True
         return sb
@@ -428,15 +433,14 @@ class AsyncSandbox:
         fine. Closes the client when the sandbox made its own."""
         if self._closed:
             return
+        if self._owns_claim and self._client is not None:
+            # A failure leaves the sandbox open, so that close can be called again.
+            await asyncio.shield(self._client._kube.delete(CLAIMS, self.namespace, self.claim_name))
         self._closed = True
-        try:
-            if self._owns_claim and self._client is not None:
-                await asyncio.shield(self._client._kube.delete(CLAIMS, self.namespace, self.claim_name))
-        finally:
-            if self._owns_client and self._client is not None:
-                await self._client.aclose()
-            elif self._client is None:
-                await self._http.aclose()
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+        elif self._client is None:
+            await self._http.aclose()
 
     async def __aenter__(self) -> "AsyncSandbox":
         return self
