@@ -61,3 +61,9 @@ def test_a_certificate_only_kubeconfig_says_how_to_get_a_token(tmp_path):
     with Client(kubeconfig=kubeconfig(tmp_path, router="http://127.0.0.1:9", token=None)) as c:
         with pytest.raises(kubox.UnauthorizedError, match="kubectl create token"):
             c.mint_claim_token("any")
+
+
+def test_inside_a_pod_auto_uses_the_routers_service(tmp_path, monkeypatch):
+    monkeypatch.setattr("kubox._kubeconfig.in_pod", lambda: True)
+    with Client(kubeconfig=kubeconfig(tmp_path), router_namespace="infra") as c:
+        assert (c.connection, c.aio.router_url) == ("router", "http://sandbox-router-svc.infra.svc:8080")
