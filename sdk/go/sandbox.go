@@ -83,6 +83,14 @@ func (s *Sandbox) agentToken(ctx context.Context, sb *sandboxv1beta1.Sandbox) (s
 	return tok, nil
 }
 
+// seenReady reports whether the sandbox was Ready, and not being suspended, when the SDK last
+// saw it.
+func (s *Sandbox) seenReady() bool {
+	sb := s.Object()
+	ok, err := sandboxReady(sb)
+	return ok && err == nil && sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended
+}
+
 // Suspend sets the Sandbox's spec.operatingMode to Suspended (a merge patch; RBAC patch on
 // sandboxes) and waits until its Pod is gone (condition Suspended=True). Its volumes, Service
 // and claim stay; Resume starts it again.

@@ -2,11 +2,13 @@ package kubox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -67,6 +69,47 @@ type endpoint struct {
 	http *http.Client
 }
 
+// notReadyGrace is how long a 503 of a sandbox the SDK saw Ready is sent again: the router's
+// cache of the Sandbox can lag the SDK's own watch by a few milliseconds, right after Resume.
+const notReadyGrace = 3 * time.Second
+
+// retryNotReady sends a request again, with backoff, while the router answers 503 (not ready)
+// for a sandbox that ready says the SDK saw Ready, for up to notReadyGrace. Requests whose body
+// cannot be replayed are not sent again.
+type retryNotReady struct {
+	base  http.RoundTripper
+	ready func() bool
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *retryNotReady) RoundTrip(r *http.Request) (*http.Response, error) {
+	delay, deadline := 20*time.Millisecond, time.Now().Add(notReadyGrace)
+	for {
+		resp, err := t.base.RoundTrip(r)
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !t.ready() || time.Now().After(deadline) {
+			return resp, err
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			if r.GetBody == nil {
+				return resp, err
+			}
+			body, berr := r.GetBody()
+			if berr != nil {
+				return resp, err
+			}
+			r = r.Clone(r.Context())
+			r.Body = body
+		}
+		select {
+		case <-r.Context().Done():
+			return resp, err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 250*time.Millisecond)
+	}
+}
+
 // routerBase returns the router's URL and client, starting the port-forward when that is the
 // mode and it is not running.
 func (c *Client) routerBase(ctx context.Context) (string, *http.Client, error) {
@@ -94,7 +137,8 @@ func (s *Sandbox) endpoint(ctx context.Context) (endpoint, error) {
 		if err != nil {
 			return endpoint{}, err
 		}
-		return endpoint{base: sandboxRouterURL(router, s.ns, s.name), http: hc}, nil
+		retry := &http.Client{Transport: &retryNotReady{base: hc.Transport, ready: s.seenReady}}
+		return endpoint{base: sandboxRouterURL(router, s.ns, s.name), http: retry}, nil
 	}
 	sb := s.Object()
 	if sb.Spec.Agent == nil {

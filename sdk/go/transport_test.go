@@ -2,10 +2,12 @@ package kubox
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -102,6 +104,49 @@ func TestURLs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if tc.got != tc.want {
 				t.Errorf("got %q; want %q", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRetryNotReady: a 503 of the router for a sandbox the SDK saw Ready (its cache catching up
+// after a Resume) is sent again, body included, until it succeeds; one for a sandbox not seen
+// Ready is final.
+func TestRetryNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ready     bool
+		wantCalls int
+		wantErr   bool
+	}{
+		{"seen ready: sent again", true, 3, false},
+		{"not seen ready: final", false, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls++
+				if body, _ := io.ReadAll(r.Body); string(body) != "payload" {
+					t.Errorf("request %d has body %q; want payload", calls, body)
+				}
+				if calls < 3 {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					_, _ = io.WriteString(w, `{"error":"sandbox ns/s is not ready","code":503}`)
+					return
+				}
+				_, _ = io.WriteString(w, "ok")
+			}))
+			defer srv.Close()
+			c := &http.Client{Transport: &retryNotReady{base: &routerErrors{base: http.DefaultTransport}, ready: func() bool { return tc.ready }}}
+			resp, err := c.Post(srv.URL, "text/plain", strings.NewReader("payload"))
+			if err == nil {
+				_ = resp.Body.Close()
+			}
+			if calls != tc.wantCalls || (err != nil) != tc.wantErr {
+				t.Fatalf("%d requests, error %v; want %d requests, error %v", calls, err, tc.wantCalls, tc.wantErr)
+			}
+			if tc.wantErr && !errors.Is(err, ErrNotReady) {
+				t.Errorf("error %v is not ErrNotReady", err)
 			}
 		})
 	}
