@@ -149,3 +149,14 @@ def test_unreachable_agent_is_a_connection_error(agent):
     with pytest.raises(kubox.SandboxConnectionError, match="cannot reach"):
         sb.run("true")
     sb.close()
+
+
+def test_the_sync_api_serves_several_threads_at_once(sb):
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        t0 = time.monotonic()
+        outs = list(pool.map(lambda i: sb.run(f"sleep 0.5; echo {i}").stdout, range(4)))
+        took = time.monotonic() - t0
+    assert outs == [f"{i}\n" for i in range(4)]
+    assert took < 4 * 0.5  # the calls overlapped on the SDK's loop instead of queueing
