@@ -74,3 +74,15 @@ def agent(agent_bin: str, tmp_path: Path) -> Iterator[LocalAgent]:
     a = LocalAgent(agent_bin, root)
     yield a
     a.stop()
+
+
+@pytest.fixture
+def barrier():
+    """barrier(directory, i, n): a shell command that finishes only once n commands like it run
+    at the same time (each touches a file in directory and waits for n files), for proving that
+    calls overlap without measuring time."""
+
+    def command(directory: Path, i: int, n: int) -> str:
+        return f"touch {directory}/{i}; while [ $(ls {directory} | wc -l) -lt {n} ]; do sleep 0.02; done; echo {i}"
+
+    return command

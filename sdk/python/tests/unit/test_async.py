@@ -27,14 +27,11 @@ async def test_async_run_start_files(agent):
 
 
 @pytest.mark.asyncio
-async def test_async_runs_concurrently(agent):
+async def test_async_runs_concurrently(agent, tmp_path, barrier):
+    # Each command finishes only once all four run at the same time.
     async with AsyncSandbox.attach(agent.url, agent.token) as sb:
-        loop = asyncio.get_running_loop()
-        t0 = loop.time()
-        results = await asyncio.gather(*(sb.run(["sh", "-c", f"sleep 0.5; echo {i}"]) for i in range(4)))
-        took = loop.time() - t0
-    assert [r.stdout for r in results] == [f"{i}\n" for i in range(4)]
-    assert took < 4 * 0.5  # overlapping, not one after another
+        results = await asyncio.gather(*(sb.run(barrier(tmp_path, i, 4), timeout=60) for i in range(4)))
+    assert [(r.stdout, r.timed_out) for r in results] == [(f"{i}\n", False) for i in range(4)]
 
 
 @pytest.mark.asyncio
