@@ -181,3 +181,11 @@ def test_ctrl_c_while_waiting_deletes_the_claim(env):
     assert "KeyboardInterrupt" in err
     left = [c["metadata"]["name"] for c in env.claims("case=interrupted") if not c["metadata"].get("deletionTimestamp")]
     assert left == [], "an interrupted claim must delete its SandboxClaim"
+
+
+def test_a_missing_claim_or_sandbox_is_not_found_by_name(env):
+    with pytest.raises(kubox.NotFoundError) as e:
+        Sandbox.connect("no-such-claim")
+    assert e.value.status == 404 and f"SandboxClaim {env.namespace}/no-such-claim" in str(e.value)
+    with pytest.raises(kubox.NotFoundError, match=f"Sandbox {env.namespace}/no-such-sandbox"):
+        Sandbox.open("no-such-sandbox")
