@@ -64,6 +64,13 @@ async def test_async_claim_and_run(namespace):
         assert r.stdout == "async\n"
 
 
+def test_env_reaches_the_sandbox(namespace):
+    """A claim's env (the sample template allows it) is in the sandbox's environment; setting env
+    makes the claim start a sandbox of its own (cold) instead of taking a warm one."""
+    with Sandbox.claim(pool="python", namespace=namespace, env={"GREETING": "from the claim"}) as sb:
+        assert sb.run("echo $GREETING").stdout == "from the claim\n"
+
+
 def test_missing_pool_names_the_fix(namespace):
     with pytest.raises(kubox.ClaimFailedError, match='create SandboxWarmPool "nope"'):
         Sandbox.claim(pool="nope", namespace=namespace)

@@ -189,3 +189,10 @@ def test_a_missing_claim_or_sandbox_is_not_found_by_name(env):
     assert e.value.status == 404 and f"SandboxClaim {env.namespace}/no-such-claim" in str(e.value)
     with pytest.raises(kubox.NotFoundError, match=f"Sandbox {env.namespace}/no-such-sandbox"):
         Sandbox.open("no-such-sandbox")
+
+
+def test_env_the_template_does_not_allow_fails_the_claim(env):
+    with pytest.raises(kubox.ClaimFailedError) as e:
+        Sandbox.claim(template=env.template, env={"MODE": "test"}, labels={"case": "env-rejected"})
+    assert e.value.reason == "EnvVarsInjectionRejected" and "envVarsInjectionPolicy" in str(e.value)
+    assert env.being_deleted_or_gone(e.value.claim)
