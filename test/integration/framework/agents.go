@@ -97,35 +97,16 @@ func (s *sandboxAgents) pass(ctx context.Context) {
 		return
 	}
 	defer w.Stop()
-	s.follow(ctx, w)
-}
-
-// follow handles the changes w reports until the watch ends or ctx ends.
-func (s *sandboxAgents) follow(ctx context.Context, w watch.Interface) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, open := <-w.ResultChan():
-			if !open {
-				return
-			}
-			// An Error event (the watch's resource version expired) ends the watch; the next
-			// pass lists again.
-			sb, ok := ev.Object.(*sandboxv1beta1.Sandbox)
-			if !ok {
-				continue
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				s.sync(ctx, sb)
-			case watch.Deleted:
-				if a := s.served[sb.Name]; a != nil && a.uid == sb.UID {
-					s.stop(sb.Name)
-				}
+	followWatch(ctx, w, nil, func(t watch.EventType, sb *sandboxv1beta1.Sandbox) {
+		switch t {
+		case watch.Added, watch.Modified:
+			s.sync(ctx, sb)
+		case watch.Deleted:
+			if a := s.served[sb.Name]; a != nil && a.uid == sb.UID {
+				s.stop(sb.Name)
 			}
 		}
-	}
+	})
 }
 
 // sync makes sb's agent the one for its UID and first Pod IP, or stops it when sb has no Pod IP.

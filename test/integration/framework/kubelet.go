@@ -214,29 +214,12 @@ func (k *Kubelet) pass(ctx context.Context) {
 		return
 	}
 	defer w.Stop()
-	k.follow(ctx, w)
-}
-
-// follow handles the changes w reports until the watch ends, ctx ends or SetFate asks for a new
-// pass.
-func (k *Kubelet) follow(ctx context.Context, w watch.Interface) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-k.resync:
-			return
-		case ev, open := <-w.ResultChan():
-			if !open {
-				return
-			}
-			// An Error event (the watch's resource version expired) ends the watch; the next
-			// pass lists again.
-			if pod, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				k.handle(ctx, pod)
-			}
+	// Until the watch ends or SetFate asks for a new pass.
+	followWatch(ctx, w, k.resync, func(t watch.EventType, pod *corev1.Pod) {
+		if t == watch.Added || t == watch.Modified {
+			k.handle(ctx, pod)
 		}
-	}
+	})
 }
 
 // handle writes the status pod's fate gives it, unless it has that status already. A write that
