@@ -36,6 +36,9 @@ DEFAULT_ROUTER_NAMESPACE = "kubox-system"
 DEFAULT_ROUTER_SERVICE = "sandbox-router-svc"
 DEFAULT_ROUTER_PORT = 8080
 DEFAULT_READY_TIMEOUT = 180.0
+#: Seconds ``run`` waits for the agent's answer beyond the command's ``timeout`` before it gives
+#: up on the connection (SandboxTimeoutError).
+RUN_ANSWER_GRACE = 30.0
 #: Connection modes: how processes and files reach a sandbox's agent.
 CONNECTIONS = ("auto", "router", "direct", "port-forward")
 
@@ -385,7 +388,11 @@ class AsyncSandbox:
             req["stdin"] = base64.b64encode(stdin.encode() if isinstance(stdin, str) else stdin).decode()
         if max_output_bytes:
             req["maxOutputBytes"] = int(max_output_bytes)
-        res = result_of(await self._agent.call("ProcessService", "RunProcess", req))
+        # With a timeout the agent kills the process then; the answer may take a little longer.
+        # Without one, a run lasts as long as the process does.
+        limit = seconds(timeout, "timeout")
+        res = result_of(await self._agent.call("ProcessService", "RunProcess", req,
+                                               timeout=limit + RUN_ANSWER_GRACE if limit else None))
         if check and res.exit_code != 0:
             raise CommandError(f"command {cmd!r} in sandbox {self} exited with status {res.exit_code}: "
                                f"{res.stderr.strip()[-500:]}", res)

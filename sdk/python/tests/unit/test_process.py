@@ -163,3 +163,30 @@ def test_the_sync_api_serves_several_threads_at_once(sb, tmp_path, barrier):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda i: sb.run(barrier(tmp_path, i, 4), timeout=60), range(4)))
     assert [(r.stdout, r.timed_out) for r in results] == [(f"{i}\n", False) for i in range(4)]
+
+
+def test_the_sync_api_works_inside_a_running_event_loop(agent):
+    """Jupyter runs an event loop in the main thread: the blocking API must still work there."""
+    import asyncio
+
+    async def notebook_cell() -> str:
+        with Sandbox.attach(agent.url, agent.token) as s:
+            return s.run("echo from a cell").stdout
+
+    assert asyncio.run(notebook_cell()) == "from a cell\n"
+
+
+def test_run_gives_up_on_an_agent_that_never_answers(sb, monkeypatch):
+    import socket as _socket
+
+    monkeypatch.setattr("kubox.aio.RUN_ANSWER_GRACE", 0.5)
+    silent = _socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()  # accepts connections, never answers
+    try:
+        mute = Sandbox.attach("http://127.0.0.1:%d" % silent.getsockname()[1], "t", name="mute")
+        with pytest.raises(kubox.SandboxTimeoutError, match="mute"):
+            mute.run("true", timeout=0.5)
+        mute.close()
+    finally:
+        silent.close()
