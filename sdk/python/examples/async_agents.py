@@ -11,7 +11,7 @@ from kubox import AsyncClient, AsyncSandbox
 
 
 async def agent(client: AsyncClient, pool: str, n: int) -> str:
-    async with await AsyncSandbox.claim(pool=pool, client=client, ttl=600) as sb:
+    async with AsyncSandbox.claim(pool=pool, client=client, ttl=600) as sb:
         await sb.files.write(f"/tmp/agent{n}.py", f"print(sum(range({n} * 1000)))")
         res = await sb.run(f"python3 /tmp/agent{n}.py", check=True)
         return f"agent {n} in {sb}: {res.stdout.strip()}"

@@ -2,7 +2,7 @@
 
 It has the surface of the synchronous :class:`kubox.Sandbox`, with ``await``::
 
-    async with await AsyncSandbox.claim(pool="python") as sb:
+    async with AsyncSandbox.claim(pool="python") as sb:
         result = await sb.run("python3 -c 'print(1)'")
 """
 
@@ -13,7 +13,7 @@ import base64
 import datetime as _dt
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Awaitable, Callable, Coroutine, Dict, Generator, List, Mapping, Optional, Tuple, Union
 from urllib.parse import quote
 
 import httpx
@@ -28,7 +28,7 @@ from .errors import (ClaimFailedError, CommandError, ConfigError, KuboxError, Sa
                      SandboxTimeoutError, UnauthorizedError, error_from_body)
 from .types import CommandResult
 
-__all__ = ["AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncFiles", "ClaimToken"]
+__all__ = ["AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncFiles", "ClaimToken", "Opening"]
 
 #: Environment variable with kubox-router's URL.
 ROUTER_URL_ENV = "KUBOX_ROUTER_URL"
@@ -336,29 +336,32 @@ class AsyncSandbox:
     # --- getting one ----------------------------------------------------------------------
 
     @classmethod
-    async def claim(cls, pool: Optional[str] = None, template: Optional[str] = None, *,
-                    client: Optional[AsyncClient] = None, namespace: Optional[str] = None,
-                    ttl: Optional[Seconds] = None, env: Optional[Mapping[str, str]] = None,
-                    labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
-                    pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
-                    on_progress: Optional[ProgressCallback] = None) -> "AsyncSandbox":
+    def claim(cls, pool: Optional[str] = None, template: Optional[str] = None, *,
+              client: Optional[AsyncClient] = None, namespace: Optional[str] = None,
+              ttl: Optional[Seconds] = None, env: Optional[Mapping[str, str]] = None,
+              labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
+              pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
+              on_progress: Optional[ProgressCallback] = None) -> "Opening":
         """Claims a sandbox (see :meth:`AsyncClient.claim`), with ``client`` or a client of the
-        default settings (kubeconfig, ``$KUBOX_ROUTER_URL``) that closes with the sandbox."""
-        return await _with_client(client, lambda c: c.claim(
+        default settings (kubeconfig, ``$KUBOX_ROUTER_URL``) that closes with the sandbox. Await
+        it, or use it as ``async with AsyncSandbox.claim(...) as sb:``."""
+        return Opening(_with_client(client, lambda c: c.claim(
             pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels, pod_labels=pod_labels,
-            pod_annotations=pod_annotations, name=name, on_progress=on_progress))
+            pod_annotations=pod_annotations, name=name, on_progress=on_progress)))
 
     @classmethod
-    async def connect(cls, claim: str, *, client: Optional[AsyncClient] = None, namespace: Optional[str] = None,
-                      on_progress: Optional[ProgressCallback] = None) -> "AsyncSandbox":
-        """The sandbox of the existing claim ``claim`` (see :meth:`AsyncClient.connect`)."""
-        return await _with_client(client, lambda c: c.connect(claim, namespace=namespace, on_progress=on_progress))
+    def connect(cls, claim: str, *, client: Optional[AsyncClient] = None, namespace: Optional[str] = None,
+                on_progress: Optional[ProgressCallback] = None) -> "Opening":
+        """The sandbox of the existing claim ``claim`` (see :meth:`AsyncClient.connect`); await
+        it or use it with ``async with``."""
+        return Opening(_with_client(client, lambda c: c.connect(claim, namespace=namespace, on_progress=on_progress)))
 
     @classmethod
-    async def open(cls, sandbox: str, *, client: Optional[AsyncClient] = None,
-                   namespace: Optional[str] = None) -> "AsyncSandbox":
-        """The Sandbox ``sandbox`` by name, with no claim (see :meth:`AsyncClient.open`)."""
-        return await _with_client(client, lambda c: c.open(sandbox, namespace=namespace))
+    def open(cls, sandbox: str, *, client: Optional[AsyncClient] = None,
+             namespace: Optional[str] = None) -> "Opening":
+        """The Sandbox ``sandbox`` by name, with no claim (see :meth:`AsyncClient.open`); await it
+        or use it with ``async with``."""
+        return Opening(_with_client(client, lambda c: c.open(sandbox, namespace=namespace)))
 
     @classmethod
     def attach(cls, url: str, token: str, *, name: str = "") -> "AsyncSandbox":
@@ -487,6 +490,31 @@ class AsyncSandbox:
                              "the controller has not written the sandbox's agent token; check its agent configuration")
         self._token = (uid, token)
         return token
+
+
+class Opening(Awaitable[AsyncSandbox]):
+    """What :meth:`AsyncSandbox.claim`, ``connect`` and ``open`` return: await it for the
+    sandbox, or use it directly as an async context manager, which closes the sandbox at the
+    end of the block::
+
+        async with AsyncSandbox.claim(pool="python") as sb:
+            ...
+    """
+
+    def __init__(self, coro: Coroutine[Any, Any, AsyncSandbox]) -> None:
+        self._coro = coro
+        self._sandbox: Optional[AsyncSandbox] = None
+
+    def __await__(self) -> Generator[Any, None, AsyncSandbox]:
+        return self._coro.__await__()
+
+    async def __aenter__(self) -> AsyncSandbox:
+        self._sandbox = await self._coro
+        return self._sandbox
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._sandbox is not None:
+            await self._sandbox.close()
 
 
 async def _with_client(client: Optional[AsyncClient], get: Callable[[AsyncClient], Any]) -> AsyncSandbox:

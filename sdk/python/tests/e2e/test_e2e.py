@@ -59,7 +59,7 @@ def test_claim_run_stream_files_release(namespace):
 
 @pytest.mark.asyncio
 async def test_async_claim_and_run(namespace):
-    async with await AsyncSandbox.claim(pool="python", namespace=namespace) as sb:
+    async with AsyncSandbox.claim(pool="python", namespace=namespace) as sb:
         r = await sb.run(["python3", "-c", "print('async')"])
         assert r.stdout == "async\n"
 

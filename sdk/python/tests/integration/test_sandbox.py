@@ -153,7 +153,9 @@ def test_suspend_and_resume(env):
 @pytest.mark.asyncio
 async def test_async_claims_run_concurrently(env):
     async def one(i: int) -> str:
-        async with await AsyncSandbox.claim(pool=env.pool) as sb:
+        # Both forms: awaited, then used as a context manager; and a context manager at once.
+        claiming = AsyncSandbox.claim(pool=env.pool)
+        async with (await claiming if i == 1 else claiming) as sb:
             r = await sb.run(["sh", "-c", f"echo {i} $(hostname)"])
             await sb.files.write(f"/tmp/{i}.txt", str(i))
             assert await sb.files.read_text(f"/tmp/{i}.txt") == str(i)

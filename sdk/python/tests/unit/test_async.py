@@ -110,3 +110,23 @@ def test_broken_stream_is_followed_again_without_loss_or_repeats(agent):
     finally:
         sb.close()
         proxy.close()
+
+
+@pytest.mark.asyncio
+async def test_opening_is_awaitable_and_a_context_manager():
+    from kubox.aio import Opening
+
+    closed = []
+
+    class Fake:
+        async def close(self) -> None:
+            closed.append(True)
+
+    async def get():
+        return Fake()
+
+    sb = await Opening(get())
+    assert isinstance(sb, Fake) and closed == []
+    async with Opening(get()) as sb2:
+        assert isinstance(sb2, Fake)
+    assert closed == [True]
