@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from kubernetes import client as kclient
@@ -13,6 +16,8 @@ from kubernetes import config as kconfig
 
 import kubox
 from kubox import AsyncSandbox, OutputEvent, Sandbox
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 PROGRAM = """import hashlib, json, sys
 data = open("/tmp/input.bin", "rb").read()
@@ -88,3 +93,16 @@ def test_port_forward_to_the_router(namespace):
             p = sb.start(["python3", "-u", "-c", "import time\nfor i in range(3): print(i); time.sleep(0.1)"])
             assert "".join(e.text for e in p if isinstance(e, OutputEvent)) == "0\n1\n2\n"
         assert c.aio._forward is not None and c.aio._forward.url.startswith("http://127.0.0.1:")
+
+
+@pytest.mark.parametrize("example,args,expect", [
+    ("notebook.py", [], ["result: {'mean': 3.875, 'median': 3.5}", "streamed job exited with 0", "released"]),
+    ("async_agents.py", ["--agents", "2"], [": 499500", ": 1999000"]),
+])
+def test_examples_run(namespace, example, args, expect):
+    """The examples in sdk/python/examples work as written."""
+    r = subprocess.run([sys.executable, str(EXAMPLES / example), "--pool", "python", "--namespace", namespace, *args],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for line in expect:
+        assert line in r.stdout, r.stdout
