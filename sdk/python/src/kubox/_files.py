@@ -32,8 +32,9 @@ def file_info(e: Msg) -> FileInfo:
                     modified=parse_time(e.get("modifiedTime")), symlink_target=e.get("symlinkTarget", ""))
 
 
-async def _chunks(data: WriteData) -> AsyncIterator[bytes]:
-    """The chunks of a streamed write."""
+async def chunks(data: WriteData) -> AsyncIterator[bytes]:
+    """The chunks of a streamed write (or of a process's stdin): a file object read in a worker
+    thread, or an (async) iterable of bytes."""
     if hasattr(data, "read"):
         while True:
             chunk = await asyncio.to_thread(data.read, CHUNK)  # type: ignore[union-attr]
@@ -130,7 +131,7 @@ class AsyncFiles:
         elif isinstance(data, (bytes, bytearray, memoryview)):
             body = bytes(data)
         else:
-            body = _chunks(data)
+            body = chunks(data)
         params = {"mode": format(mode & 0o7777, "o")} if mode else None
         resp = await self._agent.content("PUT", path, about=self._about(path), params=params, body=body)
         await resp.aclose()

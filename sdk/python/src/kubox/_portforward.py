@@ -100,7 +100,7 @@ class PortForward:
     def _serve(self, conn: socket.socket) -> None:
         with self._lock:
             self._conns.append(conn)
-        ws = None
+        ws, reader = None, None
         try:
             auth = self._settings.authorization()
             ws = create_websocket(self._settings.config, self._ws_url, {"authorization": auth} if auth else None)
@@ -111,13 +111,14 @@ class PortForward:
                 if not data:
                     break
                 ws.send_binary(b"\x00" + data)
-            reader.join(timeout=5)
         except Exception:  # noqa: BLE001 - the client sees its connection closed
             # The Pod may be gone: the next call starts a forward to a ready one.
             self._stopped.set()
         finally:
             if ws is not None:
-                ws.close()
+                ws.close()  # ends the reader's wait
+            if reader is not None:
+                reader.join(timeout=5)
             _close(conn)
             with self._lock:
                 self._conns.remove(conn)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import codecs
 import datetime as _dt
@@ -10,6 +11,7 @@ import signal as _signal
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from ._agent import Agent, Msg
+from ._files import WriteData, chunks
 from .errors import APIError, ConfigError, KuboxError, SandboxConnectionError
 from .types import CommandResult, ExitEvent, OutputDropped, OutputEvent, ProcessEvent
 
@@ -18,6 +20,10 @@ from .types import CommandResult, ExitEvent, OutputDropped, OutputEvent, Process
 Command = Union[str, Sequence[str]]
 #: Called with the text of each piece of output; may be a coroutine function.
 OutputCallback = Callable[[str], Any]
+#: A process's stdin: True keeps it open for send_input; bytes or text are written and it is
+#: closed; a binary file object or an (async) iterable of bytes is copied in the background and
+#: then it is closed.
+Stdin = Union[bool, WriteData, None]
 #: Seconds, or a timedelta.
 Seconds = Union[float, int, _dt.timedelta]
 
@@ -118,6 +124,10 @@ class AsyncProcess:
         self._next: Dict[str, int] = {"stdout": 0, "stderr": 0, "pty": 0}
         self._events = self._follow()
         self._about = f"process {self.id} in {agent.object}"
+        self._stdin_task: Optional["asyncio.Task[None]"] = None
+        #: Why copying ``stdin`` (a file object or an iterable) to the process failed; None
+        #: while it goes well. ``wait()`` raises it.
+        self.stdin_error: Optional[BaseException] = None
 
     def __repr__(self) -> str:
         return f"<AsyncProcess {self.id} pid={self.pid} exit={self.exit}>"
@@ -131,6 +141,8 @@ class AsyncProcess:
             pass
         if self.exit is None:
             raise SandboxConnectionError(f"{self._about}: the output stream ended before the process exited")
+        if self.stdin_error is not None:
+            raise KuboxError(f"{self._about}: copying its stdin failed: {self.stdin_error}") from self.stdin_error
         return self.exit.exit_code
 
     async def send_input(self, data: Union[bytes, str]) -> None:
@@ -152,7 +164,7 @@ class AsyncProcess:
         try:
             await self.signal("SIGKILL")
         except APIError as e:
-            if e.status not in (404, 412):
+            if e.code not in ("not_found", "failed_precondition"):
                 raise
 
     async def resize(self, rows: int, cols: int) -> None:
@@ -162,7 +174,9 @@ class AsyncProcess:
         await self._call("ResizePty", {"processId": self.id, "size": {"rows": rows, "cols": cols}})
 
     async def aclose(self) -> None:
-        """Stops following the process (it keeps running in the sandbox)."""
+        """Stops following the process (it keeps running in the sandbox) and copying its stdin."""
+        if self._stdin_task is not None:
+            self._stdin_task.cancel()
         await self._events.aclose()
 
     async def __aenter__(self) -> "AsyncProcess":
@@ -174,6 +188,22 @@ class AsyncProcess:
                 await self.kill()
         finally:
             await self.aclose()
+
+    async def _copy_stdin(self, data: WriteData) -> None:
+        """Copies data to stdin, then closes it. A process that exits first ends the copy."""
+        try:
+            async for chunk in chunks(data):
+                await self.send_input(chunk)
+            await self.close_input()
+        except APIError as e:
+            if e.code not in ("not_found", "failed_precondition"):  # the process is gone or its stdin closed
+                self.stdin_error = e
+        except (KuboxError, OSError) as e:  # the connection, or reading the local file, failed
+            self.stdin_error = e
+            try:  # let the process see the end of its input rather than wait for more
+                await self.close_input()
+            except KuboxError:
+                pass
 
     async def _call(self, method: str, msg: Msg) -> None:
         await self._agent.call(_SERVICE, method, msg, about=self._about)
@@ -235,12 +265,12 @@ class AsyncProcess:
 
 async def start_process(agent: Agent, cmd: Command, *, env: Optional[Mapping[str, str]] = None,
                         cwd: Optional[str] = None, timeout: Optional[Seconds] = None,
-                        stdin: Union[bool, bytes, str, None] = None, tty: Optional[Tuple[int, int]] = None,
+                        stdin: Stdin = None, tty: Optional[Tuple[int, int]] = None,
                         on_stdout: Optional[OutputCallback] = None,
                         on_stderr: Optional[OutputCallback] = None) -> AsyncProcess:
     """Starts ``cmd`` and returns once the agent started it."""
     req: Msg = {"spec": process_spec(cmd, env=env, cwd=cwd, timeout=timeout), "flowControl": True,
-                "stdin": bool(stdin)}
+                "stdin": stdin is not None and stdin is not False}
     if tty is not None:
         rows, cols = tty
         req["pty"] = {"rows": rows, "cols": cols}
@@ -251,7 +281,9 @@ async def start_process(agent: Agent, cmd: Command, *, env: Optional[Mapping[str
         await stream.aclose()
         raise KuboxError(f"{agent.object}: the agent did not report the process as started: {first}")
     proc = AsyncProcess(agent, stream, started, pty=tty is not None, on_stdout=on_stdout, on_stderr=on_stderr)
-    if isinstance(stdin, (bytes, bytearray, str)):
-        await proc.send_input(stdin)
+    if isinstance(stdin, (bytes, bytearray, memoryview, str)):
+        await proc.send_input(stdin)  # type: ignore[arg-type]
         await proc.close_input()
+    elif stdin is not None and not isinstance(stdin, bool):
+        proc._stdin_task = asyncio.create_task(proc._copy_stdin(stdin))
     return proc

@@ -9,7 +9,7 @@ from typing import Any, BinaryIO, Iterable, Iterator, List, Mapping, Optional, T
 from . import _runner
 from ._claims import Obj
 from ._files import AsyncFiles, AsyncFileWatch
-from ._process import AsyncProcess, Command, OutputCallback, Seconds
+from ._process import AsyncProcess, Command, OutputCallback, Seconds, Stdin
 from .aio import DEFAULT_READY_TIMEOUT, DEFAULT_ROUTER_NAMESPACE, DEFAULT_ROUTER_SERVICE, AsyncClient, AsyncSandbox, \
     ClaimToken, ProgressCallback
 from .types import CommandResult, FileEvent, FileInfo, ProcessEvent
@@ -112,6 +112,11 @@ class Process:
     def pid(self) -> int:
         """The process's PID in the sandbox."""
         return self.aio.pid
+
+    @property
+    def stdin_error(self) -> Optional[BaseException]:
+        """Why copying ``stdin`` (a file object or an iterable) failed; None while it goes well."""
+        return self.aio.stdin_error
 
     @property
     def exit(self) -> Any:
@@ -342,12 +347,13 @@ class Sandbox:
                                  max_output_bytes=max_output_bytes))
 
     def start(self, cmd: Command, *, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
-              timeout: Optional[Seconds] = None, stdin: Union[bool, bytes, str, None] = None,
+              timeout: Optional[Seconds] = None, stdin: Stdin = None,
               tty: Optional[Tuple[int, int]] = None, on_stdout: Optional[OutputCallback] = None,
               on_stderr: Optional[OutputCallback] = None) -> Process:
         """Starts a command and returns once it runs; iterate the :class:`Process` for its output
         as it is written, or pass ``on_stdout``/``on_stderr`` and call ``wait()``.
-        ``stdin=True`` keeps stdin open for ``send_input``; ``tty=(rows, cols)`` gives it a
+        ``stdin=True`` keeps stdin open for ``send_input``; bytes, text, a file object or an
+        iterable of bytes are copied to it, then it is closed; ``tty=(rows, cols)`` gives it a
         terminal."""
         return Process(_run(self.aio.start(cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin, tty=tty,
                                            on_stdout=on_stdout, on_stderr=on_stderr)))

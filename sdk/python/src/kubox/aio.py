@@ -23,7 +23,7 @@ from ._agent import Agent
 from ._claims import Obj
 from ._files import AsyncFiles
 from ._kube import CLAIMS, SANDBOXES, SECRETS, Kube
-from ._process import AsyncProcess, Command, OutputCallback, Seconds, process_spec, result_of, seconds, start_process
+from ._process import AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of, seconds, start_process
 from .errors import (ClaimFailedError, CommandError, ConfigError, KuboxError, SandboxNotReadyError,
                      SandboxTimeoutError, UnauthorizedError, error_from_body)
 from .types import CommandResult
@@ -402,13 +402,15 @@ class AsyncSandbox:
         return res
 
     async def start(self, cmd: Command, *, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
-                    timeout: Optional[Seconds] = None, stdin: Union[bool, bytes, str, None] = None,
+                    timeout: Optional[Seconds] = None, stdin: Stdin = None,
                     tty: Optional[Tuple[int, int]] = None, on_stdout: Optional[OutputCallback] = None,
                     on_stderr: Optional[OutputCallback] = None) -> AsyncProcess:
         """Starts a command and returns once it runs; its output streams as it is written.
 
         ``stdin=True`` keeps stdin open for :meth:`AsyncProcess.send_input`; bytes or text are
-        written to it and then it is closed. ``tty=(rows, cols)`` runs it on a terminal (its
+        written to it and then it is closed; a binary file object or an (async) iterable of bytes
+        is copied to it in the background (the process reads it as it arrives), then it is
+        closed. ``tty=(rows, cols)`` runs it on a terminal (its
         output then comes as ``"pty"``). ``on_stdout``/``on_stderr`` are called with the text of
         each piece of output as it is read (by iterating the process or by ``wait()``).
         """

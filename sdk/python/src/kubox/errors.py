@@ -210,7 +210,11 @@ def error_from_body(status: int, body: bytes, object: str) -> KuboxError:
         if isinstance(doc.get("error"), str):
             return api_error(status, doc["error"], object=object)
         if isinstance(doc.get("message"), str) or isinstance(doc.get("code"), str):
+            # The agent's Connect error: its code decides the status (the Connect protocol sends
+            # failed_precondition, for one, as HTTP 400).
             code = str(doc.get("code") or "")
+            if code in _CONNECT_STATUS:
+                status = _CONNECT_STATUS[code]
             return api_error(status, str(doc.get("message") or code), object=object, code=code)
     return api_error(status, body.decode("utf-8", "replace").strip(), object=object)
 

@@ -62,5 +62,5 @@ def test_sync_and_async_sandboxes_have_the_same_surface():
 
 
 def test_sync_and_async_processes_have_the_same_surface():
-    # id, pid and exit are attributes of an AsyncProcess, properties of a Process.
-    assert surface(kubox.Process) - {"close"} == surface(kubox.AsyncProcess) - {"aclose"} | {"id", "pid", "exit"}
+    # id, pid, exit and stdin_error are attributes of an AsyncProcess, properties of a Process.
+    assert surface(kubox.Process) - {"close"} == surface(kubox.AsyncProcess) - {"aclose"} | {"id", "pid", "exit", "stdin_error"}

@@ -47,3 +47,10 @@ def test_kubernetes_errors_name_the_rbac_rule():
                                  kubox.SandboxNotReadyError, kubox.ConflictError])
 def test_every_api_error_is_a_kubox_error(cls):
     assert issubclass(cls, kubox.APIError) and issubclass(cls, kubox.KuboxError)
+
+
+def test_a_connect_code_decides_the_status():
+    # The Connect protocol answers failed_precondition with HTTP 400; the SDK reports 412, as
+    # the Go SDK does.
+    e = errors.error_from_body(400, b'{"code":"failed_precondition","message":"exited"}', "process p")
+    assert e.status == 412 and e.code == "failed_precondition"

@@ -190,3 +190,44 @@ def test_run_gives_up_on_an_agent_that_never_answers(sb, monkeypatch):
         mute.close()
     finally:
         silent.close()
+
+
+def test_start_copies_a_file_object_or_an_iterable_to_stdin(sb):
+    import hashlib
+    import io
+
+    data = bytes(range(256)) * 4096  # 1 MiB: many SendInput calls
+    out = []
+    assert sb.start("sha256sum", stdin=io.BytesIO(data), on_stdout=out.append).wait() == 0
+    assert "".join(out).split()[0] == hashlib.sha256(data).hexdigest()
+    out.clear()
+    assert sb.start("cat", stdin=(line.encode() for line in ["a\n", "b\n"]), on_stdout=out.append).wait() == 0
+    assert "".join(out) == "a\nb\n"
+
+
+def test_stdin_copy_ends_quietly_when_the_process_exits_first(sb):
+    def endless():
+        while True:
+            yield b"y\n"
+
+    p = sb.start("head -n 3", stdin=endless())
+    assert p.wait() == 0  # head exits after three lines; the copy stops without an error
+
+
+def test_kill_of_an_exited_process_is_fine(sb):
+    p = sb.start(["true"])
+    p.wait()
+    p.kill()  # nothing to kill: not an error
+
+
+def test_a_failing_stdin_source_is_reported_by_wait(sb):
+    class Broken:
+        def read(self, n: int) -> bytes:
+            raise OSError("disk gone")
+
+    p = sb.start("cat >/dev/null", stdin=Broken(), timeout=60)
+    with pytest.raises(kubox.KuboxError, match="copying its stdin failed: disk gone"):
+        p.wait()
+    assert isinstance(p.stdin_error, OSError)
+    # Its stdin was closed, so cat ended at once instead of waiting for the timeout.
+    assert not p.exit.timed_out and p.exit.exit_code == 0
