@@ -218,6 +218,8 @@ class AsyncProcess:
                         await self._callback(ev)
                         yield ev
                         if isinstance(ev, ExitEvent):
+                            if self._stdin_task is not None:
+                                self._stdin_task.cancel()  # nothing reads the rest
                             return
                 raise SandboxConnectionError(f"{self._about}: the stream ended before the process exited")
             except SandboxConnectionError:
