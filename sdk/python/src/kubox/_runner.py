@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import sys
 import threading
 from typing import Any, AsyncIterator, Awaitable, Generator, Optional, TypeVar
 
@@ -64,5 +65,6 @@ def iterate(agen: AsyncIterator[T]) -> Generator[T, None, None]:
                 return
     finally:
         aclose = getattr(agen, "aclose", None)
-        if aclose is not None:
+        # At interpreter exit the loop thread may be gone: waiting for it would hang the exit.
+        if aclose is not None and not sys.is_finalizing() and _loop is not None and _loop.is_running():
             run(aclose())

@@ -55,7 +55,10 @@ def test_claim_run_stream_files_release(namespace):
         p = sb.start(["python3", "-u", "-c", "import sys\nfor l in sys.stdin: print(l.strip().upper())"], stdin=True)
         it = iter(p)
         p.send_input("hello\n")
-        assert next(it).text == "HELLO\n"
+        line = ""
+        while not line.endswith("\n"):  # a line may arrive in more than one event
+            line += next(it).text
+        assert line == "HELLO\n"
         p.close_input()
         assert [e for e in it if isinstance(e, OutputEvent)] == [] and p.exit.exit_code == 0
         name = sb.claim_name
