@@ -47,11 +47,6 @@ def agent_secret_name(sandbox: str) -> str:
     return sandbox + "-kubox-agent"
 
 
-def source_text(pool: Optional[str], template: Optional[str]) -> str:
-    """``pool "python"`` or ``template "python"``."""
-    return f'pool "{pool}"' if pool else f'template "{template}"'
-
-
 def build_claim(*, namespace: str, pool: Optional[str] = None, template: Optional[str] = None,
                 name: Optional[str] = None, ttl: Optional[float] = None,
                 env: Optional[Mapping[str, str]] = None, labels: Optional[Mapping[str, str]] = None,

@@ -41,8 +41,6 @@ class Resource:
 CLAIMS = Resource(EXTENSIONS_GROUP, VERSION, "sandboxclaims", "SandboxClaim")
 SANDBOXES = Resource(SANDBOX_GROUP, VERSION, "sandboxes", "Sandbox")
 SECRETS = Resource("", "v1", "secrets", "Secret")
-SERVICES = Resource("", "v1", "services", "Service")
-ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
 
 # A watch asks the server to end it after about this long (jittered), and is then reopened from
 # the last version seen, so that a connection a proxy silently dropped does not hang a wait.
@@ -113,11 +111,6 @@ class Kube:
         except NotFoundError:
             return False
         return True
-
-    async def list(self, res: Resource, namespace: str, label_selector: str = "") -> Obj:
-        """Lists objects, optionally by label."""
-        params = {"labelSelector": label_selector} if label_selector else None
-        return await self.request("GET", res, namespace, params=params, doing="listing", verb="list")
 
     async def watch_until(self, res: Resource, obj: Obj, check: Check) -> Obj:
         """Calls ``check`` with ``obj`` and then with every later version of it, followed with
