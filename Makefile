@@ -89,6 +89,7 @@ test: test-unit test-integration test-e2e ## Run every test tier: unit, integrat
 
 .PHONY: test-unit
 test-unit: python-deps ## Unit tests (no API server): Go, and the Python SDK's against a local kubox-agent
+	$(TOOLS) kubernetes helm # hack/chart's tests render the chart with the cached kubectl and helm
 	$(GO_TEST) -race -count=1 $$(go list ./... | grep -v /test/)
 	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests/unit
 

@@ -142,16 +142,27 @@ stages() {
 }
 
 ensure() {
-	local tool=$1 out
+	local tool=$1 out lock
 	out=$(dir "$tool")
 	[ -e "$out/.complete" ] && return 0
-	rm -rf "$out.partial"
-	mkdir -p "$out.partial"
-	build_into "$tool" "$out.partial"
-	rm -rf "$out"
-	mv "$out.partial" "$out"
-	touch "$out/.complete"
-	log "$tool $(key "$tool") ready in $out"
+	# Two install.sh runs (two checkouts, or make targets run in parallel) must not build into the
+	# same .partial folder: the second waits for the first and then finds the tool complete.
+	mkdir -p "$TOOLS_DIR"
+	exec {lock}>"$out.lock"
+	if ! flock -n "$lock"; then
+		log "waiting for another build of $tool $(key "$tool")"
+		flock "$lock"
+	fi
+	if [ ! -e "$out/.complete" ]; then
+		rm -rf "$out.partial"
+		mkdir -p "$out.partial"
+		build_into "$tool" "$out.partial"
+		rm -rf "$out"
+		mv "$out.partial" "$out"
+		touch "$out/.complete"
+		log "$tool $(key "$tool") ready in $out"
+	fi
+	exec {lock}>&-
 }
 
 # envtest: a folder holding exactly what envtest needs (etcd, kube-apiserver, kubectl).
