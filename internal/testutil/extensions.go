@@ -81,6 +81,12 @@ func (w *TemplateWrapper) VolumeClaimTemplate(name, size string) *TemplateWrappe
 	return w
 }
 
+// ClaimPolicy sets spec.claimPolicy.
+func (w *TemplateWrapper) ClaimPolicy(p extv1beta1.ClaimPolicy) *TemplateWrapper {
+	w.Spec.ClaimPolicy = &p
+	return w
+}
+
 // VolumeClaimTemplateWith adds a volume claim template of size, changed by mutate (a storage
 // class, a data source).
 func (w *TemplateWrapper) VolumeClaimTemplateWith(name, size string, mutate func(*corev1.PersistentVolumeClaimSpec)) *TemplateWrapper {
