@@ -65,6 +65,20 @@ func TestClaimAnnotationOutsideTheAllowedDomainsNeverReachesThePod(t *testing.T)
 	}
 }
 
+func TestClaimAnnotationTheTemplateAllowsReachesThePod(t *testing.T) {
+	ns := startController(t)
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().
+		ClaimPolicy(extv1beta1.ClaimPolicy{AllowedAnnotationDomains: []string{"istio.io"}}).Obj())
+	env.Create(t, testutil.MakeClaim("c1", ns).Template("python").PodAnnotation("sidecar.istio.io/inject", "false").
+		PodAnnotation("sandbox.users.io/note", "hi").Obj())
+	waitReady(t, ns, "c1")
+	framework.Eventually(t, func() (bool, string) {
+		pod := framework.Read[corev1.Pod](t, env, ns, "c1")
+		return pod.Annotations["sidecar.istio.io/inject"] == "false" && pod.Annotations["sandbox.users.io/note"] == "hi",
+			fmt.Sprintf("Pod c1 annotations %v; want sidecar.istio.io/inject=false (allowed by the template) and sandbox.users.io/note=hi (allowed by the controller)", pod.Annotations)
+	})
+}
+
 // noPodAnnotated reports whether no Pod, and no Sandbox's pod template, of ns carries one of
 // dangerousAnnotations.
 func noPodAnnotated(t *testing.T, ns string) (bool, string) {
@@ -161,8 +175,15 @@ func TestClaimStorageClassIsBoundedByTheTemplate(t *testing.T) {
 	}
 	cases := map[string]struct {
 		mutate      func(*corev1.PersistentVolumeClaimSpec)
-		wantRefused string // the class the message names; empty: accepted
+		policy      *extv1beta1.ClaimPolicy // the template's claimPolicy
+		wantRefused string                  // the class the message names; empty: accepted
 	}{
+		"a class the template lists": {
+			mutate: class("premium-rwx"), policy: &extv1beta1.ClaimPolicy{AllowedStorageClassNames: []string{"premium-rwx"}},
+		},
+		"a class the template used, when its list names others": {
+			mutate: class("standard"), policy: &extv1beta1.ClaimPolicy{AllowedStorageClassNames: []string{"premium-rwx"}}, wantRefused: `"standard"`,
+		},
 		"a class the template does not use":                {mutate: class("premium-rwx"), wantRefused: `"premium-rwx"`},
 		"no class, to bind a free static PersistentVolume": {mutate: class(""), wantRefused: `""`},
 		"the class the template uses":                      {mutate: class("standard")},
@@ -171,8 +192,12 @@ func TestClaimStorageClassIsBoundedByTheTemplate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ns := startController(t)
-			env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().VolumeClaimTemplatesPolicy(extv1beta1.VolumeClaimTemplatesPolicyAllowed).
-				VolumeClaimTemplateWith("workspace", "1Gi", class("standard")).Obj())
+			tpl := testutil.MakeTemplate("python", ns).Unmanaged().VolumeClaimTemplatesPolicy(extv1beta1.VolumeClaimTemplatesPolicyAllowed).
+				VolumeClaimTemplateWith("workspace", "1Gi", class("standard"))
+			if tc.policy != nil {
+				tpl.ClaimPolicy(*tc.policy)
+			}
+			env.Create(t, tpl.Obj())
 			env.Create(t, testutil.MakeClaim("c1", ns).Template("python").VolumeClaimTemplateWith("cache", "1Gi", tc.mutate).Obj())
 			if tc.wantRefused == "" {
 				waitForClaim(t, ns, "c1", func(c *extv1beta1.SandboxClaim) bool { return c.Status.Sandbox.Name == "c1" })
