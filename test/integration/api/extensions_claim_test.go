@@ -40,9 +40,9 @@ func msgReservedAnnotation(key string) string {
 	return "additionalPodMetadata.annotations key " + key + " is reserved: keys under agents.x-k8s.io/"
 }
 
-// msgVCTForbidden is the message of the CEL rule refusing field in a claim's volume claim template.
-func msgVCTForbidden(template, field string) string {
-	return "volumeClaimTemplate " + template + ": spec." + field + " is not allowed in the volumeClaimTemplates of a claim"
+// msgVCTForbidden is the message of the CEL rule refusing field in a claim's volume claim templates.
+func msgVCTForbidden(field string) string {
+	return "volumeClaimTemplates[].spec." + field + " must not be set in a claim"
 }
 
 func msgLabelKey(key string) string {
@@ -357,38 +357,38 @@ func TestSandboxClaimCreateValidation(t *testing.T) {
 			claim: testutil.MakeClaim("vct-datasource", ns).WarmPool("pool").VolumeClaimTemplate("ok", "1Gi").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
 				s.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "theirs"}
 			}),
-			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("data", "dataSource")},
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("dataSource")},
 		},
 		"volume claim template with dataSourceRef": {
 			claim: testutil.MakeClaim("vct-datasourceref", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
 				s.DataSourceRef = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: "theirs"}
 			}),
-			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("data", "dataSourceRef")},
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("dataSourceRef")},
 		},
 		"volume claim template with volumeName": {
 			claim: testutil.MakeClaim("vct-volumename", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
 				s.VolumeName = "pv-1"
 			}),
-			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("data", "volumeName")},
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("volumeName")},
 		},
 		"volume claim template with selector": {
 			claim: testutil.MakeClaim("vct-selector", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
 				s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
 			}),
-			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("data", "selector")},
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("selector")},
 		},
 		"volume claim template with volumeAttributesClassName": {
 			claim: testutil.MakeClaim("vct-vac", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
 				s.VolumeAttributesClassName = ptr.To("gold")
 			}),
-			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("data", "volumeAttributesClassName")},
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("volumeAttributesClassName")},
 		},
 		"volume claim templates with every forbidden field": {
 			claim: testutil.MakeClaim("vct-all", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
 				s.VolumeName = "pv-1"
 				s.Selector = &metav1.LabelSelector{}
 			}),
-			wantErrs: []string{msgVCTForbidden("data", "volumeName"), msgVCTForbidden("data", "selector")},
+			wantErrs: []string{msgVCTForbidden("volumeName"), msgVCTForbidden("selector")},
 		},
 	}
 	for name, tc := range cases {
