@@ -81,6 +81,21 @@ func (w *TemplateWrapper) VolumeClaimTemplate(name, size string) *TemplateWrappe
 	return w
 }
 
+// ClaimPolicy sets spec.claimPolicy.
+func (w *TemplateWrapper) ClaimPolicy(p extv1beta1.ClaimPolicy) *TemplateWrapper {
+	w.Spec.ClaimPolicy = &p
+	return w
+}
+
+// VolumeClaimTemplateWith adds a volume claim template of size, changed by mutate (a storage
+// class, a data source).
+func (w *TemplateWrapper) VolumeClaimTemplateWith(name, size string, mutate func(*corev1.PersistentVolumeClaimSpec)) *TemplateWrapper {
+	vct := MakeVolumeClaimTemplate(name, size)
+	mutate(&vct.Spec)
+	w.Spec.VolumeClaimTemplates = append(w.Spec.VolumeClaimTemplates, vct)
+	return w
+}
+
 // Env sets a variable of the first container.
 func (w *TemplateWrapper) Env(name, value string) *TemplateWrapper {
 	c := &w.Spec.PodTemplate.Spec.Containers[0]
@@ -230,6 +245,15 @@ func (w *ClaimWrapper) Env(name, value, container string) *ClaimWrapper {
 // VolumeClaimTemplate adds a volume claim template of size.
 func (w *ClaimWrapper) VolumeClaimTemplate(name, size string) *ClaimWrapper {
 	w.Spec.VolumeClaimTemplates = append(w.Spec.VolumeClaimTemplates, MakeVolumeClaimTemplate(name, size))
+	return w
+}
+
+// VolumeClaimTemplateWith adds a volume claim template of size, changed by mutate (a storage
+// class, a data source).
+func (w *ClaimWrapper) VolumeClaimTemplateWith(name, size string, mutate func(*corev1.PersistentVolumeClaimSpec)) *ClaimWrapper {
+	vct := MakeVolumeClaimTemplate(name, size)
+	mutate(&vct.Spec)
+	w.Spec.VolumeClaimTemplates = append(w.Spec.VolumeClaimTemplates, vct)
 	return w
 }
 

@@ -25,6 +25,7 @@ const (
 	DefaultWarmPoolReadinessGracePeriod               = 5 * time.Minute
 	DefaultWarmPoolUnschedulableRecheckInterval       = time.Minute
 	DefaultAllowedLabelDomain                         = "sandbox.users.io"
+	DefaultAllowedAnnotationDomain                    = "sandbox.users.io"
 	DefaultRouterNamespace                            = "kubox-system"
 	DefaultClusterDNSNamespace                        = "kube-system"
 	DefaultAgentPort                            int32 = 7070
@@ -113,6 +114,9 @@ func setExtensionDefaults(c *Controllers) {
 	}
 	if c.SandboxClaim.AllowedLabelDomains == nil {
 		c.SandboxClaim.AllowedLabelDomains = []string{DefaultAllowedLabelDomain}
+	}
+	if c.SandboxClaim.AllowedAnnotationDomains == nil {
+		c.SandboxClaim.AllowedAnnotationDomains = []string{DefaultAllowedAnnotationDomain}
 	}
 }
 

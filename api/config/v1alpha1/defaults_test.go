@@ -28,9 +28,10 @@ func defaulted() *ControllerConfiguration {
 				UnschedulableRecheckInterval: &metav1.Duration{Duration: time.Minute},
 			},
 			SandboxClaim: ClaimSettings{
-				ControllerSettings:  ControllerSettings{Workers: ptr.To[int32](50)},
-				AllowedLabelDomains: []string{"sandbox.users.io"},
-				Events:              ptr.To(true),
+				ControllerSettings:       ControllerSettings{Workers: ptr.To[int32](50)},
+				AllowedLabelDomains:      []string{"sandbox.users.io"},
+				AllowedAnnotationDomains: []string{"sandbox.users.io"},
+				Events:                   ptr.To(true),
 			},
 		},
 		Metrics:        Metrics{BindAddress: ":8080"},
@@ -73,12 +74,12 @@ func TestSetDefaults(t *testing.T) {
 				return c
 			},
 		},
-		"extension settings given are kept, including an empty label-domain list": {
+		"extension settings given are kept, including empty domain lists": {
 			in: &ControllerConfiguration{
 				Controllers: Controllers{
 					Extensions:      ptr.To(false),
 					SandboxWarmPool: WarmPoolSettings{MaxBatchSize: ptr.To[int32](5)},
-					SandboxClaim:    ClaimSettings{AllowedLabelDomains: []string{}},
+					SandboxClaim:    ClaimSettings{AllowedLabelDomains: []string{}, AllowedAnnotationDomains: []string{}},
 				},
 				NetworkPolicy: NetworkPolicySettings{Router: PeerSelector{Namespace: "router-ns"}},
 			},
@@ -87,6 +88,7 @@ func TestSetDefaults(t *testing.T) {
 				c.Controllers.Extensions = ptr.To(false)
 				c.Controllers.SandboxWarmPool.MaxBatchSize = ptr.To[int32](5)
 				c.Controllers.SandboxClaim.AllowedLabelDomains = []string{}
+				c.Controllers.SandboxClaim.AllowedAnnotationDomains = []string{}
 				c.NetworkPolicy.Router.Namespace = "router-ns"
 				return c
 			},

@@ -137,6 +137,15 @@ type ClaimSettings struct {
 	// +optional
 	AllowedLabelDomains []string `json:"allowedLabelDomains,omitempty"`
 
+	// allowedAnnotationDomains are the domains an annotation in a claim's additionalPodMetadata
+	// may have (the key's prefix, or a subdomain of it), for every template; a template's
+	// spec.claimPolicy.allowedAnnotationDomains adds to them. The annotation
+	// cluster-autoscaler.kubernetes.io/safe-to-evict is always allowed. Default:
+	// [sandbox.users.io]. kubox addition: agent-sandbox lets a claim set any annotation outside
+	// its reserved domains, which lets it choose networks, mesh sidecars and runtime options.
+	// +optional
+	AllowedAnnotationDomains []string `json:"allowedAnnotationDomains,omitempty"`
+
 	// events says whether the controller records Events about claims (SandboxAdopted,
 	// SandboxProvisioned, ClaimExpired, DuplicateSandboxDeleted). Each is one API write, sent
 	// off a claim's critical path; false saves it. Default: true, as agent-sandbox

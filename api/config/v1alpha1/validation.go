@@ -61,6 +61,11 @@ func validateControllers(c *Controllers, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("sandboxClaim", "allowedLabelDomains").Index(i), d, msg))
 		}
 	}
+	for i, d := range c.SandboxClaim.AllowedAnnotationDomains {
+		for _, msg := range validation.IsDNS1123Subdomain(d) {
+			errs = append(errs, field.Invalid(p.Child("sandboxClaim", "allowedAnnotationDomains").Index(i), d, msg))
+		}
+	}
 	return errs
 }
 

@@ -88,6 +88,12 @@ func TestValidate(t *testing.T) {
 			},
 			want: []fieldErr{{field.ErrorTypeInvalid, "controllers.sandboxClaim.allowedLabelDomains[1]"}},
 		},
+		"allowed annotation domain not a DNS subdomain": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Controllers.SandboxClaim.AllowedAnnotationDomains = []string{"sidecar.istio.io/", "ok.example.com"}
+			},
+			want: []fieldErr{{field.ErrorTypeInvalid, "controllers.sandboxClaim.allowedAnnotationDomains[0]"}},
+		},
 		"network policy peers invalid": {
 			mutate: func(c *ControllerConfiguration) {
 				c.NetworkPolicy.Router.Namespace = "Bad NS"

@@ -59,6 +59,11 @@ func (in *ClaimSettings) DeepCopyInto(out *ClaimSettings) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.AllowedAnnotationDomains != nil {
+		in, out := &in.AllowedAnnotationDomains, &out.AllowedAnnotationDomains
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Events != nil {
 		in, out := &in.Events, &out.Events
 		*out = new(bool)

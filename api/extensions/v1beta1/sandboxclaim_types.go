@@ -138,11 +138,19 @@ type SandboxClaimSpec struct {
 
 	// volumeClaimTemplates lists PersistentVolumeClaims to add to the sandbox, or to replace the
 	// template's by name, if the template's volumeClaimTemplatesPolicy allows it. Setting any
-	// starts the sandbox cold. Names must be unique.
+	// starts the sandbox cold. Names must be unique. A claim's volume starts empty on a new
+	// volume: spec.dataSource, spec.dataSourceRef, spec.volumeName, spec.selector and
+	// spec.volumeAttributesClassName are rejected (kubox: stricter than agent-sandbox), and
+	// spec.storageClassName and the size are bounded by the template's claimPolicy.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, has(y.metadata.name) && has(x.metadata.name) && y.metadata.name == x.metadata.name))",message="volumeClaimTemplates[].metadata.name must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !has(x.spec.dataSource))",message="volumeClaimTemplates[].spec.dataSource must not be set in a claim: it would fill the volume from a PersistentVolumeClaim or VolumeSnapshot, which may hold the data of another user; set it in the SandboxTemplate instead"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !has(x.spec.dataSourceRef))",message="volumeClaimTemplates[].spec.dataSourceRef must not be set in a claim: it would fill the volume from a PersistentVolumeClaim, VolumeSnapshot or populator object, which may hold the data of another user; set it in the SandboxTemplate instead"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !has(x.spec.volumeName))",message="volumeClaimTemplates[].spec.volumeName must not be set in a claim: it would bind a chosen PersistentVolume, which may hold the data of another user; set it in the SandboxTemplate instead"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !has(x.spec.selector))",message="volumeClaimTemplates[].spec.selector must not be set in a claim: it would bind a pre-provisioned PersistentVolume chosen by its labels, which may hold the data of another user; set it in the SandboxTemplate instead"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !has(x.spec.volumeAttributesClassName))",message="volumeClaimTemplates[].spec.volumeAttributesClassName must not be set in a claim: it would choose the VolumeAttributesClass of the volume (its performance and cost), which only the template may choose; set it in the SandboxTemplate instead"
 	VolumeClaimTemplates []sandboxv1beta1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
 }
 

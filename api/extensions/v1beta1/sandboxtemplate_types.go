@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -67,6 +68,57 @@ type NetworkPolicySpec struct {
 	Egress []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
 }
 
+// ClaimPolicy bounds what a claim may add to a template's sandboxes, beyond what
+// envVarsInjectionPolicy and volumeClaimTemplatesPolicy allow. kubox addition.
+type ClaimPolicy struct {
+	// allowedLabelDomains are domains a label in a claim's additionalPodMetadata may have (the
+	// key's prefix, or a subdomain of it), besides those the controller allows for every template
+	// (controllers.sandboxClaim.allowedLabelDomains, default sandbox.users.io). A claim with any
+	// other label gets Ready=False with reason InvalidMetadata.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	AllowedLabelDomains []string `json:"allowedLabelDomains,omitempty"`
+
+	// allowedAnnotationDomains are domains an annotation in a claim's additionalPodMetadata may
+	// have (the key's prefix, or a subdomain of it), besides those the controller allows for
+	// every template (controllers.sandboxClaim.allowedAnnotationDomains, default
+	// sandbox.users.io) and the annotation cluster-autoscaler.kubernetes.io/safe-to-evict. A
+	// claim with any other annotation gets Ready=False with reason InvalidMetadata. Annotations
+	// are read by CNI plugins (k8s.v1.cni.cncf.io, cni.projectcalico.org), service meshes
+	// (sidecar.istio.io) and container runtimes: allow a domain only if any claimer may choose
+	// what it controls.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	AllowedAnnotationDomains []string `json:"allowedAnnotationDomains,omitempty"`
+
+	// allowedStorageClassNames are the StorageClasses a claim's volumeClaimTemplates may name in
+	// spec.storageClassName. Unset, they are the classes the template's own volumeClaimTemplates
+	// name. A claim's volume claim template that names no class gets the cluster's default
+	// StorageClass and is always allowed; one that names a class outside these gets Ready=False
+	// with reason VolumeClaimTemplatesError. The empty class "" (which binds a pre-provisioned
+	// PersistentVolume) cannot be listed: a claim may use it only when this list is unset and the
+	// template's own volumeClaimTemplates do.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	AllowedStorageClassNames []string `json:"allowedStorageClassNames,omitempty"`
+
+	// maxStoragePerVolume is the most storage (resources.requests.storage, and
+	// resources.limits.storage) that one of a claim's volumeClaimTemplates may ask for; a claim
+	// asking for more gets Ready=False with reason VolumeClaimTemplatesError. Unset, there is no
+	// bound besides the namespace's ResourceQuota.
+	// +optional
+	MaxStoragePerVolume *resource.Quantity `json:"maxStoragePerVolume,omitempty"`
+}
+
 // SandboxTemplateSpec is the blueprint of the sandboxes built from a template, and what claims
 // may change in it.
 type SandboxTemplateSpec struct {
@@ -101,6 +153,14 @@ type SandboxTemplateSpec struct {
 	// +optional
 	// +kubebuilder:default=Disallowed
 	VolumeClaimTemplatesPolicy VolumeClaimTemplatesPolicy `json:"volumeClaimTemplatesPolicy,omitempty"`
+
+	// claimPolicy bounds the pod metadata and the volumes a claim may add to the template's
+	// sandboxes: the label and annotation domains of its additionalPodMetadata, and the storage
+	// classes and sizes of its volumeClaimTemplates. Unset, a claim may use the domains the
+	// controller allows for every template (sandbox.users.io by default) and the storage classes
+	// of the template's own volumeClaimTemplates. kubox addition.
+	// +optional
+	ClaimPolicy *ClaimPolicy `json:"claimPolicy,omitempty"`
 }
 
 // SandboxTemplate is a reusable sandbox blueprint: the Pod, volumes and Service of every sandbox

@@ -11,28 +11,56 @@ import (
 )
 
 func TestValidateAdditionalPodMetadata(t *testing.T) {
-	tpl := sandboxv1beta1.PodMetadata{
-		Labels:      map[string]string{"sandbox.users.io/team": "a"},
-		Annotations: map[string]string{"example.com/owner": "ops"},
-	}
-	domains := []string{"sandbox.users.io", "example.com"}
+	configured := metadataDomains{labels: []string{"sandbox.users.io", "example.com"}, annotations: []string{"sandbox.users.io", "example.com"}}
 	md := func(labels, annotations map[string]string) extv1beta1.AdditionalPodMetadata {
 		return extv1beta1.AdditionalPodMetadata{Labels: labels, Annotations: annotations}
 	}
+	istio := extv1beta1.ClaimPolicy{AllowedAnnotationDomains: []string{"sidecar.istio.io"}, AllowedLabelDomains: []string{"team.example.org"}}
 	cases := map[string]struct {
 		md          extv1beta1.AdditionalPodMetadata
-		wantMessage string // "" means valid; otherwise a substring of the InvalidMetadata message
+		policy      *extv1beta1.ClaimPolicy // the template's claimPolicy
+		configured  *metadataDomains        // the controller's; nil: configured above
+		wantMessage string                  // "" means valid; otherwise a substring of the InvalidMetadata message
 	}{
 		"nothing is valid": {},
 		"labels in allowed domains and subdomains, and the template's own values, are valid": {
 			md: md(map[string]string{"sandbox.users.io/user": "u1", "eu.example.com/zone": "z", "sandbox.users.io/team": "a"},
-				map[string]string{"example.com/owner": "ops", "safe": "yes", extv1beta1.SafeToEvictAnnotation: "false"}),
+				map[string]string{"example.com/owner": "ops", "sandbox.users.io/note": "yes", extv1beta1.SafeToEvictAnnotation: "false"}),
+		},
+		"safe-to-evict is allowed with no annotation domain at all": {
+			md: md(nil, map[string]string{extv1beta1.SafeToEvictAnnotation: "true"}), configured: &metadataDomains{},
+		},
+		"an annotation without a domain is rejected": {
+			md: md(nil, map[string]string{"io.kubernetes.cri-o.userns-mode": "auto"}), wantMessage: "key io.kubernetes.cri-o.userns-mode is not in an annotation domain allowed for SandboxTemplate python (allowed: sandbox.users.io, example.com)",
+		},
+		"a multus network annotation is rejected by default": {
+			md: md(nil, map[string]string{"k8s.v1.cni.cncf.io/networks": "other/net"}), wantMessage: "spec.claimPolicy.allowedAnnotationDomains",
+		},
+		"a Calico IP pool annotation is rejected by default": {
+			md: md(nil, map[string]string{"cni.projectcalico.org/ipv4pools": `["other"]`}), wantMessage: "key cni.projectcalico.org/ipv4pools",
+		},
+		"an Istio annotation is rejected by default": {
+			md: md(nil, map[string]string{"sidecar.istio.io/inject": "false"}), wantMessage: "key sidecar.istio.io/inject",
+		},
+		"with no domain configured, the message says none": {
+			md: md(nil, map[string]string{"example.com/x": "1"}), configured: &metadataDomains{}, wantMessage: "(none)",
+		},
+		"the template's claimPolicy adds annotation and label domains": {
+			md:     md(map[string]string{"team.example.org/x": "1"}, map[string]string{"sidecar.istio.io/inject": "false", "example.com/y": "2"}),
+			policy: &istio,
+		},
+		"the template's claimPolicy names its domains in the message": {
+			md: md(nil, map[string]string{"k8s.v1.cni.cncf.io/networks": "x"}), policy: &istio,
+			wantMessage: "(allowed: sandbox.users.io, example.com, sidecar.istio.io)",
+		},
+		"a domain the template allows for annotations is not one for labels": {
+			md: md(map[string]string{"sidecar.istio.io/x": "1"}, nil), policy: &istio, wantMessage: "spec.claimPolicy.allowedLabelDomains",
 		},
 		"a label without a domain is rejected": {
-			md: md(map[string]string{"app": "sandbox-router"}, nil), wantMessage: "key app is not in an allowed label domain",
+			md: md(map[string]string{"app": "sandbox-router"}, nil), wantMessage: "key app is not in a label domain allowed for SandboxTemplate python",
 		},
 		"a label in another domain is rejected": {
-			md: md(map[string]string{"evil.io/x": "1"}, nil), wantMessage: "key evil.io/x is not in an allowed label domain",
+			md: md(map[string]string{"evil.io/x": "1"}, nil), wantMessage: "key evil.io/x is not in a label domain allowed",
 		},
 		"a domain that merely ends like an allowed one is rejected": {
 			md: md(map[string]string{"notexample.com/x": "1"}, nil), wantMessage: "key notexample.com/x",
@@ -55,7 +83,15 @@ func TestValidateAdditionalPodMetadata(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := validateAdditionalPodMetadata(tc.md, tpl, domains, "python")
+			tw := makeTemplate().PodLabel("sandbox.users.io/team", "a").PodAnnotation("example.com/owner", "ops")
+			if tc.policy != nil {
+				tw = tw.ClaimPolicy(*tc.policy)
+			}
+			domains := configured
+			if tc.configured != nil {
+				domains = *tc.configured
+			}
+			f := validateAdditionalPodMetadata(tc.md, tw.Obj(), domains)
 			switch {
 			case tc.wantMessage == "" && f != nil:
 				t.Errorf("validateAdditionalPodMetadata() = %v; want valid", f)

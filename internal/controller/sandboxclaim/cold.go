@@ -103,6 +103,9 @@ func buildColdSandbox(claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTem
 	if f != nil {
 		return nil, f
 	}
+	if f := validateClaimVolumes(claim.Spec.VolumeClaimTemplates, tpl); f != nil {
+		return nil, f
+	}
 	bp.VolumeClaimTemplates = vcts
 	bp.PodTemplate.Metadata = withAdditionalPodMetadata(bp.PodTemplate.Metadata, claim.Spec.AdditionalPodMetadata)
 	annotations := map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tpl.Name}

@@ -51,13 +51,13 @@ const conflictRetry = 250 * time.Millisecond
 
 // Reconciler reconciles SandboxClaims.
 type Reconciler struct {
-	client              client.Client
-	apiReader           client.Reader
-	scheme              *runtime.Scheme
-	recorder            events.EventRecorder
-	clock               clock.PassiveClock
-	tracer              trace.Tracer
-	allowedLabelDomains []string
+	client    client.Client
+	apiReader client.Reader
+	scheme    *runtime.Scheme
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+	tracer    trace.Tracer
+	domains   metadataDomains
 
 	reservations *reservations
 	memory       *claimMemory
@@ -69,17 +69,18 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler returns a Reconciler. c reads from the informer cache; apiReader reads from the
 // API server, only when the cache cannot say whether a claim's sandbox still exists.
-// allowedLabelDomains are the domains a label of a claim's additionalPodMetadata may have.
+// allowedLabelDomains and allowedAnnotationDomains are the domains a label or an annotation of a
+// claim's additionalPodMetadata may have whatever its template.
 func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
-	clk clock.PassiveClock, tp trace.TracerProvider, allowedLabelDomains []string) *Reconciler {
+	clk clock.PassiveClock, tp trace.TracerProvider, allowedLabelDomains, allowedAnnotationDomains []string) *Reconciler {
 	return &Reconciler{
 		client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
-		tracer:              tp.Tracer(TracerName),
-		allowedLabelDomains: allowedLabelDomains,
-		reservations:        newReservations(clk),
-		memory:              newClaimMemory(clk),
-		timeline:            newTimeline(clk),
-		hashes:              newTemplateHashes(),
+		tracer:       tp.Tracer(TracerName),
+		domains:      metadataDomains{labels: allowedLabelDomains, annotations: allowedAnnotationDomains},
+		reservations: newReservations(clk),
+		memory:       newClaimMemory(clk),
+		timeline:     newTimeline(clk),
+		hashes:       newTemplateHashes(),
 	}
 }
 
@@ -95,7 +96,8 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 		recorder = noEvents{}
 	}
 	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), recorder,
-		clock.RealClock{}, otel.GetTracerProvider(), cfg.Controllers.SandboxClaim.AllowedLabelDomains)
+		clock.RealClock{}, otel.GetTracerProvider(),
+		cfg.Controllers.SandboxClaim.AllowedLabelDomains, cfg.Controllers.SandboxClaim.AllowedAnnotationDomains)
 	if err := r.SetupWithManager(mgr, opts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}
@@ -159,8 +161,7 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		obs.failure = f
 		return nil
 	}
-	if f := validateAdditionalPodMetadata(claim.Spec.AdditionalPodMetadata, src.template.Spec.PodTemplate.Metadata,
-		r.allowedLabelDomains, src.template.Name); f != nil {
+	if f := validateAdditionalPodMetadata(claim.Spec.AdditionalPodMetadata, src.template, r.domains); f != nil {
 		obs.failure = f
 		return nil
 	}

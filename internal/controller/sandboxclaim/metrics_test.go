@@ -51,7 +51,7 @@ func TestRecordFirstReady(t *testing.T) {
 
 	t.Run("a claim seen from its creation records every phase, once", func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(testNow.Time)
-		r := NewReconciler(nil, nil, nil, nil, clk, noop.NewTracerProvider(), nil)
+		r := NewReconciler(nil, nil, nil, nil, clk, noop.NewTracerProvider(), nil, nil)
 		claim := makeClaim().Obj()
 		before := phaseCounts(t)
 		r.timeline.observe(claim.UID)
@@ -69,7 +69,7 @@ func TestRecordFirstReady(t *testing.T) {
 	})
 
 	t.Run("a claim already Ready when first seen records nothing", func(t *testing.T) {
-		r := NewReconciler(nil, nil, nil, nil, clocktesting.NewFakeClock(testNow.Time), noop.NewTracerProvider(), nil)
+		r := NewReconciler(nil, nil, nil, nil, clocktesting.NewFakeClock(testNow.Time), noop.NewTracerProvider(), nil, nil)
 		claim := makeClaim().Condition(claimCond("Ready", metav1.ConditionTrue, "DependenciesReady", "", testEarlier)).Obj()
 		before := phaseCounts(t)
 		r.timeline.observe(claim.UID)
@@ -82,7 +82,7 @@ func TestRecordFirstReady(t *testing.T) {
 
 	t.Run("a claim found bound after a restart records only what this process saw", func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(testNow.Time)
-		r := NewReconciler(nil, nil, nil, nil, clk, noop.NewTracerProvider(), nil)
+		r := NewReconciler(nil, nil, nil, nil, clk, noop.NewTracerProvider(), nil, nil)
 		claim := makeClaim().Obj()
 		before := phaseCounts(t)
 		r.timeline.observe(claim.UID)

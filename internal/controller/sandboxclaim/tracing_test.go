@@ -27,7 +27,7 @@ func TestStartSpanContinuesTheClaimsTrace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rec := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-			r := NewReconciler(nil, nil, nil, nil, clocktesting.NewFakeClock(testNow.Time), tp, nil)
+			r := NewReconciler(nil, nil, nil, nil, clocktesting.NewFakeClock(testNow.Time), tp, nil, nil)
 			w := makeClaim()
 			if tc.annotation != "" {
 				w.Annotation("opentelemetry.io/trace-context", tc.annotation)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +38,11 @@ func msgReservedLabel(key string) string {
 
 func msgReservedAnnotation(key string) string {
 	return "additionalPodMetadata.annotations key " + key + " is reserved: keys under agents.x-k8s.io/"
+}
+
+// msgVCTForbidden is the message of the CEL rule refusing field in a claim's volume claim templates.
+func msgVCTForbidden(field string) string {
+	return "volumeClaimTemplates[].spec." + field + " must not be set in a claim"
 }
 
 func msgLabelKey(key string) string {
@@ -339,6 +346,49 @@ func TestSandboxClaimCreateValidation(t *testing.T) {
 		"17 volume claim templates": {
 			claim:    withClaimVolumeClaimTemplates(testutil.MakeClaim("vct-17", ns).WarmPool("pool"), 17),
 			wantErrs: []string{"spec.volumeClaimTemplates", "must have at most 16 items"},
+		},
+		"volume claim template with a storage class and limits": {
+			claim: testutil.MakeClaim("vct-class", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
+				s.StorageClassName = ptr.To("standard")
+				s.Resources.Limits = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}
+			}),
+		},
+		"volume claim template with dataSource": {
+			claim: testutil.MakeClaim("vct-datasource", ns).WarmPool("pool").VolumeClaimTemplate("ok", "1Gi").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
+				s.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "theirs"}
+			}),
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("dataSource")},
+		},
+		"volume claim template with dataSourceRef": {
+			claim: testutil.MakeClaim("vct-datasourceref", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
+				s.DataSourceRef = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: "theirs"}
+			}),
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("dataSourceRef")},
+		},
+		"volume claim template with volumeName": {
+			claim: testutil.MakeClaim("vct-volumename", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
+				s.VolumeName = "pv-1"
+			}),
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("volumeName")},
+		},
+		"volume claim template with selector": {
+			claim: testutil.MakeClaim("vct-selector", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
+				s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
+			}),
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("selector")},
+		},
+		"volume claim template with volumeAttributesClassName": {
+			claim: testutil.MakeClaim("vct-vac", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
+				s.VolumeAttributesClassName = ptr.To("gold")
+			}),
+			wantErrs: []string{"spec.volumeClaimTemplates", msgVCTForbidden("volumeAttributesClassName")},
+		},
+		"volume claim templates with every forbidden field": {
+			claim: testutil.MakeClaim("vct-all", ns).WarmPool("pool").VolumeClaimTemplateWith("data", "1Gi", func(s *corev1.PersistentVolumeClaimSpec) {
+				s.VolumeName = "pv-1"
+				s.Selector = &metav1.LabelSelector{}
+			}),
+			wantErrs: []string{msgVCTForbidden("volumeName"), msgVCTForbidden("selector")},
 		},
 	}
 	for name, tc := range cases {

@@ -1,12 +1,15 @@
 package api
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -184,6 +187,34 @@ func TestSandboxTemplateCreateValidation(t *testing.T) {
 			obj:      testutil.MakeTemplate("vct-invalid", ns).VolumeClaimTemplate("Data", "1Gi").Obj(),
 			wantErrs: []string{"spec.volumeClaimTemplates[0]", msgVCTName},
 		},
+		"claimPolicy": {
+			obj: testutil.MakeTemplate("claim-policy", ns).ClaimPolicy(extv1beta1.ClaimPolicy{
+				AllowedLabelDomains:      []string{"team.example.com"},
+				AllowedAnnotationDomains: []string{"sidecar.istio.io", "example.com"},
+				AllowedStorageClassNames: []string{"standard", "fast-ssd"},
+				MaxStoragePerVolume:      ptr.To(resource.MustParse("20Gi")),
+			}).Obj(),
+		},
+		"claimPolicy annotation domain with a slash": {
+			obj:      testutil.MakeTemplate("claim-policy-slash", ns).ClaimPolicy(extv1beta1.ClaimPolicy{AllowedAnnotationDomains: []string{"sidecar.istio.io/"}}).Obj(),
+			wantErrs: []string{"spec.claimPolicy.allowedAnnotationDomains[0]", "should match"},
+		},
+		"claimPolicy label domain with uppercase letters": {
+			obj:      testutil.MakeTemplate("claim-policy-upper", ns).ClaimPolicy(extv1beta1.ClaimPolicy{AllowedLabelDomains: []string{"Example.com"}}).Obj(),
+			wantErrs: []string{"spec.claimPolicy.allowedLabelDomains[0]", "should match"},
+		},
+		"claimPolicy with the empty storage class": {
+			obj:      testutil.MakeTemplate("claim-policy-empty-class", ns).ClaimPolicy(extv1beta1.ClaimPolicy{AllowedStorageClassNames: []string{""}}).Obj(),
+			wantErrs: []string{"spec.claimPolicy.allowedStorageClassNames[0]"},
+		},
+		"claimPolicy with a domain twice": {
+			obj:      testutil.MakeTemplate("claim-policy-dup", ns).ClaimPolicy(extv1beta1.ClaimPolicy{AllowedAnnotationDomains: []string{"a.io", "a.io"}}).Obj(),
+			wantErrs: []string{"spec.claimPolicy.allowedAnnotationDomains[1]", "Duplicate value"},
+		},
+		"claimPolicy with 33 annotation domains": {
+			obj:      testutil.MakeTemplate("claim-policy-many", ns).ClaimPolicy(extv1beta1.ClaimPolicy{AllowedAnnotationDomains: domains(33)}).Obj(),
+			wantErrs: []string{"spec.claimPolicy.allowedAnnotationDomains", "must have at most 32 items"},
+		},
 		"no podTemplate": {
 			obj: fromYAML(t, ns, `
 apiVersion: extensions.agents.x-k8s.io/v1beta1
@@ -247,4 +278,13 @@ func TestSandboxTemplateUpdateValidation(t *testing.T) {
 			checkErr(t, "Updating template", env.Client.Update(ctx, tpl), tc.wantErrs)
 		})
 	}
+}
+
+// domains returns n distinct domains.
+func domains(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("d%d.example.com", i)
+	}
+	return out
 }

@@ -206,7 +206,7 @@ func TestInvalidMetadata(t *testing.T) {
 	}{
 		"a label outside the allowed domains": {
 			claim:       func(w *testutil.ClaimWrapper) *testutil.ClaimWrapper { return w.PodLabel("example.com/team", "b") },
-			wantMessage: "additionalPodMetadata.labels key example.com/team is not in an allowed label domain",
+			wantMessage: "additionalPodMetadata.labels key example.com/team is not in a label domain allowed for SandboxTemplate python (allowed: sandbox.users.io)",
 		},
 		"a label the template sets to another value": {
 			claim:       func(w *testutil.ClaimWrapper) *testutil.ClaimWrapper { return w.PodLabel("sandbox.users.io/team", "b") },

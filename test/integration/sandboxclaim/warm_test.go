@@ -20,7 +20,9 @@ import (
 
 func TestWarmClaimBindsAReadyMemberWithoutRestartingItsPod(t *testing.T) {
 	ns := startController(t)
-	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().PodLabel("sandbox.users.io/team", "a").Obj())
+	// The claim's annotation example.com/note is in a domain the template allows claims.
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().PodLabel("sandbox.users.io/team", "a").
+		ClaimPolicy(extv1beta1.ClaimPolicy{AllowedAnnotationDomains: []string{"example.com"}}).Obj())
 	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(2).Obj())
 	waitForPoolReady(t, ns, "pool", 2)
 	members, err := poolMembers(t, ns, "pool")
@@ -69,7 +71,7 @@ func TestWarmClaimBindsAReadyMemberWithoutRestartingItsPod(t *testing.T) {
 		_, inPool := pod.Labels[sandboxv1beta1.WarmPoolSandboxLabel]
 		ok := string(pod.UID) == podUIDs[name] && !inPool && pod.Labels[sandboxv1beta1.ClaimUIDLabel] == string(claim.UID) &&
 			pod.Labels["sandbox.users.io/user"] == "u1" && pod.Labels["sandbox.users.io/team"] == "a" &&
-			pod.Annotations[extv1beta1.SafeToEvictAnnotation] == ""
+			pod.Annotations["example.com/note"] == "hi" && pod.Annotations[extv1beta1.SafeToEvictAnnotation] == ""
 		return ok, fmt.Sprintf("Pod %s uid %s (was %s), labels %v, annotations %v", name, pod.UID, podUIDs[name], pod.Labels, pod.Annotations)
 	})
 	env.WaitForEvent(t, ns, "SandboxClaim", "c1", corev1.EventTypeNormal, "SandboxAdopted", name)
