@@ -181,6 +181,8 @@ func TestJunkTokenFloodDoesNotStarveRealClients(t *testing.T) {
 	elapsed := time.Since(start)
 	cancel()
 
+	t.Logf("Flood: %d junk requests in %s, %d answered 429, %d junk TokenReviews reached the API server",
+		answered.Load(), elapsed.Round(time.Millisecond), limited.Load(), reviews.junk.Load())
 	// Junk reviews are bounded by the per-client budget: the burst, then floodQPS.
 	bound := int64(floodBurst) + int64(math.Ceil(floodQPS*elapsed.Seconds()))
 	if got := reviews.junk.Load(); got > bound {
