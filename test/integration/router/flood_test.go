@@ -67,10 +67,14 @@ func startCountedRouter(t *testing.T, ns string, mutate func(*router.Config)) (*
 }
 
 // clientFrom is an HTTP client whose connections come from local address ip (any of
-// 127.0.0.0/8 reaches the router): the router tells clients apart by address.
-func clientFrom(ip string) *http.Client {
+// 127.0.0.0/8 reaches the router): the router tells clients apart by address. Without
+// keepAlive each request has a connection of its own, closed after it: no connection is left
+// open, unused, to hold up the router's shutdown.
+func clientFrom(t *testing.T, ip string, keepAlive bool) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}}
+	tr := &http.Transport{DialContext: d.DialContext, DisableKeepAlives: !keepAlive}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }
 
 func get(ctx context.Context, c *http.Client, url, tok string) (int, http.Header, error) {
@@ -120,7 +124,7 @@ func TestJunkTokenFloodDoesNotStarveRealClients(t *testing.T) {
 	waitAllowed(t, ns, "known", "box")
 	waitAllowed(t, ns, "fresh", "box")
 	url := rt.url + "/sandboxes/" + ns + "/box/healthz"
-	real := clientFrom("127.0.0.2")
+	real := clientFrom(t, "127.0.0.2", true)
 	eventually(t, func() (bool, string) {
 		code, _, err := get(t.Context(), real, url, known)
 		return code == http.StatusOK, fmt.Sprintf("known ServiceAccount before the flood: %d %v", code, err)
@@ -128,7 +132,7 @@ func TestJunkTokenFloodDoesNotStarveRealClients(t *testing.T) {
 
 	// The flood: 256 senders, until told to stop and at least 4096+256 distinct tokens are sent.
 	const senders, minTokens = 256, 4096 + 256
-	flooder := clientFrom("127.0.0.1")
+	flooder := clientFrom(t, "127.0.0.1", false)
 	var (
 		sent, answered, limited atomic.Int64
 		running                 atomic.Int64
