@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -79,13 +80,25 @@ func (rt *Router) authenticate(ctx context.Context, r *http.Request, cookie bool
 		return &principal{kind: principalShared}, nil
 	}
 	if strings.HasPrefix(tok, claimtoken.Prefix) {
+		// A claim token is checked here and never sent to the API server, valid or not.
 		c, err := claimtoken.Verify(rt.cfg.AgentTokenKey, tok, rt.now())
 		if err != nil {
+			rt.metrics.TokenRejections.WithLabelValues(metrics.RejectionClaimToken).Inc()
 			return nil, errorf(http.StatusUnauthorized, "%v", err)
 		}
 		return &principal{kind: principalClaim, claim: &c}, nil
 	}
-	u, why, err := rt.reviewer.Authenticate(ctx, tok)
+	if merr := authn.CheckToken(tok, rt.cfg.MaxBearerTokenBytes); merr != nil {
+		rt.metrics.TokenRejections.WithLabelValues(merr.Reason).Inc()
+		return nil, errorf(http.StatusUnauthorized, "%v; %s", merr, rt.acceptedCredentials())
+	}
+	u, why, err := rt.reviewer.Authenticate(ctx, tok, clientIP(r))
+	if lerr := (*authn.LimitedError)(nil); errors.As(err, &lerr) {
+		rt.metrics.TokenReviewsLimited.WithLabelValues(lerr.Scope).Inc()
+		herr := errorf(http.StatusTooManyRequests, "the router did not review the bearer token: %v", lerr)
+		herr.retryAfter = lerr.RetryAfterSeconds()
+		return nil, herr
+	}
 	if err != nil {
 		return nil, errorf(http.StatusServiceUnavailable, "%v; retry shortly", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/internal/router/authn"
 )
 
 // Defaults of Config, shared with cmd/kubox-router's flags.
@@ -66,8 +67,15 @@ type Config struct {
 	AllowLoopbackPodIP bool
 	// AccessLog writes one JSON line per request (not for /healthz and /readyz) to Log.
 	AccessLog bool
-	// AuthCacheTTL is how long TokenReview and SubjectAccessReview answers are reused.
+	// AuthCacheTTL is how long TokenReview and SubjectAccessReview answers are reused (a
+	// rejected token's for at most authn.DefaultNegativeCacheTTL).
 	AuthCacheTTL time.Duration
+	// MaxBearerTokenBytes bounds the bearer tokens the router considers (401 beyond, before any
+	// API call); 0: authn.DefaultMaxTokenBytes.
+	MaxBearerTokenBytes int
+	// TokenReviewBudget bounds the TokenReviews of tokens the router has not seen accepted
+	// (429 with Retry-After beyond), overall and per client IP address.
+	TokenReviewBudget authn.BudgetConfig
 	// UpstreamMaxRetries and UpstreamRetryDelay: a failed dial to a sandbox is retried this many
 	// times, waiting UpstreamRetryDelay, then twice as long each time. Only dials are retried.
 	UpstreamMaxRetries int
@@ -93,6 +101,8 @@ func DefaultConfig() Config {
 		ClaimTokenMaxTTL:        DefaultClaimTokenMaxTTL,
 		AccessLog:               true,
 		AuthCacheTTL:            DefaultAuthCacheTTL,
+		MaxBearerTokenBytes:     authn.DefaultMaxTokenBytes,
+		TokenReviewBudget:       authn.DefaultBudgetConfig(),
 		UpstreamMaxRetries:      DefaultUpstreamMaxRetries,
 		UpstreamRetryDelay:      DefaultUpstreamRetryDelay,
 		ShutdownTimeout:         DefaultShutdownTimeout,
@@ -114,7 +124,10 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("the %s must be positive, not %s", name, d))
 		}
 	}
-	if c.MaxRequestBodyBytes < 0 || c.MaxConnectionsPerClient < 0 || c.UpstreamMaxRetries < 0 {
+	if err := c.TokenReviewBudget.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxRequestBodyBytes < 0 || c.MaxConnectionsPerClient < 0 || c.UpstreamMaxRetries < 0 || c.MaxBearerTokenBytes < 0 {
 		errs = append(errs, errors.New("limits and retries cannot be negative (0 means unlimited or none)"))
 	}
 	if strings.ContainsAny(c.PreviewDomain, ":/ ") {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // httpError is an answer the router gives itself: a status and a message that says what is
@@ -11,6 +12,8 @@ import (
 type httpError struct {
 	code int
 	msg  string
+	// retryAfter is the Retry-After of a 429 in seconds; 0: 1.
+	retryAfter int
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -34,7 +37,7 @@ func writeError(w http.ResponseWriter, e *httpError) {
 		h.Set("WWW-Authenticate", `Bearer realm="kubox-router"`)
 	}
 	if e.code == http.StatusTooManyRequests {
-		h.Set("Retry-After", "1")
+		h.Set("Retry-After", strconv.Itoa(max(e.retryAfter, 1)))
 	}
 	w.WriteHeader(e.code)
 	_ = json.NewEncoder(w).Encode(errorBody{Error: e.msg, Code: e.code})

@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kubox-dev/kubox/internal/router/authn"
@@ -52,11 +53,10 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
-	clientset, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return nil, fmt.Errorf("creating a Kubernetes client: %w", err)
+	var err error
+	if rt.reviewer, err = newReviewer(cfg, restConfig); err != nil {
+		return nil, err
 	}
-	rt.reviewer = authn.NewReviewer(clientset, cfg.AuthCacheTTL)
 	if rt.cache, err = rt.newCache(restConfig); err != nil {
 		return nil, err
 	}
@@ -64,6 +64,25 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 	rt.proxy = rt.newProxy()
 	rt.handler = rt.observe(http.HandlerFunc(rt.serveHTTP))
 	return rt, nil
+}
+
+// newReviewer builds the token and access reviewer with two clients: restConfig's for
+// SubjectAccessReviews and tokens accepted before, and a copy without client-side rate limiter
+// for unknown tokens, which the budget bounds without queueing (client-go's limiter would make
+// every review wait behind a flood of junk).
+func newReviewer(cfg Config, restConfig *rest.Config) (*authn.Reviewer, error) {
+	trusted, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating a Kubernetes client: %w", err)
+	}
+	unknownConfig := rest.CopyConfig(restConfig)
+	unknownConfig.RateLimiter, unknownConfig.QPS = nil, -1
+	unknown, err := kubernetes.NewForConfig(unknownConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating a Kubernetes client: %w", err)
+	}
+	return authn.NewReviewer(authn.Clients{Trusted: trusted, Unknown: unknown}, cfg.AuthCacheTTL,
+		authn.NewBudget(cfg.TokenReviewBudget, clock.RealClock{}), clock.RealClock{}), nil
 }
 
 // Handler is the main listener's handler: the proxy routes, the token endpoint, /healthz and

@@ -2,6 +2,11 @@
 // that identity may do something (SubjectAccessReview), with short-lived LRU caches in front of
 // both so a client making many requests costs the API server one review per cache period.
 //
+// Anyone who reaches the router can send tokens, so unknown tokens are the flood-prone path:
+// CheckToken refuses those that cannot be real before any API call, and a Budget (per client
+// and overall, never queueing) bounds the reviews of the rest. Tokens accepted before, and
+// SubjectAccessReviews of authenticated identities, take a separate client outside that budget.
+//
 // Caches are keyed by SHA-256 digests: the raw token is never stored, so a heap dump of the
 // router does not hand out its clients' credentials.
 package authn
@@ -21,10 +26,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 )
 
 // cacheSize bounds each cache; entries past it are evicted least recently used first.
 const cacheSize = 4096
+
+// DefaultNegativeCacheTTL is how long a rejected token's answer is reused (at most the TTL
+// given to NewReviewer): long enough that a client retrying a bad token costs no review per
+// request, short enough that the cache of rejections holds only recent junk.
+const DefaultNegativeCacheTTL = 5 * time.Second
+
+// knownGoodFor is how long a token the API server accepted stays known: after its answer's TTL
+// it is reviewed again, but through the trusted client and outside the budget of unknown tokens,
+// so a flood of random tokens cannot delay the clients the router already knows.
+const knownGoodFor = time.Hour
 
 // User is an identity the API server vouched for.
 type User struct {
@@ -47,49 +63,96 @@ type Decision struct {
 	Reason string
 }
 
-type userEntry struct {
-	user *User // nil: the API server did not accept the token
-	why  string
+// goodEntry is a token the API server accepted, and when it last said so.
+type goodEntry struct {
+	user     *User
+	reviewed time.Time
+}
+
+// Clients are the Kubernetes clients of a Reviewer. Each has its own client-side rate limiter
+// and connection pool, so reviews of unknown tokens never wait behind, or hold up, the others.
+type Clients struct {
+	// Trusted asks SubjectAccessReviews (for identities already authenticated) and reviews
+	// tokens the API server accepted before.
+	Trusted kubernetes.Interface
+	// Unknown reviews tokens not known to be good: what random tokens cost. The Budget bounds
+	// it, without queueing; its own rate limiter should be off, or it would queue.
+	Unknown kubernetes.Interface
 }
 
 // Reviewer authenticates tokens and authorizes users against the Kubernetes API.
+//
+// Accepted and rejected tokens are remembered in separate LRU caches, so junk tokens can only
+// evict junk: a flood cannot push a good identity out and make it pay a review again.
 type Reviewer struct {
-	client    kubernetes.Interface
+	clients   Clients
+	budget    *Budget
+	clock     clock.PassiveClock
 	ttl       time.Duration
-	users     *cache.LRUExpireCache
+	badTTL    time.Duration
+	good      *cache.LRUExpireCache // token digest -> goodEntry, for knownGoodFor
+	bad       *cache.LRUExpireCache // token digest -> the API server's reason, for badTTL
 	decisions *cache.LRUExpireCache
 }
 
-// NewReviewer returns a Reviewer that remembers each answer for ttl (0: not at all).
-func NewReviewer(client kubernetes.Interface, ttl time.Duration) *Reviewer {
+// NewReviewer returns a Reviewer that reuses each answer for ttl (0: not at all; a rejection
+// for at most DefaultNegativeCacheTTL) and reviews unknown tokens within budget.
+func NewReviewer(clients Clients, ttl time.Duration, budget *Budget, clk clock.PassiveClock) *Reviewer {
 	return &Reviewer{
-		client:    client,
+		clients:   clients,
+		budget:    budget,
+		clock:     clk,
 		ttl:       ttl,
-		users:     cache.NewLRUExpireCache(cacheSize),
-		decisions: cache.NewLRUExpireCache(cacheSize),
+		badTTL:    min(ttl, DefaultNegativeCacheTTL),
+		good:      cache.NewLRUExpireCacheWithClock(cacheSize, clk),
+		bad:       cache.NewLRUExpireCacheWithClock(cacheSize, clk),
+		decisions: cache.NewLRUExpireCacheWithClock(cacheSize, clk),
 	}
 }
 
-// Authenticate returns who token belongs to. A token the API server does not accept gives a nil
-// User and the server's reason; an error means the review itself failed (and is not cached).
-func (r *Reviewer) Authenticate(ctx context.Context, token string) (*User, string, error) {
+// Authenticate returns who token belongs to; client (the caller's IP address) is whose budget an
+// unknown token's review is taken from. A token the API server does not accept gives a nil User
+// and the server's reason. An error means no answer: a *LimitedError when the budget has no
+// room (nothing was asked), otherwise the review failed; neither is cached.
+func (r *Reviewer) Authenticate(ctx context.Context, token, client string) (*User, string, error) {
 	key := sha256.Sum256([]byte(token))
-	if v, ok := r.users.Get(key); ok {
-		e := v.(userEntry)
-		return e.user, e.why, nil
+	if v, ok := r.good.Get(key); ok {
+		e := v.(goodEntry)
+		if r.clock.Since(e.reviewed) < r.ttl {
+			return e.user, "", nil
+		}
+		return r.review(ctx, r.clients.Trusted, key, token)
 	}
-	tr, err := r.client.AuthenticationV1().TokenReviews().Create(ctx,
+	if v, ok := r.bad.Get(key); ok {
+		return nil, v.(string), nil
+	}
+	release, lerr := r.budget.Acquire(client)
+	if lerr != nil {
+		return nil, "", lerr
+	}
+	defer release()
+	return r.review(ctx, r.clients.Unknown, key, token)
+}
+
+// review asks the API server about token with c and remembers the answer.
+func (r *Reviewer) review(ctx context.Context, c kubernetes.Interface, key [sha256.Size]byte, token string) (*User, string, error) {
+	tr, err := c.AuthenticationV1().TokenReviews().Create(ctx,
 		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, "", fmt.Errorf("asking the Kubernetes API to review the bearer token (TokenReview): %w", err)
 	}
-	e := userEntry{why: tr.Status.Error}
-	if tr.Status.Authenticated {
-		u := tr.Status.User
-		e.user = &User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+	if !tr.Status.Authenticated {
+		r.good.Remove(key)
+		if r.badTTL > 0 {
+			r.bad.Add(key, tr.Status.Error, r.badTTL)
+		}
+		return nil, tr.Status.Error, nil
 	}
-	r.remember(r.users, key, e)
-	return e.user, e.why, nil
+	u := tr.Status.User
+	user := &User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+	r.bad.Remove(key)
+	r.good.Add(key, goodEntry{user: user, reviewed: r.clock.Now()}, max(knownGoodFor, r.ttl))
+	return user, "", nil
 }
 
 // Authorize asks whether u may do a; an error means the review itself failed.
@@ -102,7 +165,7 @@ func (r *Reviewer) Authorize(ctx context.Context, u *User, a Attributes) (Decisi
 	for k, v := range u.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	sar, err := r.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+	sar, err := r.clients.Trusted.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: u.Name, UID: u.UID, Groups: u.Groups, Extra: extra,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -116,14 +179,10 @@ func (r *Reviewer) Authorize(ctx context.Context, u *User, a Attributes) (Decisi
 			u.Name, a.Verb, a.Resource, a.Subresource, a.Namespace, a.Name, err)
 	}
 	d := Decision{Allowed: sar.Status.Allowed && !sar.Status.Denied, Reason: sar.Status.Reason}
-	r.remember(r.decisions, key, d)
-	return d, nil
-}
-
-func (r *Reviewer) remember(c *cache.LRUExpireCache, key, value any) {
 	if r.ttl > 0 {
-		c.Add(key, value, r.ttl)
+		r.decisions.Add(key, d, r.ttl)
 	}
+	return d, nil
 }
 
 // decisionKey digests everything a SubjectAccessReview depends on, each part length-prefixed so

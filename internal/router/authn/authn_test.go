@@ -3,14 +3,19 @@ package authn
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 const goodToken = "good-token-0123456789abcdef0123456789"
@@ -41,24 +46,30 @@ func fakeAPI(t *testing.T) (*fake.Clientset, *int) {
 	return c, &calls
 }
 
+// newTestReviewer is a Reviewer whose clients are both c, with an unlimited budget.
+func newTestReviewer(c kubernetes.Interface, ttl time.Duration) *Reviewer {
+	clk := clock.RealClock{}
+	return NewReviewer(Clients{Trusted: c, Unknown: c}, ttl, NewBudget(BudgetConfig{}, clk), clk)
+}
+
 func TestAuthenticateCachesByDigest(t *testing.T) {
 	c, calls := fakeAPI(t)
-	r := NewReviewer(c, time.Minute)
+	r := newTestReviewer(c, time.Minute)
 	ctx := context.Background()
 	for range 3 {
-		u, _, err := r.Authenticate(ctx, goodToken)
+		u, _, err := r.Authenticate(ctx, goodToken, "client")
 		if err != nil || u == nil || u.Name != "alice" {
 			t.Fatalf("Authenticate = %+v, %v; want alice", u, err)
 		}
 	}
-	u, why, err := r.Authenticate(ctx, "bad")
+	u, why, err := r.Authenticate(ctx, "bad", "client")
 	if err != nil || u != nil || why == "" {
 		t.Errorf("Authenticate(bad) = %+v, %q, %v; want no user and a reason", u, why, err)
 	}
 	if *calls != 2 {
 		t.Errorf("%d TokenReviews, want 2 (one per distinct token)", *calls)
 	}
-	for _, k := range r.users.Keys() {
+	for _, k := range append(r.good.Keys(), r.bad.Keys()...) {
 		if d, ok := k.([sha256.Size]byte); !ok || d != sha256.Sum256([]byte(goodToken)) && d != sha256.Sum256([]byte("bad")) {
 			t.Errorf("cache key %T %v is not the SHA-256 of a token", k, k)
 		}
@@ -67,7 +78,7 @@ func TestAuthenticateCachesByDigest(t *testing.T) {
 
 func TestAuthorizeCachesPerQuestion(t *testing.T) {
 	c, calls := fakeAPI(t)
-	r := NewReviewer(c, time.Minute)
+	r := newTestReviewer(c, time.Minute)
 	ctx := context.Background()
 	alice := &User{Name: "alice", Groups: []string{"devs"}}
 	attrs := func(name string) Attributes {
@@ -97,15 +108,87 @@ func TestAuthorizeCachesPerQuestion(t *testing.T) {
 
 func TestZeroTTLCachesNothing(t *testing.T) {
 	c, calls := fakeAPI(t)
-	r := NewReviewer(c, 0)
+	r := newTestReviewer(c, 0)
 	for range 2 {
-		if _, _, err := r.Authenticate(context.Background(), goodToken); err != nil {
+		if _, _, err := r.Authenticate(context.Background(), goodToken, "client"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if *calls != 2 {
 		t.Errorf("%d TokenReviews, want 2", *calls)
 	}
+}
+
+// TestJunkEvictsOnlyJunk reviews more rejected tokens than a cache holds: the accepted token's
+// entry stays, and its next use costs no review.
+func TestJunkEvictsOnlyJunk(t *testing.T) {
+	c, calls := fakeAPI(t)
+	r := newTestReviewer(c, time.Minute)
+	ctx := context.Background()
+	if u, _, err := r.Authenticate(ctx, goodToken, "real"); err != nil || u == nil {
+		t.Fatalf("Authenticate(good) = %v, %v", u, err)
+	}
+	for i := range cacheSize + 100 {
+		if u, _, err := r.Authenticate(ctx, fmt.Sprint("junk-", i), "flood"); err != nil || u != nil {
+			t.Fatalf("Authenticate(junk) = %v, %v", u, err)
+		}
+	}
+	before := *calls
+	if u, _, err := r.Authenticate(ctx, goodToken, "real"); err != nil || u == nil {
+		t.Fatalf("Authenticate(good) after the junk = %v, %v", u, err)
+	}
+	if *calls != before {
+		t.Errorf("the good token cost %d TokenReviews after the junk; want 0", *calls-before)
+	}
+	if n := len(r.bad.Keys()); n > cacheSize {
+		t.Errorf("%d rejected tokens cached; want at most %d", n, cacheSize)
+	}
+}
+
+// countingAPI answers like fakeAPI and counts TokenReviews per client.
+func countingAPI(t *testing.T) (kubernetes.Interface, *int) {
+	c, _ := fakeAPI(t)
+	n := 0
+	c.PrependReactor("create", "tokenreviews", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		n++
+		return false, nil, nil
+	})
+	return c, &n
+}
+
+func TestWhichClientAndBudgetReviewsAToken(t *testing.T) {
+	trusted, trustedCalls := countingAPI(t)
+	unknown, unknownCalls := countingAPI(t)
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1e9, 0))
+	// One unknown token per client, ever: the budget never refills.
+	budget := NewBudget(BudgetConfig{QPSPerClient: 1e-9, BurstPerClient: 1}, clk)
+	r := NewReviewer(Clients{Trusted: trusted, Unknown: unknown}, time.Minute, budget, clk)
+	ctx := context.Background()
+	type counts struct{ Trusted, Unknown int }
+	calls := func() counts { return counts{*trustedCalls, *unknownCalls} }
+	check := func(what string, tok, client string, wantUser bool, wantErr string, want counts) {
+		t.Helper()
+		u, _, err := r.Authenticate(ctx, tok, client)
+		gotErr := ""
+		if err != nil {
+			gotErr = err.(*LimitedError).Scope
+		}
+		if (u != nil) != wantUser || gotErr != wantErr {
+			t.Errorf("%s: user %v, error %v; want user %v, error scope %q", what, u, err, wantUser, wantErr)
+		}
+		if diff := cmp.Diff(want, calls()); diff != "" {
+			t.Errorf("%s: TokenReviews so far (-want +got):\n%s", what, diff)
+		}
+	}
+	check("first use of the good token", goodToken, "a", true, "", counts{0, 1})
+	check("within the TTL", goodToken, "a", true, "", counts{0, 1})
+	check("junk from client a, whose budget is spent", "junk", "a", false, ScopeClient, counts{0, 1})
+	clk.SetTime(clk.Now().Add(2 * time.Minute))
+	check("the good token after its TTL: re-reviewed outside the budget", goodToken, "a", true, "", counts{1, 1})
+	check("junk from client b", "junk", "b", false, "", counts{1, 2})
+	check("the same junk again: the negative cache answers", "junk", "b", false, "", counts{1, 2})
+	clk.SetTime(clk.Now().Add(DefaultNegativeCacheTTL + time.Second))
+	check("the same junk after the negative TTL: the budget of b is spent", "junk", "b", false, ScopeClient, counts{1, 2})
 }
 
 func TestDecisionKeyDistinguishesQuestions(t *testing.T) {

@@ -35,6 +35,13 @@ const (
 	DecisionError           = "error"
 )
 
+// Reasons of sandbox_router_token_rejections_total besides authn's malformed reasons
+// (too_long, charset, jwt).
+const (
+	// RejectionClaimToken: a kbx1. token whose signature or expiry is wrong.
+	RejectionClaimToken = "claim_token"
+)
+
 // Metrics are one router's metrics.
 type Metrics struct {
 	Registry           *prometheus.Registry
@@ -45,6 +52,9 @@ type Metrics struct {
 	UpstreamRetries    prometheus.Counter
 	CacheInvalidations prometheus.Counter
 	AuthzDecisions     *prometheus.CounterVec
+	TokenRejections    *prometheus.CounterVec
+	// TokenReviewsLimited counts answers 429 for lack of TokenReview budget, by scope.
+	TokenReviewsLimited *prometheus.CounterVec
 }
 
 // New registers a fresh set of metrics on a new registry.
@@ -80,9 +90,17 @@ func New() *Metrics {
 			Name: "sandbox_router_authz_decisions_total",
 			Help: "Authentication and authorization outcomes (allow, deny, unauthenticated, error).",
 		}, []string{"decision"}),
+		TokenRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_token_rejections_total",
+			Help: "Bearer tokens refused without asking the Kubernetes API, by reason (too_long, charset, jwt, claim_token).",
+		}, []string{"reason"}),
+		TokenReviewsLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_tokenreviews_limited_total",
+			Help: "Requests answered 429 because reviewing their unknown bearer token would exceed the TokenReview budget, by scope (client, router).",
+		}, []string{"scope"}),
 	}
 	m.Registry.MustRegister(m.Requests, m.Duration, m.Inflight, m.UpstreamErrors, m.UpstreamRetries,
-		m.CacheInvalidations, m.AuthzDecisions, buildInfo(version.Get()),
+		m.CacheInvalidations, m.AuthzDecisions, m.TokenRejections, m.TokenReviewsLimited, buildInfo(version.Get()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
