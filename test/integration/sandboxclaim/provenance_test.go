@@ -136,6 +136,7 @@ func TestForgedPoolMemberIsNeverBound(t *testing.T) {
 				write(t, func() error { return att.Create(t.Context(), forged) }))
 			env.StartKubelet(t, ns)
 			env.StartKubox(t, ns, nil)
+			waitForPoolReady(t, ns, "pool", 1)
 			claimedSandboxIsClean(t, ns, "c1", testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
 		})
 	}
@@ -246,17 +247,17 @@ func TestChildOwnerReferencesNeedProvenance(t *testing.T) {
 		OwnerReferences: sandboxRef(member)}, StringData: map[string]string{"token": "chosen-by-the-attacker"}}
 	refusedForProvenance(t, "Creating a Secret controlled by pool member "+member.Name, att.Create(t.Context(), secret))
 
-	// Without the reference the same Pod is an ordinary Pod, and adding it later is refused.
-	pod.OwnerReferences = nil
-	if err := att.Create(t.Context(), pod); err != nil {
+	// Without the reference such a Pod is an ordinary Pod, and adding the reference later is
+	// refused.
+	ordinary := testutil.MakePod("ordinary", ns).Obj()
+	if err := att.Create(t.Context(), ordinary); err != nil {
 		t.Fatalf("Creating an ordinary Pod: %v", err)
 	}
-	base := pod.DeepCopy()
-	pod.OwnerReferences = sandboxRef(own)
-	refusedForProvenance(t, "Patching Pod own to be controlled by Sandbox own", att.Patch(t.Context(), pod, client.MergeFrom(base)))
+	base := ordinary.DeepCopy()
+	ordinary.OwnerReferences = sandboxRef(own)
+	refusedForProvenance(t, "Patching Pod ordinary to be controlled by Sandbox own", att.Patch(t.Context(), ordinary, client.MergeFrom(base)))
 
-	// Ordinary updates pass: the user resumes their own Sandbox (which adopts the user's own
-	// labelled Pod, as agent-sandbox allows for a Sandbox a user made).
+	// Ordinary updates pass: the user resumes their own Sandbox.
 	if err := att.Patch(t.Context(), own, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"spec":{"operatingMode":"Running"}}`))); err != nil {
 		t.Errorf("Patching spec.operatingMode of the user's own Sandbox: %v", err)
@@ -282,6 +283,7 @@ func TestProvenancePermissionAllowsMarkingAndClaimedUpdates(t *testing.T) {
 	env.StartKubelet(t, ns)
 	env.StartKubox(t, ns, nil)
 	env.WaitForEvent(t, ns, "SandboxWarmPool", "pool", "Normal", "Adopted", "pool-marked")
+	waitForPoolReady(t, ns, "pool", 1)
 	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
 	claim := waitReady(t, ns, "c1")
 	if claim.Status.Sandbox.Name != "pool-marked" {
