@@ -161,6 +161,13 @@ func ApplyCRDs(kubectl, kubeconfig, dir string) (int, error) {
 	return len(files), err
 }
 
+// ApplyAdmissionPolicies applies the admission policies of dir (config/admission, a kustomization):
+// in process mode nothing else installs them, and without them the local node would accept forged
+// warm-pool members that a real install refuses.
+func ApplyAdmissionPolicies(kubectl, kubeconfig, dir string) error {
+	return kubectlRun(kubectl, kubeconfig, "apply", "--server-side", "--force-conflicts", "-k", dir)
+}
+
 func kubectlRun(kubectl, kubeconfig string, args ...string) error {
 	cmd := exec.Command(kubectl, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
 	cmd.Env = os.Environ()

@@ -223,6 +223,10 @@ func (e *env) platform(ctx context.Context) error {
 		return fmt.Errorf("install the CRDs: %w", err)
 	}
 	e.p.Say("CRDs applied from config/crd/bases: %d file(s)", n)
+	if err := ApplyAdmissionPolicies(e.t.Kubectl, e.l.Kubeconfig, filepath.Join(e.c.RepoDir, "config", "admission")); err != nil {
+		return fmt.Errorf("install the admission policies: %w", err)
+	}
+	e.p.Say("admission policies applied from config/admission")
 	if err := e.wait(ctx, ControllerManager, "service account default/default", 60*time.Second, DefaultServiceAccount(e.cs)); err != nil {
 		return err
 	}

@@ -53,3 +53,12 @@ func Hash(bp *sandboxv1beta1.SandboxBlueprint) string {
 	_, _ = h.Write(b) // hash.Hash never returns an error
 	return fmt.Sprintf("%08x", h.Sum32())
 }
+
+// Fresh reports whether sb, a warm-pool member, has the spec a pool builds from the blueprint
+// with staleness hash hash, judged by the spec itself and never by a label anyone can copy: its
+// blueprint hashes to hash, and no one changed its spec since it was created (generation 1; a
+// pool never changes a member's spec, binding it to a claim does). A member whose spec someone
+// edited is stale, never bound, and replaced.
+func Fresh(sb *sandboxv1beta1.Sandbox, hash string) bool {
+	return sb.Generation == 1 && Hash(&sb.Spec.SandboxBlueprint) == hash
+}

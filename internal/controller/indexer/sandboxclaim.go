@@ -12,14 +12,16 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 )
 
 // Keys of the indexes the SandboxClaim controller reads its cache with.
 const (
 	// ReadyWarmPoolMemberKey indexes the Sandboxes a claim may bind: members of a warm pool (its
-	// controller is a SandboxWarmPool and it carries the warm-pool-sandbox label) that are Ready
-	// and not being deleted. The value is ReadyWarmPoolMemberValue(pool UID, the member's
-	// sandbox-template-hash label), so a claim asks for the fresh members of its pool only.
+	// controller is a SandboxWarmPool and it carries the warm-pool-sandbox label) that are Ready,
+	// not being deleted and whose spec no one changed since the pool created it. The value is
+	// ReadyWarmPoolMemberValue(pool UID, the staleness hash of the member's spec), so a claim
+	// asks for the fresh members of its pool only.
 	ReadyWarmPoolMemberKey = "kubox.dev/ready-warm-pool-member"
 	// ClaimWarmPoolKey indexes SandboxClaims by spec.warmPoolRef.name.
 	ClaimWarmPoolKey = "spec.warmPoolRef.name"
@@ -49,7 +51,14 @@ func ReadyWarmPoolMember(obj client.Object) []string {
 	if !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) {
 		return nil
 	}
-	return []string{ReadyWarmPoolMemberValue(ref.UID, sb.Labels[sandboxv1beta1.SandboxTemplateHashLabel])}
+	if sb.Generation != 1 {
+		// Someone changed the member's spec since the pool created it: it is stale whatever
+		// its hash label says (blueprint.Fresh).
+		return nil
+	}
+	// The hash of the member's spec, not its sandbox-template-hash label, which anyone who may
+	// update the Sandbox can copy.
+	return []string{ReadyWarmPoolMemberValue(ref.UID, blueprint.Hash(&sb.Spec.SandboxBlueprint))}
 }
 
 // isExtensionsGroup reports whether apiVersion is a version of the extensions group, whichever:

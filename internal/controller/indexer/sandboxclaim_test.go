@@ -11,6 +11,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -24,20 +25,29 @@ func TestReadyWarmPoolMember(t *testing.T) {
 			Label(sandboxv1beta1.WarmPoolSandboxLabel, "11111111").
 			Label(sandboxv1beta1.SandboxTemplateHashLabel, "cafebabe").
 			Condition(ready).Obj()
+		sb.Generation = 1
 		sb.OwnerReferences = []metav1.OwnerReference{poolRef("extensions.agents.x-k8s.io/v1beta1", "SandboxWarmPool")}
 		for _, m := range mutate {
 			m(sb)
 		}
 		return sb
 	}
+	// The hash of the member's spec, never its sandbox-template-hash label (cafebabe).
+	specHash := "pool-uid/" + blueprint.Hash(&member().Spec.SandboxBlueprint)
 	cases := map[string]struct {
 		obj  client.Object
 		want []string
 	}{
-		"a ready member is indexed by pool UID and blueprint hash": {obj: member(), want: []string{"pool-uid/cafebabe"}},
+		"a ready member is indexed by pool UID and the hash of its spec": {obj: member(), want: []string{specHash}},
 		"a pool written through another version is a pool": {obj: member(func(sb *sandboxv1beta1.Sandbox) {
 			sb.OwnerReferences = []metav1.OwnerReference{poolRef("extensions.agents.x-k8s.io/v1alpha1", "SandboxWarmPool")}
-		}), want: []string{"pool-uid/cafebabe"}},
+		}), want: []string{specHash}},
+		"a member whose spec changed is indexed by its new spec": {obj: member(func(sb *sandboxv1beta1.Sandbox) {
+			sb.Spec.PodTemplate.Spec.Containers[0].Image = "attacker"
+		}), want: []string{"pool-uid/" + blueprint.Hash(&member(func(sb *sandboxv1beta1.Sandbox) {
+			sb.Spec.PodTemplate.Spec.Containers[0].Image = "attacker"
+		}).Spec.SandboxBlueprint)}},
+		"a member whose spec someone updated is not a candidate": {obj: member(func(sb *sandboxv1beta1.Sandbox) { sb.Generation = 2 })},
 		"a member that is not Ready is not a candidate": {obj: member(func(sb *sandboxv1beta1.Sandbox) {
 			sb.Status.Conditions[0].Status = metav1.ConditionFalse
 		})},

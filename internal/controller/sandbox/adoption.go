@@ -10,21 +10,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/provenance"
 )
 
 // adopt makes sb the controller of obj, a pre-existing Pod, Service or PVC with the name sb would
 // give it. Adoption is allowed only for an object without a controller that is labelled
-// agents.x-k8s.io/adoptable=true or carries sb's name-hash label. An object another controller
-// owns is never touched. The write uses optimistic concurrency, so two controllers racing to
-// adopt cannot both win.
+// agents.x-k8s.io/adoptable=true or carries sb's name-hash label, and never for a warm-pool
+// member or a claim's sandbox: whoever claims those runs their code and secrets in them, and
+// anyone who may create a Pod can give it those labels and a name a sandbox will have. An object
+// another controller owns is never touched. The write uses optimistic concurrency, so two
+// controllers racing to adopt cannot both win.
 func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj client.Object) error {
 	kind := kindOf(obj)
 	if ref := metav1.GetControllerOf(obj); ref != nil {
-		if ref.UID == sb.UID {
+		if owns(sb, obj) {
 			return nil
 		}
 		return fmt.Errorf("%s %s is controlled by %s %s, not by this Sandbox; it is left alone: rename the Sandbox or delete the %s",
 			kind, obj.GetName(), ref.Kind, ref.Name, kind)
+	}
+	if provenance.ControllerMade(sb) {
+		r.recorder.Eventf(sb, obj, corev1.EventTypeWarning, EventAdoptionRefused, "Adopt",
+			"Refused to adopt existing %s %s: it holds the name of a %s but kubox did not create it", kind, obj.GetName(), madeBy(sb))
+		return fmt.Errorf("%s %s already exists and was not created for this Sandbox, a %s; it is never adopted, since the "+
+			"sandbox runs the work of whoever claims it: delete the %s (and find out who created it)", kind, obj.GetName(), madeBy(sb), kind)
 	}
 	if !adoptable(sb, obj) {
 		return fmt.Errorf("%s %s already exists and is not controlled by this Sandbox; label it %s=true to let the Sandbox adopt it, or delete it",
@@ -54,6 +63,23 @@ func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj 
 func adoptable(sb *sandboxv1beta1.Sandbox, obj client.Object) bool {
 	l := obj.GetLabels()
 	return l[sandboxv1beta1.AdoptableLabel] == "true" || l[sandboxv1beta1.SandboxNameHashLabel] == sandboxv1beta1.NameHash(sb.Name)
+}
+
+// owns reports whether sb is obj's controller: by the reference's kind and group as well as its
+// UID, which anyone can copy into a reference of another kind.
+func owns(sb *sandboxv1beta1.Sandbox, obj metav1.Object) bool {
+	return provenance.ControlledBy(obj, provenance.Sandbox, sb.UID)
+}
+
+// madeBy names what made sb, a Sandbox provenance.ControllerMade reports.
+func madeBy(sb *sandboxv1beta1.Sandbox) string {
+	if gk, ok := provenance.ControllerKind(sb); ok && gk == provenance.SandboxClaim {
+		return "SandboxClaim's sandbox"
+	}
+	if _, claimed := sb.Labels[sandboxv1beta1.ClaimUIDLabel]; claimed {
+		return "SandboxClaim's sandbox"
+	}
+	return "warm-pool member"
 }
 
 func kindOf(obj client.Object) string {

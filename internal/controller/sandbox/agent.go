@@ -97,7 +97,7 @@ func (r *Reconciler) ensureAgentSecret(ctx context.Context, sb *sandboxv1beta1.S
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
 		return fmt.Errorf("reading Secret %s: %w", want.Name, err)
 	}
-	if !metav1.IsControlledBy(have, sb) {
+	if !owns(sb, have) {
 		return fmt.Errorf("secret %s exists and is not owned by Sandbox %s: rename or delete it so the "+
 			"controller can keep the sandbox's agent token there", want.Name, sb.Name)
 	}

@@ -38,6 +38,9 @@ const (
 	EventExpired = "SandboxExpired"
 	// EventAdopted: a pre-existing Pod, Service or PVC was adopted.
 	EventAdopted = "Adopted"
+	// EventAdoptionRefused: a Pod, Service or PVC holds the name of a warm-pool member's or a
+	// claim's child, and kubox did not create it; it is never adopted.
+	EventAdoptionRefused = "AdoptionRefused"
 )
 
 // Reconciler reconciles Sandboxes.
@@ -82,6 +85,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups="",resources=pods;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// The admission policies of config/admission let only a requester allowed create on
+// sandboxes/provenance give a Pod, Service, PVC or Secret an owner reference to a Sandbox, or give
+// a Sandbox one to a SandboxWarmPool or SandboxClaim: the controllers make those objects.
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/provenance,verbs=create
 
 // Reconcile brings one Sandbox's children to its spec and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -62,7 +61,7 @@ func (r *Reconciler) deleteChildrenOnExpiry(ctx context.Context, sb *sandboxv1be
 		children = append(children, &pods[i])
 	}
 	svc := &corev1.Service{}
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(sb), svc); err == nil && metav1.IsControlledBy(svc, sb) {
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(sb), svc); err == nil && owns(sb, svc) {
 		children = append(children, svc)
 	} else if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("reading Service %s: %w", sb.Name, err)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -70,7 +71,9 @@ func (r *Reconciler) listOwnedPods(ctx context.Context, sb *sandboxv1beta1.Sandb
 		client.MatchingFields{indexer.ControllerUIDKey: string(sb.UID)}); err != nil {
 		return nil, fmt.Errorf("listing the Pods of Sandbox %s: %w", sb.Name, err)
 	}
-	return pods.Items, nil
+	// The index matched the UID only; a reference of another kind carrying the sandbox's UID
+	// makes no Pod of the sandbox's.
+	return slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return !owns(sb, &p) }), nil
 }
 
 // suspendPod deletes the owned Pod. A Pod with the sandbox's name that the sandbox does not own is

@@ -30,7 +30,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, sb *sandboxv1beta1.Sa
 		svc = nil
 	case err != nil:
 		return fmt.Errorf("reading Service %s: %w", sb.Name, err)
-	case !metav1.IsControlledBy(svc, sb):
+	case !owns(sb, svc):
 		svc = nil // a labelled Service we do not control: adoption is decided below
 	}
 	want := sb.Spec.Service

@@ -33,7 +33,7 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, sb *sandboxv1beta1.Sandbo
 	existing := &corev1.PersistentVolumeClaim{}
 	err = r.client.Get(ctx, client.ObjectKeyFromObject(pvc), existing)
 	switch {
-	case err == nil && metav1.IsControlledBy(existing, sb):
+	case err == nil && owns(sb, existing):
 		return nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading PersistentVolumeClaim %s: %w", pvc.Name, err)
@@ -84,7 +84,7 @@ func (r *Reconciler) ownedPVCs(ctx context.Context, sb *sandboxv1beta1.Sandbox) 
 			}
 			return nil, fmt.Errorf("reading PersistentVolumeClaim %s: %w", key.Name, err)
 		}
-		if metav1.IsControlledBy(pvc, sb) {
+		if owns(sb, pvc) {
 			out = append(out, pvc)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
+	"github.com/kubox-dev/kubox/internal/controller/provenance"
 )
 
 // createPendingRetry is how soon a claim whose Sandbox name was taken by an object that vanished
@@ -77,7 +78,7 @@ func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxC
 // takeExisting uses the Sandbox named like the claim when the claim controls it (this controller
 // created it and the index has not caught up), and otherwise reports the conflict.
 func (r *Reconciler) takeExisting(claim *extv1beta1.SandboxClaim, existing *sandboxv1beta1.Sandbox, obs *observed) {
-	if metav1.IsControlledBy(existing, claim) {
+	if provenance.ControlledBy(existing, provenance.SandboxClaim, claim.UID) {
 		obs.sandbox = existing
 		r.memory.expect(claim.UID, existing.Name)
 		return

@@ -3,18 +3,19 @@ package sandboxclaim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/provenance"
 )
 
 // cacheLagRetry is how soon a claim waiting for the cache to show its own sandbox is looked at
@@ -36,8 +37,13 @@ func (r *Reconciler) observeSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		client.MatchingFields{indexer.ControllerUIDKey: string(claim.UID)}); err != nil {
 		return fmt.Errorf("listing the Sandboxes of SandboxClaim %s: %w", claim.Name, err)
 	}
-	if len(list.Items) > 0 {
-		return r.keepOne(ctx, claim, list.Items, obs)
+	// The index matched the UID only; a reference of another kind carrying the claim's UID
+	// makes no sandbox of the claim's.
+	owned := slices.DeleteFunc(list.Items, func(sb sandboxv1beta1.Sandbox) bool {
+		return !provenance.ControlledBy(&sb, provenance.SandboxClaim, claim.UID)
+	})
+	if len(owned) > 0 {
+		return r.keepOne(ctx, claim, owned, obs)
 	}
 	name, recent := r.memory.expected(claim.UID)
 	if name == "" {
@@ -76,7 +82,7 @@ func (r *Reconciler) readOwn(ctx context.Context, claim *extv1beta1.SandboxClaim
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading Sandbox %s of SandboxClaim %s: %w", name, claim.Name, err)
-	case !metav1.IsControlledBy(sb, claim):
+	case !provenance.ControlledBy(sb, provenance.SandboxClaim, claim.UID):
 		return nil, nil
 	}
 	return sb, nil

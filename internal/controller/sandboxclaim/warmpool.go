@@ -13,7 +13,9 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/provenance"
 )
 
 // Warm path tuning.
@@ -40,6 +42,7 @@ func (r *Reconciler) acquireWarm(ctx context.Context, claim *extv1beta1.SandboxC
 		return false, err
 	}
 	seed := claimSeed(claim)
+	hash := r.hashes.of(src.template)
 	for range maxBindAttempts {
 		cand, wait := r.reservations.take(cands, seed)
 		if cand == nil {
@@ -48,6 +51,11 @@ func (r *Reconciler) acquireWarm(ctx context.Context, claim *extv1beta1.SandboxC
 				obs.requeueSoon(reservedRetry)
 			}
 			return wait, nil
+		}
+		if !blueprint.Fresh(cand, hash) {
+			// The index said otherwise a moment ago; bind only what is checked now.
+			r.reservations.settle(cand, reservedConflicted)
+			continue
 		}
 		sb, err := r.bind(ctx, claim, cand, src.template)
 		switch {
@@ -83,17 +91,22 @@ func (r *Reconciler) candidates(ctx context.Context, ns string, src *source) ([]
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the ready members of SandboxWarmPool %s: %w", src.pool.Name, err)
 	}
-	return freshMembers(list.Items, src.template.Name), nil
+	return freshMembers(list.Items, src.pool, src.template.Name), nil
 }
 
-// freshMembers returns the members built from template (the index already matched the blueprint
-// hash), sorted by name.
-func freshMembers(items []sandboxv1beta1.Sandbox, template string) []*sandboxv1beta1.Sandbox {
+// freshMembers returns the members of pool built from template, sorted by name. The index
+// already matched them; each is checked again here, because the claim binds only a member whose
+// provenance it can tell: the pool (by kind, group and UID) is its controller and it is not being
+// deleted. acquireWarm checks the spec of the one it binds (blueprint.Fresh), and the bind patch
+// carries the resourceVersion read here, so the member bound is the one checked.
+func freshMembers(items []sandboxv1beta1.Sandbox, pool *extv1beta1.SandboxWarmPool, template string) []*sandboxv1beta1.Sandbox {
 	refHash := sandboxv1beta1.NameHash(template)
 	out := make([]*sandboxv1beta1.Sandbox, 0, len(items))
 	for i := range items {
-		if items[i].Labels[sandboxv1beta1.SandboxTemplateRefHashLabel] == refHash {
-			out = append(out, &items[i])
+		sb := &items[i]
+		if sb.Labels[sandboxv1beta1.SandboxTemplateRefHashLabel] == refHash && sb.DeletionTimestamp == nil &&
+			provenance.ControlledBy(sb, provenance.SandboxWarmPool, pool.UID) {
+			out = append(out, sb)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

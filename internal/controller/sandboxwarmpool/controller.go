@@ -40,6 +40,9 @@ const (
 	EventReplacedNotReady = "ReplacedNotReadyMembers"
 	// EventDeletedStale: members built from an older template were deleted (Recreate, RollingUpdate).
 	EventDeletedStale = "DeletedStaleMembers"
+	// EventDeletedTampered: members whose spec someone changed after the pool created them were
+	// deleted (whatever the update strategy).
+	EventDeletedTampered = "DeletedTamperedMembers"
 	// EventAdopted: an orphaned member was adopted.
 	EventAdopted = "Adopted"
 	// EventFailedCreate: creating members failed (Warning).

@@ -56,6 +56,11 @@ func (w *memberWrapper) Stale() *memberWrapper {
 	return w
 }
 
+func (w *memberWrapper) Tampered() *memberWrapper {
+	w.m.tampered = true
+	return w
+}
+
 func (w *memberWrapper) Unschedulable(msg string) *memberWrapper {
 	w.m.unschedulable, w.m.schedulingMessage = true, msg
 	return w
@@ -87,6 +92,7 @@ func names(ms []*member) []string {
 // sandboxOf returns a Sandbox as the API server holds it, for tests of observe's description.
 func sandboxOf(name string, conds ...metav1.Condition) *sandboxv1beta1.Sandbox {
 	sb := makeMember(name, time.Hour).Obj().sandbox
+	sb.Generation = 1 // no one changed its spec since it was created
 	sb.Status.Conditions = conds
 	return sb
 }

@@ -20,6 +20,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/provenance"
 )
 
 // member is one Sandbox the pool controls and that is not being deleted, as this pass sees it.
@@ -30,6 +31,9 @@ type member struct {
 	// stale: built from another template, or from an older version of the pool's template.
 	// Unknown, and false, while the template does not exist.
 	stale bool
+	// tampered: the member's spec is not the one the pool created (see tampered). It is never
+	// bound and always replaced, whatever the update strategy.
+	tampered bool
 	// unschedulable: the Pod reports PodScheduled=False/Unschedulable; schedulingMessage says why.
 	unschedulable     bool
 	schedulingMessage string
@@ -98,7 +102,9 @@ func (r *Reconciler) observe(ctx context.Context, pool *extv1beta1.SandboxWarmPo
 		return nil, fmt.Errorf("listing the members of SandboxWarmPool %s: %w", pool.Name, err)
 	}
 	for i := range owned.Items {
-		if sb := &owned.Items[i]; sb.DeletionTimestamp == nil {
+		// The index matched the UID only; a reference of another kind carrying the pool's UID
+		// makes no member.
+		if sb := &owned.Items[i]; sb.DeletionTimestamp == nil && provenance.ControlledBy(sb, provenance.SandboxWarmPool, pool.UID) {
 			obs.members = append(obs.members, obs.newMember(pool, sb))
 		}
 	}
@@ -116,7 +122,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *extv1beta1.SandboxWarmPo
 
 // newMember describes sb, a Sandbox the pool controls.
 func (o *observed) newMember(pool *extv1beta1.SandboxWarmPool, sb *sandboxv1beta1.Sandbox) member {
-	m := member{sandbox: sb, notReadySince: sb.CreationTimestamp.Time}
+	m := member{sandbox: sb, notReadySince: sb.CreationTimestamp.Time, tampered: tampered(sb)}
 	if o.template != nil {
 		m.stale = isStale(sb, pool.Spec.SandboxTemplateRef.Name, o.hash)
 	}
@@ -133,6 +139,14 @@ func (o *observed) newMember(pool *extv1beta1.SandboxWarmPool, sb *sandboxv1beta
 	}
 	m.finished = meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionFinished)
 	return m
+}
+
+// tampered reports whether sb's spec is not the one the pool created: it changed since (its
+// generation is not 1), or it does not hash to its sandbox-template-hash label. A member without
+// that label (an orphan an administrator marked) is only stale.
+func tampered(sb *sandboxv1beta1.Sandbox) bool {
+	label, ok := sb.Labels[sandboxv1beta1.SandboxTemplateHashLabel]
+	return sb.Generation != 1 || (ok && blueprint.Hash(&sb.Spec.SandboxBlueprint) != label)
 }
 
 // newSandbox builds a member of pool from its template, as the contract with the claim
@@ -176,11 +190,12 @@ func (r *Reconciler) newSandbox(pool *extv1beta1.SandboxWarmPool, obs *observed)
 	return sb, nil
 }
 
-// isStale reports whether sb was built from another template than template, or from a blueprint
-// whose staleness hash is not hash. Only the blueprint counts: a change of the template's labels
-// or annotations never makes a member stale.
+// isStale reports whether sb was built from another template than template, or does not have
+// the spec the pool builds from the blueprint whose staleness hash is hash (blueprint.Fresh: the
+// spec itself is hashed, and a spec someone changed is stale). Only the blueprint counts: a
+// change of the template's labels or annotations never makes a member stale.
 func isStale(sb *sandboxv1beta1.Sandbox, template, hash string) bool {
-	return sb.Labels[sandboxv1beta1.SandboxTemplateHashLabel] != hash ||
+	return !blueprint.Fresh(sb, hash) || sb.Labels[sandboxv1beta1.SandboxTemplateHashLabel] != hash ||
 		sb.Labels[sandboxv1beta1.SandboxTemplateRefHashLabel] != sandboxv1beta1.NameHash(template)
 }
 

@@ -137,15 +137,24 @@ func TestNewSandbox(t *testing.T) {
 func TestIsStale(t *testing.T) {
 	tpl := testTemplate()
 	obs := observedTemplate(tpl)
-	member, err := newTestReconciler(fake.NewClientBuilder().Build()).newSandbox(makePool(1).Obj(), obs)
+	created, err := newTestReconciler(fake.NewClientBuilder().Build()).newSandbox(makePool(1).Obj(), obs)
 	if err != nil {
 		t.Fatalf("newSandbox() error: %v", err)
 	}
+	created.Generation = 1 // as the API server creates it
 	cases := map[string]struct {
 		change    func(*extv1beta1.SandboxTemplate)
+		edit      func(*sandboxv1beta1.Sandbox)
 		template  string
 		wantStale bool
 	}{
+		"member's spec updated since it was created": {template: "template", edit: func(sb *sandboxv1beta1.Sandbox) { sb.Generation = 2 }, wantStale: true},
+		"member created with another spec and the hash label copied": {template: "template", edit: func(sb *sandboxv1beta1.Sandbox) {
+			sb.Spec.PodTemplate.Spec.Containers[0].Image = "registry.invalid/attacker:1"
+		}, wantStale: true},
+		"member's hash label changed": {template: "template", edit: func(sb *sandboxv1beta1.Sandbox) {
+			sb.Labels[sandboxv1beta1.SandboxTemplateHashLabel] = "00000000"
+		}, wantStale: true},
 		"unchanged":               {template: "template"},
 		"pod label changed":       {template: "template", change: func(t *extv1beta1.SandboxTemplate) { t.Spec.PodTemplate.Metadata.Labels["app"] = "other" }},
 		"pod annotation added":    {template: "template", change: func(t *extv1beta1.SandboxTemplate) { t.Spec.PodTemplate.Metadata.Annotations["more"] = "x" }},
@@ -172,6 +181,10 @@ func TestIsStale(t *testing.T) {
 			if tc.change != nil {
 				tc.change(changed)
 			}
+			member := created.DeepCopy()
+			if tc.edit != nil {
+				tc.edit(member)
+			}
 			bp := blueprint.FromTemplate(changed)
 			if got := isStale(member, tc.template, blueprint.Hash(&bp)); got != tc.wantStale {
 				t.Errorf("isStale() = %v; want %v", got, tc.wantStale)
@@ -187,10 +200,21 @@ func TestNewMember(t *testing.T) {
 	notReadyAt := metav1.NewTime(testNow.Add(-2 * time.Minute))
 	cases := map[string]struct {
 		conds []metav1.Condition
+		edit  func(*sandboxv1beta1.Sandbox)
 		want  member
 	}{
 		"no status yet": {
 			want: member{notReadySince: created},
+		},
+		"spec changed since it was created": {
+			edit: func(sb *sandboxv1beta1.Sandbox) { sb.Generation = 2 },
+			want: member{tampered: true, notReadySince: created},
+		},
+		"spec not the one its hash label names": {
+			edit: func(sb *sandboxv1beta1.Sandbox) {
+				sb.Labels = map[string]string{sandboxv1beta1.SandboxTemplateHashLabel: "00000000"}
+			},
+			want: member{tampered: true, notReadySince: created},
 		},
 		"ready": {
 			conds: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, LastTransitionTime: readyAt}},
@@ -218,7 +242,11 @@ func TestNewMember(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := (&observed{}).newMember(pool, sandboxOf("a", tc.conds...))
+			sb := sandboxOf("a", tc.conds...)
+			if tc.edit != nil {
+				tc.edit(sb)
+			}
+			got := (&observed{}).newMember(pool, sb)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(member{}), cmpopts.IgnoreFields(member{}, "sandbox")); diff != "" {
 				t.Errorf("newMember() mismatch (-want +got):\n%s", diff)
 			}

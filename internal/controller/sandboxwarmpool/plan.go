@@ -31,6 +31,9 @@ const (
 	deleteNotReady
 	// deleteStale: the member is built from an older template and the update strategy replaces it.
 	deleteStale
+	// deleteTampered: someone changed the member's spec since the pool created it, or it never
+	// had the spec its template-hash label claims; whatever the update strategy, it goes.
+	deleteTampered
 )
 
 // deletion is a member to delete and why.
@@ -72,6 +75,10 @@ func makePlan(in planInput) plan {
 		p.delete(excess(active, in.replicas), deleteExcess)
 		return p
 	}
+
+	tampered := filter(active, func(m *member) bool { return m.tampered })
+	p.delete(tampered, deleteTampered)
+	active = without(active, tampered)
 
 	var replace []*member
 	replace, p.held, p.graceEndsIn = triageUnready(active, in.now, in.grace)

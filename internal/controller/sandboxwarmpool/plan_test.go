@@ -13,10 +13,10 @@ import (
 
 // planSummary is a plan in names, for comparison.
 type planSummary struct {
-	Excess, NotReady, Stale []string
-	Create                  int
-	Held                    []string
-	GraceEndsIn             time.Duration
+	Excess, NotReady, Stale, Tampered []string
+	Create                            int
+	Held                              []string
+	GraceEndsIn                       time.Duration
 }
 
 func summarize(p plan) planSummary {
@@ -29,6 +29,8 @@ func summarize(p plan) planSummary {
 			s.NotReady = append(s.NotReady, d.member.sandbox.Name)
 		case deleteStale:
 			s.Stale = append(s.Stale, d.member.sandbox.Name)
+		case deleteTampered:
+			s.Tampered = append(s.Tampered, d.member.sandbox.Name)
 		}
 	}
 	return s
@@ -61,6 +63,10 @@ func TestMakePlan(t *testing.T) {
 		"empty pool is filled": {
 			in:   input(3, onReplenish),
 			want: planSummary{Create: 3},
+		},
+		"a tampered member is replaced even OnReplenish": {
+			in:   input(2, onReplenish, makeMember("a", time.Hour).Ready(), makeMember("b", time.Hour).Ready().Tampered()),
+			want: planSummary{Tampered: []string{"b"}, Create: 1},
 		},
 		"creations are capped by maxBatchSize": {
 			in: func() planInput {

@@ -83,7 +83,7 @@ func RepoRoot() (string, error) {
 }
 
 // Start starts etcd and kube-apiserver from $KUBEBUILDER_ASSETS and installs the CRDs in
-// config/crd/bases. Stop it with Stop.
+// config/crd/bases and the admission policies in config/admission. Stop it with Stop.
 func Start() (*Env, error) {
 	assets := os.Getenv(AssetsEnv)
 	if assets == "" {
@@ -127,6 +127,9 @@ func Start() (*Env, error) {
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("creating a client: %w", err), testEnv.Stop())
+	}
+	if err := installAdmissionPolicies(cfg, c, root); err != nil {
+		return nil, errors.Join(err, testEnv.Stop())
 	}
 	kubeconfig, err := kubeConfig(testEnv)
 	if err != nil {
