@@ -33,7 +33,7 @@ func writeError(w http.ResponseWriter, e *httpError) {
 	if e.code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="kubox-router"`)
 	}
-	if e.code == http.StatusTooManyRequests {
+	if e.code == http.StatusTooManyRequests || e.code == http.StatusServiceUnavailable {
 		h.Set("Retry-After", "1")
 	}
 	w.WriteHeader(e.code)
