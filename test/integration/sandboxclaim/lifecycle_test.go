@@ -43,6 +43,12 @@ func TestShutdownTimeRetain(t *testing.T) {
 		found, err := env.Get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		return err == nil && !found, fmt.Sprintf("Sandbox %s still exists (err %v)", name, err)
 	})
+	// Once the sandbox is gone its name leaves the claim's status: a Sandbox created later
+	// under that name is not the claim's.
+	framework.Eventually(t, func() (bool, string) {
+		c := framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")
+		return c.Status.Sandbox.Name == "", "the expired claim still names its deleted sandbox: " + describeClaim(c)
+	})
 	env.WaitForEvent(t, ns, "SandboxClaim", "c1", corev1.EventTypeNormal, "ClaimExpired", "shutdownPolicy Retain")
 	// The claim stays, expired, and gets no other sandbox.
 	framework.Consistently(t, quiet, func() (bool, string) {
