@@ -173,6 +173,7 @@ func TestAgentTokenGoesOnlyToTheRecordedAgentPort(t *testing.T) {
 	// What listens on the port a router would guess: not the agent.
 	guessed := listenRecordingServerAt(t, net.JoinHostPort(ip, "7070"))
 
+	eventuallyStatus(t, http.StatusOK, http.MethodGet, rt.url+"/sandboxes/"+ns+"/box/healthz", "", bearer(sharedToken))
 	out := ""
 	eventually(t, func() (bool, string) {
 		var err error
