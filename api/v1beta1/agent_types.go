@@ -44,6 +44,23 @@ type AgentSpec struct {
 	CompatibilityAuth AgentAuth `json:"compatibilityAuth,omitempty"`
 }
 
+// AgentStatus is where kubox-agent listens in a sandbox's current Pod. kubox addition.
+type AgentStatus struct {
+	// port is the port of the agent's API (exec, files, terminals), which requires the sandbox's
+	// agent token.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// compatibilityPort is the port on which the agent serves agent-sandbox's runtime APIs; 0 or
+	// absent: it serves none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	CompatibilityPort int32 `json:"compatibilityPort,omitempty"`
+}
+
 // AgentAuth says whether an agent port requires the sandbox's agent token.
 // +kubebuilder:validation:Enum=Required;Disabled
 type AgentAuth string

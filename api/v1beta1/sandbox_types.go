@@ -220,6 +220,13 @@ type SandboxStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=12
 	PreviewID string `json:"previewID,omitempty"`
+
+	// agent records the ports kubox-agent listens on in the sandbox's current Pod, as the
+	// controller wrote them into that Pod: kubox-router, the SDKs and the CLI read them here and
+	// send the sandbox's agent token to no other port. Absent while the sandbox has no Pod, and
+	// for a sandbox that does not run the agent. kubox addition.
+	// +optional
+	Agent *AgentStatus `json:"agent,omitempty"`
 }
 
 // Sandbox is one Pod with a stable name and hostname, optional persistent volumes, and a

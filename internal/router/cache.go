@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -15,6 +18,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/router/preview"
 )
 
@@ -25,17 +29,22 @@ func newScheme() *k8sruntime.Scheme {
 	s := k8sruntime.NewScheme()
 	utilruntime.Must(sandboxv1beta1.AddToScheme(s))
 	utilruntime.Must(extv1beta1.AddToScheme(s))
+	utilruntime.Must(corev1.AddToScheme(s))
 	return s
 }
 
-// newCache returns the informer cache of Sandboxes and SandboxClaims (of cfg.Namespace, or all),
-// trimmed to the fields the router reads, with Sandboxes indexed by preview id.
+// newCache returns the informer cache of Sandboxes, SandboxClaims and the Pods of sandboxes (of
+// cfg.Namespace, or all), trimmed to the fields the router reads, with Sandboxes indexed by
+// preview id and Pods by the UID of their controller (their Sandbox). Pods are label-scoped:
+// only those carrying agents.x-k8s.io/sandbox-name-hash, which the controller sets on every
+// sandbox's Pod, are watched.
 func (rt *Router) newCache(restConfig *rest.Config) (crcache.Cache, error) {
 	opts := crcache.Options{
 		Scheme: newScheme(),
 		ByObject: map[client.Object]crcache.ByObject{
 			&sandboxv1beta1.Sandbox{}:  {Transform: trimSandbox},
 			&extv1beta1.SandboxClaim{}: {Transform: trimClaim},
+			&corev1.Pod{}:              {Label: sandboxPods(), Transform: trimPod},
 		},
 	}
 	if rt.cfg.Namespace != "" {
@@ -51,6 +60,9 @@ func (rt *Router) newCache(restConfig *rest.Config) (crcache.Cache, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("indexing Sandboxes by preview id: %w", err)
 	}
+	if err := c.IndexField(ctx, &corev1.Pod{}, indexer.ControllerUIDKey, indexer.ControllerUID); err != nil {
+		return nil, fmt.Errorf("indexing Pods by controller UID: %w", err)
+	}
 	inf, err := c.GetInformer(ctx, &sandboxv1beta1.Sandbox{}, crcache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("watching Sandboxes: %w", err)
@@ -63,6 +75,9 @@ func (rt *Router) newCache(restConfig *rest.Config) (crcache.Cache, error) {
 	}
 	if _, err := c.GetInformer(ctx, &extv1beta1.SandboxClaim{}, crcache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("watching SandboxClaims: %w", err)
+	}
+	if _, err := c.GetInformer(ctx, &corev1.Pod{}, crcache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("watching the Pods of sandboxes: %w", err)
 	}
 	return c, nil
 }
@@ -83,14 +98,24 @@ func (rt *Router) observeChange(oldObj, newObj any) {
 	}
 }
 
-// trimSandbox keeps what routing reads: identity, spec.agent, pod IPs and conditions.
+// sandboxPods selects the Pods of sandboxes.
+func sandboxPods() labels.Selector {
+	req, err := labels.NewRequirement(sandboxv1beta1.SandboxNameHashLabel, selection.Exists, nil)
+	utilruntime.Must(err)
+	return labels.NewSelector().Add(*req)
+}
+
+// trimSandbox keeps what routing reads: identity, its controller (a claim), spec.agent, the
+// recorded agent ports, pod IPs and conditions.
 func trimSandbox(obj any) (any, error) {
 	sb, ok := obj.(*sandboxv1beta1.Sandbox)
 	if !ok {
 		return obj, nil
 	}
 	out := &sandboxv1beta1.Sandbox{TypeMeta: sb.TypeMeta, ObjectMeta: trimMeta(sb.ObjectMeta)}
+	out.OwnerReferences = controllerRef(sb.OwnerReferences)
 	out.Spec.Agent = sb.Spec.Agent
+	out.Status.Agent = sb.Status.Agent
 	out.Status.PodIPs = slices.Clone(sb.Status.PodIPs)
 	out.Status.Conditions = sb.Status.Conditions
 	return out, nil
@@ -106,6 +131,31 @@ func trimClaim(obj any) (any, error) {
 	out.Status.Sandbox.Name = c.Status.Sandbox.Name
 	out.Status.Conditions = c.Status.Conditions
 	return out, nil
+}
+
+// trimPod keeps what binds a pod IP to a sandbox: the Pod's identity, its controller (the
+// Sandbox), whether it is terminating or terminated, and its IPs.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: trimMeta(pod.ObjectMeta)}
+	out.OwnerReferences = controllerRef(pod.OwnerReferences)
+	out.Status.Phase = pod.Status.Phase
+	out.Status.PodIP = pod.Status.PodIP
+	out.Status.PodIPs = slices.Clone(pod.Status.PodIPs)
+	return out, nil
+}
+
+// controllerRef keeps only the controller owner reference of refs, if any.
+func controllerRef(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	for _, r := range refs {
+		if r.Controller != nil && *r.Controller {
+			return []metav1.OwnerReference{r}
+		}
+	}
+	return nil
 }
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {

@@ -16,8 +16,6 @@ const (
 	DefaultHTTPAddr                = ":8080"
 	DefaultMetricsAddr             = ":9090"
 	DefaultHealthAddr              = ":8081"
-	DefaultAgentPort               = 7070
-	DefaultCompatibilityPort       = 8888
 	DefaultHeaderPort              = 8888
 	DefaultProxyTimeout            = 180 * time.Second
 	DefaultMaxRequestBodyBytes     = 1 << 30
@@ -47,8 +45,6 @@ type Config struct {
 	// AllowUnauthenticatedHeaderRouting admits header-routed requests (X-Sandbox-ID) without
 	// credentials. Safe only when the router is reachable solely through kubectl port-forward.
 	AllowUnauthenticatedHeaderRouting bool
-	// AgentPort is the agent's port of sandboxes whose spec.agent.port is unset.
-	AgentPort int
 	// PreviewDomain enables preview hosts "{port}-{id}.{PreviewDomain}"; empty: off.
 	PreviewDomain string
 	// ProxyTimeout bounds the wait for a sandbox's response headers, and caps X-Sandbox-Timeout.
@@ -93,7 +89,6 @@ func DefaultConfig() Config {
 		HTTPAddr:                DefaultHTTPAddr,
 		MetricsAddr:             DefaultMetricsAddr,
 		HealthAddr:              DefaultHealthAddr,
-		AgentPort:               DefaultAgentPort,
 		ProxyTimeout:            DefaultProxyTimeout,
 		MaxRequestBodyBytes:     DefaultMaxRequestBodyBytes,
 		MaxConnectionsPerClient: DefaultMaxConnectionsPerClient,
@@ -115,9 +110,6 @@ func (c *Config) validate() error {
 	if len(c.AgentTokenKey) < token.MinKeyBytes {
 		errs = append(errs, fmt.Errorf("the agent token key has %d bytes; it needs at least %d: give the key the controller "+
 			"uses (--agent-token-key-file), or make one with: head -c 48 /dev/urandom | base64 > key", len(c.AgentTokenKey), token.MinKeyBytes))
-	}
-	if c.AgentPort < 1 || c.AgentPort > 65535 {
-		errs = append(errs, fmt.Errorf("agent port %d is not in 1-65535", c.AgentPort))
 	}
 	for name, d := range map[string]time.Duration{"proxy timeout": c.ProxyTimeout, "claim token max TTL": c.ClaimTokenMaxTTL} {
 		if d <= 0 {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
 // Paths the router serves itself on its main listener.
@@ -100,10 +103,12 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 		return nil, herr
 	}
 	sandboxName := rte.name
+	var claim *extv1beta1.SandboxClaim
 	if rte.kind == kindClaim {
-		if sandboxName, herr = rt.boundSandbox(ctx, rte.namespace, rte.name); herr != nil {
+		if claim, herr = rt.boundClaim(ctx, rte.namespace, rte.name); herr != nil {
 			return nil, herr
 		}
+		sandboxName = claim.Status.Sandbox.Name
 	}
 	sb, herr := rt.lookupSandbox(ctx, rte.namespace, sandboxName)
 	if herr != nil {
@@ -113,22 +118,43 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 		return nil, errorf(http.StatusNotFound, "sandbox %s/%s does not exist (or the router has not seen it yet); "+
 			"check the name with: kubectl get sandboxes -n %s", rte.namespace, sandboxName, rte.namespace)
 	}
-	return rt.resolveTarget(sb, rte.port)
+	if herr := checkClaimOwns(p, claim, sb); herr != nil {
+		return nil, herr
+	}
+	return rt.resolveTarget(ctx, sb, rte.port)
 }
 
-// boundSandbox returns the name of the sandbox bound to a claim.
-func (rt *Router) boundSandbox(ctx context.Context, ns, name string) (string, *httpError) {
+// boundClaim returns the claim ns/name, which names the sandbox bound to it.
+func (rt *Router) boundClaim(ctx context.Context, ns, name string) (*extv1beta1.SandboxClaim, *httpError) {
 	c, herr := rt.lookupClaim(ctx, ns, name)
 	if herr != nil {
-		return "", herr
+		return nil, herr
 	}
 	if c == nil {
-		return "", errorf(http.StatusNotFound, "SandboxClaim %s/%s does not exist; check the name with: kubectl get sandboxclaims -n %s", ns, name, ns)
+		return nil, errorf(http.StatusNotFound, "SandboxClaim %s/%s does not exist; check the name with: kubectl get sandboxclaims -n %s", ns, name, ns)
 	}
 	if c.Status.Sandbox.Name == "" {
-		return "", errorf(http.StatusServiceUnavailable, "SandboxClaim %s/%s has no sandbox yet; wait until it is Ready and retry", ns, name)
+		return nil, errorf(http.StatusServiceUnavailable, "SandboxClaim %s/%s has no sandbox yet; wait until it is Ready and retry", ns, name)
 	}
-	return c.Status.Sandbox.Name, nil
+	return c, nil
+}
+
+// checkClaimOwns makes sure a request that reaches sb through a claim (the claim route, or a
+// claim token) reaches the claim's own sandbox: one whose controller owner reference is the
+// claim's UID, as the claim controller sets it when it binds or creates the sandbox. The name in
+// the claim's status alone is not enough: once the claim's sandbox is gone, anyone may create
+// another Sandbox of that name.
+func checkClaimOwns(p *principal, claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox) *httpError {
+	if claim != nil && !controlledBy(sb, claim.UID) {
+		return errorf(http.StatusNotFound, "SandboxClaim %s/%s has no sandbox: Sandbox %s, which its status names, is not the claim's "+
+			"(its sandbox is gone and another Sandbox has the name); create a new claim", claim.Namespace, claim.Name, sb.Name)
+	}
+	if p.kind == principalClaim && !controlledBy(sb, p.claim.UID) {
+		return errorf(http.StatusForbidden, "the claim token opens only the sandbox of SandboxClaim %s/%s, and Sandbox %s/%s is not "+
+			"that claim's (the claim's sandbox is gone and another Sandbox has the name); create a new claim", p.claim.Namespace,
+			p.claim.Claim, sb.Namespace, sb.Name)
+	}
+	return nil
 }
 
 // limitBody refuses bodies declared larger than the limit and cuts off those that grow past it.

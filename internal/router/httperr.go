@@ -36,7 +36,7 @@ func writeError(w http.ResponseWriter, e *httpError) {
 	if e.code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="kubox-router"`)
 	}
-	if e.code == http.StatusTooManyRequests {
+	if e.code == http.StatusTooManyRequests || e.code == http.StatusServiceUnavailable {
 		h.Set("Retry-After", strconv.Itoa(max(e.retryAfter, 1)))
 	}
 	w.WriteHeader(e.code)

@@ -6,13 +6,17 @@ import (
 	"net/http"
 	"net/netip"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
 )
 
@@ -77,8 +81,11 @@ func (rt *Router) sandboxByPreviewID(ctx context.Context, id string) (*sandboxv1
 	return &list.Items[0], nil
 }
 
-// resolveTarget picks the sandbox's destination for port (0: its agent port).
-func (rt *Router) resolveTarget(sb *sandboxv1beta1.Sandbox, port int) (*target, *httpError) {
+// resolveTarget picks the sandbox's destination for port (0: its agent port). It dials the pod
+// IP the sandbox's status reports only while the sandbox's own Pod holds it (checkPod), and
+// sends the sandbox's agent token only to a port the sandbox records as its agent's
+// (status.agent): never to a port the router guesses.
+func (rt *Router) resolveTarget(ctx context.Context, sb *sandboxv1beta1.Sandbox, port int) (*target, *httpError) {
 	ready := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
 	if ready == nil || ready.Status != "True" {
 		why := "it has no Ready condition yet"
@@ -99,29 +106,79 @@ func (rt *Router) resolveTarget(sb *sandboxv1beta1.Sandbox, port int) (*target, 
 		return nil, errorf(http.StatusBadGateway, "sandbox %s/%s reports the pod IP %s, which no Pod has (loopback, link-local, multicast "+
 			"or unspecified); the router does not dial it", sb.Namespace, sb.Name, ip)
 	}
-	agentPort, compatPort := rt.agentPorts(sb)
+	if herr := rt.checkPod(ctx, sb, ip); herr != nil {
+		return nil, herr
+	}
+	agent := sb.Status.Agent
 	if port == 0 {
-		port = agentPort
+		if agent == nil {
+			return nil, noAgentPort(sb)
+		}
+		port = int(agent.Port)
 	}
 	t := &target{sandbox: sb, addr: net.JoinHostPort(ip.String(), itoa(port))}
-	if sb.Spec.Agent != nil && (port == agentPort || (compatPort != 0 && port == compatPort)) {
+	if isAgentPort(agent, port) {
 		t.agentToken = token.Derive(rt.cfg.AgentTokenKey, sb.UID)
 	}
 	return t, nil
 }
 
-// agentPorts returns the sandbox's agent port and compatibility port (0: off).
-func (rt *Router) agentPorts(sb *sandboxv1beta1.Sandbox) (agentPort, compatPort int) {
-	agentPort, compatPort = rt.cfg.AgentPort, DefaultCompatibilityPort
-	if a := sb.Spec.Agent; a != nil {
-		if a.Port != nil {
-			agentPort = int(*a.Port)
-		}
-		if a.CompatibilityPort != nil {
-			compatPort = int(*a.CompatibilityPort)
+// isAgentPort reports whether port is one the sandbox records as its agent's.
+func isAgentPort(agent *sandboxv1beta1.AgentStatus, port int) bool {
+	return agent != nil && port > 0 && (port == int(agent.Port) || port == int(agent.CompatibilityPort))
+}
+
+// noAgentPort is the answer to a request for the agent of a sandbox that records no agent port.
+func noAgentPort(sb *sandboxv1beta1.Sandbox) *httpError {
+	if sb.Spec.Agent == nil {
+		return errorf(http.StatusBadRequest, "sandbox %s/%s runs no kubox-agent (it has no spec.agent), so it has no agent port: "+
+			"name the port of its app with the header X-Sandbox-Port", sb.Namespace, sb.Name)
+	}
+	return errorf(http.StatusServiceUnavailable, "sandbox %s/%s does not record its agent's port yet (status.agent is empty: its Pod "+
+		"was made before kubox-controller recorded agent ports, or the controller has not seen it yet); retry shortly, or "+
+		"recreate the sandbox's Pod (suspend and resume it) if this persists", sb.Namespace, sb.Name)
+}
+
+// checkPod makes sure ip belongs to the sandbox's current Pod: a Pod the Sandbox controls (by
+// UID), neither terminating nor terminated, whose status holds ip. A sandbox's status reports
+// its Pod's IP a moment after the Pod changes; in that moment the IP may already belong to
+// another Pod, and the router must not send the sandbox's traffic (or its agent token) there.
+func (rt *Router) checkPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, ip netip.Addr) *httpError {
+	pods := &corev1.PodList{}
+	if err := rt.cache.List(ctx, pods, client.InNamespace(sb.Namespace),
+		client.MatchingFields{indexer.ControllerUIDKey: string(sb.UID)}); err != nil {
+		return errorf(http.StatusServiceUnavailable, "looking up the Pod of sandbox %s/%s in the router's cache: %v; retry shortly", sb.Namespace, sb.Name, err)
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; podLive(p) && podHasIP(p, ip) {
+			return nil
 		}
 	}
-	return agentPort, compatPort
+	rt.metrics.UpstreamErrors.WithLabelValues(sb.Namespace, metrics.ReasonStalePodIP).Inc()
+	return errorf(http.StatusServiceUnavailable, "sandbox %s/%s reports the pod IP %s, but no running Pod of the sandbox has that IP "+
+		"(its Pod was deleted or replaced, and the sandbox's status has not caught up); retry shortly", sb.Namespace, sb.Name, ip)
+}
+
+// podLive reports whether pod is neither terminating nor terminated.
+func podLive(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// podHasIP reports whether ip is one of pod's IPs.
+func podHasIP(pod *corev1.Pod, ip netip.Addr) bool {
+	for _, p := range pod.Status.PodIPs {
+		if a, err := netip.ParseAddr(p.IP); err == nil && a == ip {
+			return true
+		}
+	}
+	a, err := netip.ParseAddr(pod.Status.PodIP)
+	return err == nil && a == ip
+}
+
+// controlledBy reports whether sb's controller owner reference names the object with uid.
+func controlledBy(sb *sandboxv1beta1.Sandbox, uid types.UID) bool {
+	ref := metav1.GetControllerOf(sb)
+	return uid != "" && ref != nil && ref.UID == uid
 }
 
 // blockedIP reports addresses no Pod has; dialing them would reach the router's own host.

@@ -120,7 +120,6 @@ func TestConfigValidate(t *testing.T) {
 	for name, mutate := range map[string]func(*Config){
 		"no key":          func(c *Config) { c.AgentTokenKey = nil },
 		"short key":       func(c *Config) { c.AgentTokenKey = make([]byte, 31) },
-		"agent port":      func(c *Config) { c.AgentPort = 0 },
 		"proxy timeout":   func(c *Config) { c.ProxyTimeout = 0 },
 		"negative limit":  func(c *Config) { c.MaxRequestBodyBytes = -1 },
 		"preview domain":  func(c *Config) { c.PreviewDomain = "http://x" },

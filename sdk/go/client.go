@@ -34,7 +34,7 @@ const (
 	// ConnectRouter sends every request through kubox-router at Options.RouterURL.
 	ConnectRouter Connection = "router"
 	// ConnectDirect dials the sandbox's Pod IP (status.podIPs) on the agent's port
-	// (spec.agent.port, default 7070) with the agent token read from the Secret
+	// (status.agent.port, recorded by kubox-controller) with the agent token read from the Secret
 	// <sandbox>-kubox-agent. It works only where Pod IPs are routable (inside the cluster) and
 	// needs RBAC get on secrets; it needs no router.
 	ConnectDirect Connection = "direct"

@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
-	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 )
 
@@ -148,13 +146,18 @@ func (s *Sandbox) endpoint(ctx context.Context) (endpoint, error) {
 	if len(sb.Status.PodIPs) == 0 {
 		return endpoint{}, fmt.Errorf("sandbox %s: %w: it has no Pod IP (suspended or starting); Resume it or wait for Ready", s, ErrNotReady)
 	}
+	if sb.Status.Agent == nil {
+		// The controller records the ports in the same status write as the Pod IP; without
+		// them the SDK does not guess one and send the agent token there.
+		return endpoint{}, fmt.Errorf("sandbox %s: %w: its status does not record the agent's port yet (status.agent); "+
+			"wait for Ready, or recreate its Pod (suspend and resume) if kubox-controller predates status.agent", s, ErrNotReady)
+	}
 	tok, err := s.agentToken(ctx, sb)
 	if err != nil {
 		return endpoint{}, err
 	}
-	port := ptr.Deref(sb.Spec.Agent.Port, configv1alpha1.DefaultAgentPort)
 	return endpoint{
-		base: directURL(sb.Status.PodIPs[0], port),
+		base: directURL(sb.Status.PodIPs[0], sb.Status.Agent.Port),
 		http: &http.Client{Transport: &auth.Transport{Token: tok, Base: s.c.base}},
 	}, nil
 }

@@ -86,9 +86,10 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// TrimPod is the Pod informer's transform: it keeps the metadata, spec.nodeName and the status
-// fields the Sandbox status is computed from, and drops the rest (container specs, volumes,
-// container statuses), which is most of a Pod's size. Reconcilers never write a Pod from the
+// TrimPod is the Pod informer's transform: it keeps the metadata, spec.nodeName, the command of
+// the container that runs kubox-agent (its flags are the agent's ports, which the Sandbox records
+// in status.agent) and the status fields the Sandbox status is computed from, and drops the rest
+// (other container specs, volumes, container statuses), which is most of a Pod's size. Reconcilers never write a Pod from the
 // cache with Update: they send patches of the fields they own.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
@@ -96,7 +97,14 @@ func TrimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	for _, c := range pod.Spec.Containers {
+		if len(c.Command) > 0 && c.Command[0] == sandbox.AgentBinary {
+			spec.Containers = []corev1.Container{{Name: c.Name, Command: c.Command}}
+			break
+		}
+	}
+	pod.Spec = spec
 	pod.Status = corev1.PodStatus{
 		Phase:      pod.Status.Phase,
 		Conditions: pod.Status.Conditions,

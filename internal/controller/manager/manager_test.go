@@ -17,6 +17,7 @@ import (
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 )
 
 func parse(t *testing.T, args ...string) (*configv1alpha1.ControllerConfiguration, error) {
@@ -119,7 +120,8 @@ func TestTrimPod(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "i"},
+			{Name: "main", Image: "i", Command: []string{sandbox.AgentBinary, "--port=7070"}, Args: []string{"--", "sleep"}}}},
 		Status: corev1.PodStatus{
 			Phase:             corev1.PodRunning,
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
@@ -135,7 +137,8 @@ func TestTrimPod(t *testing.T) {
 	}
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"}},
-		Spec:       corev1.PodSpec{NodeName: "n1"},
+		Spec: corev1.PodSpec{NodeName: "n1",
+			Containers: []corev1.Container{{Name: "main", Command: []string{sandbox.AgentBinary, "--port=7070"}}}},
 		Status: corev1.PodStatus{
 			Phase:      corev1.PodRunning,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},

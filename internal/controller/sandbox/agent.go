@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -229,4 +230,43 @@ func withPort(ports []corev1.ContainerPort, name string, port int32) []corev1.Co
 		}
 	}
 	return append(ports, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
+}
+
+// agentStatus reads where kubox-agent listens in pod from the flags the controller gave it
+// (agentArgv): the container whose command starts with AgentBinary. A container's command cannot
+// change after the Pod is created, so this is the truth for the Pod's whole life, whatever the
+// controller's configuration has become since. It returns nil when no container runs the agent.
+func agentStatus(pod *corev1.Pod) *sandboxv1beta1.AgentStatus {
+	for i := range pod.Spec.Containers {
+		cmd := pod.Spec.Containers[i].Command
+		if len(cmd) == 0 || cmd[0] != AgentBinary {
+			continue
+		}
+		st := &sandboxv1beta1.AgentStatus{}
+		for _, arg := range cmd[1:] {
+			if port, ok := flagPort(arg, "--port="); ok {
+				st.Port = port
+			} else if port, ok := flagPort(arg, "--compat-port="); ok {
+				st.CompatibilityPort = port
+			}
+		}
+		if st.Port == 0 {
+			return nil
+		}
+		return st
+	}
+	return nil
+}
+
+// flagPort parses arg as flag (with its "=") and a port; 0, false for any other argument.
+func flagPort(arg, flag string) (int32, bool) {
+	v, ok := strings.CutPrefix(arg, flag)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 || n > 65535 {
+		return 0, false
+	}
+	return int32(n), true
 }

@@ -201,3 +201,30 @@ func TestAgentSecret(t *testing.T) {
 		t.Errorf("token %q, want the one derived from the key and the sandbox UID, %q", got, want)
 	}
 }
+
+func TestAgentStatus(t *testing.T) {
+	agentC := func(cmd ...string) corev1.Container { return corev1.Container{Name: "main", Command: cmd} }
+	cases := map[string]struct {
+		containers []corev1.Container
+		want       *sandboxv1beta1.AgentStatus
+	}{
+		"the flags the controller gives the agent": {
+			containers: []corev1.Container{agentC(AgentBinary, "--port=9000", "--compat-port=8888", "--token-file=/t")},
+			want:       &sandboxv1beta1.AgentStatus{Port: 9000, CompatibilityPort: 8888},
+		},
+		"compatibility port off": {
+			containers: []corev1.Container{{Name: "side"}, agentC(AgentBinary, "--port=7070", "--compat-port=0")},
+			want:       &sandboxv1beta1.AgentStatus{Port: 7070},
+		},
+		"no container runs the agent":    {containers: []corev1.Container{agentC("/bin/sh", "--port=7070")}},
+		"the agent without a valid port": {containers: []corev1.Container{agentC(AgentBinary, "--port=x")}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := agentStatus(&corev1.Pod{Spec: corev1.PodSpec{Containers: tc.containers}})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("agentStatus() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

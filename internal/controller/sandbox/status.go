@@ -52,6 +52,9 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 	if obs.pod != nil && obs.ownedPods == 1 {
 		st.PodIPs = podIPs(obs.pod)
 		st.NodeName = obs.pod.Spec.NodeName
+		if sb.Spec.Agent != nil {
+			st.Agent = agentStatus(obs.pod)
+		}
 		st.LabelSelector = labels.Set{sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sb.Name)}.String()
 	}
 	if obs.service != nil {

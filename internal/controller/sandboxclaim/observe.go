@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +52,12 @@ func (r *Reconciler) observeSandbox(ctx context.Context, claim *extv1beta1.Sandb
 	}
 	switch {
 	case name == "":
+		if c := meta.FindStatusCondition(claim.Status.Conditions, extv1beta1.ClaimConditionReady); c != nil &&
+			c.Reason == extv1beta1.ClaimReasonSandboxMissing {
+			// The claim's sandbox went, and its name left the status with it (computeStatus):
+			// this reason is the claim's only record that it had one. It gets no other.
+			obs.failure = &failure{reason: c.Reason, message: c.Message}
+		}
 		return nil
 	case recent:
 		obs.waiting = true

@@ -100,7 +100,10 @@ func computeStatus(claim *extv1beta1.SandboxClaim, obs *observed, now metav1.Tim
 			meta.RemoveStatusCondition(&st.Conditions, extv1beta1.ClaimConditionFinished)
 		}
 	} else if obs.sandboxName != "" {
-		st.Sandbox.Name = obs.sandboxName
+		// The claim's sandbox is gone, or a Sandbox that is not the claim's holds its name. The
+		// name leaves the status, as agent-sandbox clears it: anyone may create a Sandbox of that
+		// name now, and no client must reach it through the claim.
+		st.Sandbox.Name = ""
 	}
 	set(readyCondition(obs))
 	return st

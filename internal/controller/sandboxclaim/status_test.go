@@ -77,10 +77,10 @@ func TestComputeStatus(t *testing.T) {
 			obs:   observed{failure: fail("TemplateNotFound", "SandboxTemplate python not found")},
 			want:  status("", nil, notReady("TemplateNotFound", "SandboxTemplate python not found")),
 		},
-		"a vanished sandbox keeps its name, loses its IPs, and keeps Finished": {
+		"a vanished sandbox loses its name and IPs, and keeps Finished": {
 			claim: makeClaim().SandboxStatus(sbName, ips...).Condition(claimFinished).Obj(),
 			obs:   observed{sandboxName: sbName, failure: fail("SandboxMissing", "gone")},
-			want:  status(sbName, nil, claimFinished, notReady("SandboxMissing", "gone")),
+			want:  status("", nil, claimFinished, notReady("SandboxMissing", "gone")),
 		},
 		"an error is a ReconcilerError, even with a ready sandbox": {
 			claim: makeClaim().Obj(),
@@ -93,10 +93,10 @@ func TestComputeStatus(t *testing.T) {
 			want: status(sbName, nil, notReady("ClaimExpired",
 				"Claim expired at 2026-03-01T11:30:00Z; its sandbox was deleted (shutdownPolicy Retain)")),
 		},
-		"expiry beats a missing sandbox": {
+		"expiry beats a missing sandbox, whose name goes": {
 			claim: makeClaim().SandboxStatus(sbName).Condition(claimFinished).Obj(),
 			obs:   observed{sandboxName: sbName, failure: fail("SandboxMissing", "gone"), expiredAt: &expiredAt},
-			want: status(sbName, nil, claimFinished, notReady("ClaimExpired",
+			want: status("", nil, claimFinished, notReady("ClaimExpired",
 				"Claim expired at 2026-03-01T11:30:00Z; its sandbox was deleted (shutdownPolicy Retain)")),
 		},
 		"a claim waiting for the cache keeps its status as it is": {

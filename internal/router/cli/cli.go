@@ -34,6 +34,8 @@ type options struct {
 	kubeconfig      string
 	keyFile         string
 	sharedTokenFile string
+	// agentPort is the deprecated, ignored --agent-port.
+	agentPort int
 }
 
 // NewCommand returns kubox-router's root command.
@@ -70,7 +72,9 @@ func (o *options) bindFlags(cmd *cobra.Command) {
 	f.StringVar(&o.sharedTokenFile, "shared-token-file", "", "file holding a bearer token that opens every route (also $"+envSharedToken+")")
 	f.BoolVar(&c.AllowUnauthenticatedHeaderRouting, "allow-unauthenticated-header-routing", false,
 		"admit X-Sandbox-ID requests without credentials (also $"+envUnauthenticated+"=true); safe ONLY when the router is reachable solely through kubectl port-forward")
-	f.IntVar(&c.AgentPort, "agent-port", c.AgentPort, "agent port of sandboxes whose spec.agent.port is unset")
+	f.IntVar(&o.agentPort, "agent-port", 0, "ignored")
+	_ = f.MarkDeprecated("agent-port", "it is ignored: the router reads each sandbox's agent ports from its status.agent, "+
+		"which kubox-controller records from the sandbox's Pod; set agent ports in the controller's configuration (agent.port)")
 	f.StringVar(&c.PreviewDomain, "preview-domain", "", "serve {port}-{id}.<domain> hosts to browsers (empty: off)")
 	f.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "how long to wait for a sandbox's response headers; also caps X-Sandbox-Timeout")
 	f.Int64Var(&c.MaxRequestBodyBytes, "max-request-body-bytes", c.MaxRequestBodyBytes, "largest request body (413 beyond; 0: unlimited)")

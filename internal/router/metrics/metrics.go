@@ -23,6 +23,9 @@ const (
 	ReasonTimeout = "timeout"
 	// ReasonBlockedIP: the sandbox reports a pod IP the router refuses to dial (loopback, ...).
 	ReasonBlockedIP = "blocked_ip"
+	// ReasonStalePodIP: the sandbox reports a pod IP that none of its live Pods holds (the Pod
+	// was deleted or replaced and the status has not caught up); the router does not dial it.
+	ReasonStalePodIP = "stale_pod_ip"
 	// ReasonOther: the connection failed after it was made (reset, protocol error).
 	ReasonOther = "other"
 )

@@ -13,9 +13,13 @@ import (
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent"
@@ -83,26 +87,101 @@ func markReady(t *testing.T, sb *sandboxv1beta1.Sandbox, ip string) {
 	setStatus(t, sb, []string{ip}, metav1.ConditionTrue)
 }
 
-// setStatus writes the Sandbox's pod IPs and Ready condition.
+// setStatus writes the Sandbox's pod IPs and Ready condition, and the agent ports its spec.agent
+// asks for, as kubox-controller records them (status.agent); with IPs, it first makes the Pod
+// the Sandbox controls hold them (the router dials a pod IP only while the sandbox's Pod has it).
 func setStatus(t *testing.T, sb *sandboxv1beta1.Sandbox, ips []string, ready metav1.ConditionStatus) {
 	t.Helper()
 	reason := sandboxv1beta1.SandboxReasonDependenciesReady
 	if ready != metav1.ConditionTrue {
 		reason = sandboxv1beta1.SandboxReasonDependenciesNotReady
 	}
-	sb.Status.PodIPs = ips
-	sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.SandboxConditionReady, Status: ready, Reason: reason,
-		Message: "set by the test", LastTransitionTime: metav1.Now(), ObservedGeneration: sb.Generation}}
-	if err := env.Client.Status().Update(t.Context(), sb); err != nil {
+	if len(ips) > 0 {
+		ensurePod(t, sb, ips)
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		// A fresh copy: createClaim binds the Sandbox to its claim after the test read it.
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(sb), sb); err != nil {
+			return err
+		}
+		sb.Status.Agent = recordedAgentPorts(sb.Spec.Agent)
+		sb.Status.PodIPs = ips
+		sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.SandboxConditionReady, Status: ready, Reason: reason,
+			Message: "set by the test", LastTransitionTime: metav1.Now(), ObservedGeneration: sb.Generation}}
+		return env.Client.Status().Update(t.Context(), sb)
+	})
+	if err != nil {
 		t.Fatalf("Writing the status of Sandbox %s: %v", sb.Name, err)
 	}
 }
 
-// createClaim creates a SandboxClaim bound to sandbox (its status.sandbox.name).
+// recordedAgentPorts is the status.agent kubox-controller's default configuration records for a
+// sandbox with spec.agent a (nil: none).
+func recordedAgentPorts(a *sandboxv1beta1.AgentSpec) *sandboxv1beta1.AgentStatus {
+	if a == nil {
+		return nil
+	}
+	return &sandboxv1beta1.AgentStatus{Port: ptr.Deref(a.Port, configv1alpha1.DefaultAgentPort),
+		CompatibilityPort: ptr.Deref(a.CompatibilityPort, configv1alpha1.DefaultAgentCompatibilityPort)}
+}
+
+// ensurePod makes the Pod of sb (named like it, controlled by it, labelled as kubox-controller
+// labels it) Running and Ready with ips, replacing a Pod of that name that another Sandbox (an
+// earlier one of the same name) controls.
+func ensurePod(t *testing.T, sb *sandboxv1beta1.Sandbox, ips []string) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: sb.Name}}
+	found, err := env.Get(t, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found && !metav1.IsControlledBy(pod, sb) {
+		env.ForceDelete(t, pod)
+		env.WaitGone(t, pod)
+		found = false
+	}
+	if !found {
+		pod = sandboxPod(sb.Namespace, sb.Name, sb.Name, sb)
+		env.Create(t, pod)
+	}
+	env.UpdatePodStatus(t, sb.Namespace, pod.Name, framework.RunningAndReady(ips...))
+}
+
+// sandboxPod is a Pod called name labelled as the Pod of sandbox sandboxName, controlled by
+// owner (nil: by nothing).
+func sandboxPod(ns, name, sandboxName string, owner *sandboxv1beta1.Sandbox) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sandboxName)}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+	}
+	if owner != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox",
+			Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+	}
+	return pod
+}
+
+// createClaim creates a SandboxClaim bound to sandbox (its status.sandbox.name) as the claim
+// controller binds one: the Sandbox, when it exists, gets the claim as its controller owner and
+// the claim-uid label.
 func createClaim(t *testing.T, ns, name, sandbox string) *extv1beta1.SandboxClaim {
 	t.Helper()
 	c := testutil.MakeClaim(name, ns).Template("tpl").Obj()
 	env.Create(t, c)
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sandbox}}
+	if found, err := env.Get(t, sb); err != nil {
+		t.Fatal(err)
+	} else if found {
+		framework.Update(t, env, sb, func(sb *sandboxv1beta1.Sandbox) {
+			sb.OwnerReferences = []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim",
+				Name: c.Name, UID: c.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+			if sb.Labels == nil {
+				sb.Labels = map[string]string{}
+			}
+			sb.Labels[sandboxv1beta1.ClaimUIDLabel] = string(c.UID)
+		})
+	}
 	c.Status.Sandbox.Name = sandbox
 	if err := env.Client.Status().Update(t.Context(), c); err != nil {
 		t.Fatalf("Writing the status of SandboxClaim %s: %v", name, err)

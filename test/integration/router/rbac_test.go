@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,14 +19,20 @@ import (
 // ClusterRole `make manifests` generates from its markers (config/rbac/router/role.yaml): it
 // syncs its caches, reviews a caller's token and permission, mints a claim token and proxies to
 // the sandbox. A marker missing from internal/router/rbac.go fails here before it fails an
-// install. The role has no Secrets and no Pods in it.
+// install. The role has no Secrets in it, and on Pods only reads (the router binds a pod IP to
+// the sandbox's Pod): no writes, no exec, attach or port-forward.
 func TestGeneratedClusterRoleIsEnough(t *testing.T) {
 	ns := env.NewNamespace(t)
 	role := generatedRouterRole(t)
 	for _, r := range role.Rules {
 		for _, res := range r.Resources {
-			if res == "secrets" || res == "pods" {
-				t.Errorf("the router's ClusterRole grants %v on %s; it must read neither", r.Verbs, res)
+			switch {
+			case res == "secrets":
+				t.Errorf("the router's ClusterRole grants %v on secrets; it must not read them", r.Verbs)
+			case strings.HasPrefix(res, "pods/"):
+				t.Errorf("the router's ClusterRole grants %v on %s; it must not reach into Pods", r.Verbs, res)
+			case res == "pods" && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }):
+				t.Errorf("the router's ClusterRole grants %v on pods; it may only read them", r.Verbs)
 			}
 		}
 	}

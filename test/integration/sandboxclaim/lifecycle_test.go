@@ -3,6 +3,7 @@ package sandboxclaim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,12 @@ func TestShutdownTimeRetain(t *testing.T) {
 	framework.Eventually(t, func() (bool, string) {
 		found, err := env.Get(t, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		return err == nil && !found, fmt.Sprintf("Sandbox %s still exists (err %v)", name, err)
+	})
+	// Once the sandbox is gone its name leaves the claim's status: a Sandbox created later
+	// under that name is not the claim's.
+	framework.Eventually(t, func() (bool, string) {
+		c := framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")
+		return c.Status.Sandbox.Name == "", "the expired claim still names its deleted sandbox: " + describeClaim(c)
 	})
 	env.WaitForEvent(t, ns, "SandboxClaim", "c1", corev1.EventTypeNormal, "ClaimExpired", "shutdownPolicy Retain")
 	// The claim stays, expired, and gets no other sandbox.
@@ -131,4 +138,32 @@ func TestClaimExpiredBeforeItGotASandbox(t *testing.T) {
 	if err != nil || len(members) != 1 {
 		t.Errorf("Pool members = %d (err %v); want the one member left alone", len(members), err)
 	}
+}
+
+// TestDeletedSandboxLeavesTheClaimStatus: once a claim's sandbox is deleted, its name leaves the
+// claim's status (a Sandbox created later under that name is not the claim's, and the router
+// must not take it for it), and the claim stays SandboxMissing without another sandbox.
+func TestDeletedSandboxLeavesTheClaimStatus(t *testing.T) {
+	ns := startWarm(t)
+	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
+	name := waitReady(t, ns, "c1").Status.Sandbox.Name
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := env.Client.Delete(t.Context(), sb); err != nil {
+		t.Fatal(err)
+	}
+	c := waitNotReady(t, ns, "c1", extv1beta1.ClaimReasonSandboxMissing)
+	framework.Eventually(t, func() (bool, string) {
+		c = framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")
+		return c.Status.Sandbox.Name == "" && len(c.Status.Sandbox.PodIPs) == 0, "the claim still names its deleted sandbox: " + describeClaim(c)
+	})
+	if cond := meta.FindStatusCondition(c.Status.Conditions, extv1beta1.ClaimConditionReady); cond == nil || !strings.Contains(cond.Message, name) {
+		t.Errorf("Ready = %+v; want a message naming the deleted Sandbox %s", cond, name)
+	}
+	framework.Consistently(t, quiet, func() (bool, string) {
+		c := framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")
+		all, err := sandboxes(t, ns)
+		owned := slices.ContainsFunc(all, func(sb sandboxv1beta1.Sandbox) bool { return metav1.IsControlledBy(&sb, c) })
+		return err == nil && !owned && c.Status.Sandbox.Name == "" && hasReady(metav1.ConditionFalse, extv1beta1.ClaimReasonSandboxMissing)(c),
+			fmt.Sprintf("%s; owns a sandbox: %t (err %v)", describeClaim(c), owned, err)
+	})
 }

@@ -23,7 +23,6 @@ CREATED_BY = "python-client"
 CREATED_BY_LABEL = "agents.x-k8s.io/created-by"
 FIRST_REQUESTED_AT = "agents.x-k8s.io/client-first-requested-at"
 AGENT_TOKEN_KEY = "token"
-DEFAULT_AGENT_PORT = 7070
 
 # The Ready reasons a claim does not leave by itself, with what to do about each.
 _TERMINAL = {

@@ -289,9 +289,15 @@ class AsyncClient:
         if not ips:
             raise SandboxNotReadyError("it has no Pod IP (suspended or starting)", object=f"sandbox {sb}",
                                        hint="resume it or wait for Ready")
+        # The port kubox-controller records for the sandbox's current Pod; without it the SDK
+        # does not guess one and send the agent token there.
+        port = (obj.get("status", {}).get("agent") or {}).get("port")
+        if not port:
+            raise SandboxNotReadyError("its status does not record the agent's port yet (status.agent)",
+                                       object=f"sandbox {sb}", hint="wait for Ready")
         token = await sb._agent_token()
         host = ips[0] if ":" not in ips[0] else f"[{ips[0]}]"
-        return f"http://{host}:{agent.get('port') or _claims.DEFAULT_AGENT_PORT}", {"Authorization": "Bearer " + token}
+        return f"http://{host}:{port}", {"Authorization": "Bearer " + token}
 
 
 class AsyncSandbox:
