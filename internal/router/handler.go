@@ -145,11 +145,11 @@ func (rt *Router) boundClaim(ctx context.Context, ns, name string) (*extv1beta1.
 // the claim's status alone is not enough: once the claim's sandbox is gone, anyone may create
 // another Sandbox of that name.
 func checkClaimOwns(p *principal, claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox) *httpError {
-	if claim != nil && !controlledBy(sb, claim.UID) {
+	if claim != nil && !claimOwns(sb, claim.UID) {
 		return errorf(http.StatusNotFound, "SandboxClaim %s/%s has no sandbox: Sandbox %s, which its status names, is not the claim's "+
 			"(its sandbox is gone and another Sandbox has the name); create a new claim", claim.Namespace, claim.Name, sb.Name)
 	}
-	if p.kind == principalClaim && !controlledBy(sb, p.claim.UID) {
+	if p.kind == principalClaim && !claimOwns(sb, p.claim.UID) {
 		return errorf(http.StatusForbidden, "the claim token opens only the sandbox of SandboxClaim %s/%s, and Sandbox %s/%s is not "+
 			"that claim's (the claim's sandbox is gone and another Sandbox has the name); create a new claim", p.claim.Namespace,
 			p.claim.Claim, sb.Namespace, sb.Name)

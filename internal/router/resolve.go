@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +16,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/provenance"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
 )
 
@@ -150,7 +150,7 @@ func (rt *Router) checkPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, ip n
 		return errorf(http.StatusServiceUnavailable, "looking up the Pod of sandbox %s/%s in the router's cache: %v; retry shortly", sb.Namespace, sb.Name, err)
 	}
 	for i := range pods.Items {
-		if p := &pods.Items[i]; podLive(p) && podHasIP(p, ip) {
+		if p := &pods.Items[i]; provenance.ControlledBy(p, provenance.Sandbox, sb.UID) && podLive(p) && podHasIP(p, ip) {
 			return nil
 		}
 	}
@@ -175,10 +175,10 @@ func podHasIP(pod *corev1.Pod, ip netip.Addr) bool {
 	return err == nil && a == ip
 }
 
-// controlledBy reports whether sb's controller owner reference names the object with uid.
-func controlledBy(sb *sandboxv1beta1.Sandbox, uid types.UID) bool {
-	ref := metav1.GetControllerOf(sb)
-	return uid != "" && ref != nil && ref.UID == uid
+// claimOwns reports whether sb's controller reference names the SandboxClaim with uid (by kind
+// and group too: a bare UID in a reference of another kind proves nothing).
+func claimOwns(sb *sandboxv1beta1.Sandbox, uid types.UID) bool {
+	return uid != "" && provenance.ControlledBy(sb, provenance.SandboxClaim, uid)
 }
 
 // blockedIP reports addresses no Pod has; dialing them would reach the router's own host.

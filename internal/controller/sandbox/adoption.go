@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/provenance"
+	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
 // adopt makes sb the controller of obj, a pre-existing Pod, Service or PVC with the name sb would

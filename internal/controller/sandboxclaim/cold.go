@@ -15,7 +15,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
-	"github.com/kubox-dev/kubox/internal/controller/provenance"
+	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
 // createPendingRetry is how soon a claim whose Sandbox name was taken by an object that vanished

@@ -16,7 +16,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
-	"github.com/kubox-dev/kubox/internal/controller/provenance"
+	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
 // cacheLagRetry is how soon a claim waiting for the cache to show its own sandbox is looked at

@@ -15,7 +15,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
-	"github.com/kubox-dev/kubox/internal/controller/provenance"
+	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
 // Warm path tuning.

@@ -20,7 +20,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
-	"github.com/kubox-dev/kubox/internal/controller/provenance"
+	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
 // member is one Sandbox the pool controls and that is not being deleted, as this pass sees it.
