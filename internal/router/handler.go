@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
 // Paths the router serves itself on its main listener.
@@ -70,7 +72,7 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		defer cancel()
 	}
 	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview}
-	rt.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
+	rt.proxy.ServeHTTP(cookieGuard{w}, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
 }
 
 // admit runs the checks in an order that reveals nothing to a stranger: credentials (401), then
@@ -86,18 +88,25 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 		}
 	}
 	info.principal = p.name()
+	var previewSandbox *sandboxv1beta1.Sandbox
 	if rte.kind == kindPreview {
 		sb, herr := rt.sandboxByPreviewID(ctx, rte.previewID)
 		if herr != nil {
 			return nil, herr
 		}
 		rte.namespace, rte.name = sb.Namespace, sb.Name
+		previewSandbox = sb
 	}
 	info.namespace, info.name = rte.namespace, rte.name
 	herr := rt.authorize(ctx, p, access{namespace: rte.namespace, name: rte.name, claim: rte.kind == kindClaim})
 	rt.recordDecision(herr)
 	if herr != nil {
 		return nil, herr
+	}
+	if previewSandbox != nil {
+		if herr := rt.checkPreviewPort(previewSandbox, rte.port); herr != nil {
+			return nil, herr
+		}
 	}
 	sandboxName := rte.name
 	if rte.kind == kindClaim {

@@ -23,6 +23,8 @@ const (
 	ReasonTimeout = "timeout"
 	// ReasonBlockedIP: the sandbox reports a pod IP the router refuses to dial (loopback, ...).
 	ReasonBlockedIP = "blocked_ip"
+	// ReasonHeaderTooLarge: the sandbox's response headers passed --max-response-header-bytes.
+	ReasonHeaderTooLarge = "header_too_large"
 	// ReasonOther: the connection failed after it was made (reset, protocol error).
 	ReasonOther = "other"
 )
@@ -66,7 +68,7 @@ func New() *Metrics {
 		}),
 		UpstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_upstream_errors_total",
-			Help: "Requests that failed between the router and the sandbox, by reason (dial, timeout, blocked_ip, other).",
+			Help: "Requests that failed between the router and the sandbox, by reason (dial, timeout, blocked_ip, header_too_large, other).",
 		}, []string{"sandbox_namespace", "reason"}),
 		UpstreamRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sandbox_router_upstream_retries_total",
