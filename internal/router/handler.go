@@ -2,7 +2,10 @@ package router
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -17,6 +20,12 @@ const (
 	sandboxPrefix = "/sandboxes/"
 	claimPrefix   = "/claims/"
 )
+
+// maxInformationalResponses bounds the 1xx responses (103 Early Hints, ...) a sandbox may send
+// before its final response.
+const maxInformationalResponses = 16
+
+var errTooManyInformational = errors.New("more than 16 informational (1xx) responses")
 
 // serveHTTP routes a request: preview host, X-Sandbox-ID, the router's own paths, then the
 // /sandboxes/ and /claims/ paths. See the package documentation.
@@ -71,6 +80,15 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		ctx, cancel = context.WithTimeout(ctx, rte.timeout)
 		defer cancel()
 	}
+	// ReverseProxy passes 1xx responses on as they come (its trace hook runs before this one);
+	// a sandbox sending them without end would keep the request, and the garbage, going.
+	informational := 0
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: func(int, textproto.MIMEHeader) error {
+		if informational++; informational > maxInformationalResponses {
+			return errTooManyInformational
+		}
+		return nil
+	}})
 	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview}
 	rt.proxy.ServeHTTP(cookieGuard{w}, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
 }

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -52,9 +53,34 @@ func (rt *Router) newUpstream() *upstream {
 // RoundTrip sends HTTP/2 requests over h2c and everything else (upgrades too) over HTTP/1.1.
 func (u *upstream) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.ProtoMajor == 2 && r.Header.Get("Upgrade") == "" {
-		return u.h2c.RoundTrip(r)
+		res, err := u.h2c.RoundTrip(r)
+		if err == nil {
+			// Once the response headers are in, Go's HTTP/2 transport no longer watches the
+			// request's context: a request body blocked on the sandbox's flow control and a
+			// response body waiting for data would outlive the client, and hold their slot of
+			// --max-inflight-requests, forever. Closing the body when the client goes aborts
+			// the stream.
+			res.Body = closeOnDone(r.Context(), res.Body)
+		}
+		return res, err
 	}
 	return u.h1.RoundTrip(r)
+}
+
+// closeOnDone closes body when ctx ends.
+func closeOnDone(ctx context.Context, body io.ReadCloser) io.ReadCloser {
+	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
+	return &doneBody{ReadCloser: body, stop: stop}
+}
+
+type doneBody struct {
+	io.ReadCloser
+	stop func() bool
+}
+
+func (b *doneBody) Close() error {
+	b.stop()
+	return b.ReadCloser.Close()
 }
 
 func (u *upstream) closeIdle() {
@@ -220,6 +246,10 @@ func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		herr = errorf(http.StatusBadGateway, "sandbox %s/%s answered with response headers larger than the router's limit of %d bytes "+
 			"(--max-response-header-bytes); the app on port %s must send smaller headers (large cookies?), or raise the limit",
 			ns, name, rt.cfg.MaxResponseHeaderBytes, t.port())
+	case errors.Is(err, errTooManyInformational):
+		reason = metrics.ReasonHeaderTooLarge
+		herr = errorf(http.StatusBadGateway, "sandbox %s/%s sent %v before its response; the router passes at most %d", ns, name,
+			errTooManyInformational, maxInformationalResponses)
 	case errors.Is(r.Context().Err(), context.Canceled):
 		info.err = "client went away"
 		w.WriteHeader(499) // nginx's "client closed request": nobody reads it, the access log shows it
@@ -249,7 +279,8 @@ func isHeaderTooLarge(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "server response headers exceeded") || // HTTP/1.1
 		strings.Contains(msg, "header list larger than advertised limit") || // h2c, final response
-		strings.Contains(msg, "header list too large") // h2c, 1xx responses
+		strings.Contains(msg, "header list too large") || // h2c, 1xx responses
+		strings.Contains(msg, "COMPRESSION_ERROR") // h2c: a header field longer than the limit fails HPACK decoding
 }
 
 func isTimeout(err error, r *http.Request) bool {

@@ -32,12 +32,13 @@ const (
 )
 
 // envMemoryLimit is the container's memory limit in bytes, which the Deployment passes with a
-// resourceFieldRef; without GOMEMLIMIT the router sets its Go memory limit to 90% of it.
+// resourceFieldRef; without GOMEMLIMIT the router sets its Go memory limit to 80% of it: the
+// rest is for what the Go runtime does not count, mostly the binary's code (about 30 MiB).
 const envMemoryLimit = "KUBOX_CONTAINER_MEMORY_LIMIT"
 
 // baselineMemory is the router's memory besides its requests in flight: the Go runtime, the
-// Kubernetes clients and the informer cache of a few hundred Sandboxes and SandboxClaims
-// (measured about 30 MiB; docs/router.md).
+// Kubernetes clients, the binary's code and the informer cache of a few hundred Sandboxes and
+// SandboxClaims (measured about 45 MiB resident; docs/router.md).
 const baselineMemory = 48 << 20
 
 type options struct {
@@ -155,7 +156,7 @@ func (o *options) complete(log *slog.Logger) error {
 func applyMemoryLimit(log *slog.Logger, cfg *router.Config) {
 	limit, _ := strconv.ParseInt(strings.TrimSpace(os.Getenv(envMemoryLimit)), 10, 64)
 	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(limit / 10 * 9)
+		debug.SetMemoryLimit(limit / 5 * 4)
 	}
 	bound := cfg.MemoryBound()
 	log.Info("Memory bounds", "perRequestBytes", cfg.PerRequestMemoryBound(), "inflightBytes", bound,
@@ -163,7 +164,7 @@ func applyMemoryLimit(log *slog.Logger, cfg *router.Config) {
 	switch {
 	case bound == 0:
 		log.Warn("--max-inflight-requests=0: nothing bounds the memory requests in flight can hold; a hostile sandbox can exhaust it")
-	case limit > 0 && baselineMemory+bound > limit/10*9:
+	case limit > 0 && baselineMemory+bound > limit/5*4:
 		log.Warn("The limits let requests in flight hold more memory than the container has: lower --max-inflight-requests or "+
 			"--max-response-header-bytes, or raise the memory limit", "inflightBytes", bound, "containerLimitBytes", limit)
 	}

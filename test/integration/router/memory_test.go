@@ -149,19 +149,41 @@ func TestHostileSandboxesCannotExhaustRouterMemory(t *testing.T) {
 	sb := createSandbox(t, ns, "benign", &sandboxv1beta1.AgentSpec{Port: ptrInt32(benign.port())})
 	markReady(t, sb, "127.0.0.1")
 
-	p := startRouterProcess(t, ns, cfg)
+	// The bound is on what requests in flight hold (live memory); how far garbage may pile up
+	// above the live memory is the garbage collector's choice, which GOMEMLIMIT governs (the
+	// chart sets it from the container's limit). So: a first run measures the Go runtime's share
+	// of the router's resident memory at rest, and the attacked run gets the Go memory limit a
+	// container sized at the stated figure would leave it: 90% of that share plus the bound.
+	bin := routerBinary(t)
+	bound := cfg.MemoryBound()
+	p0 := startRouterProcess(t, bin, ns, cfg, 0)
+	eventuallyStatus(t, http.StatusOK, http.MethodGet, p0.url+"/sandboxes/"+ns+"/benign/", "", bearer(sharedToken))
+	goAtRest := p0.goResident(t)
+	t.Logf("kubox-router at rest: %d KiB resident, of which the Go runtime's %d KiB", p0.memory(t).rss>>10, goAtRest>>10)
+	p0.stop()
+
+	goMemLimit := (goAtRest + bound) / 10 * 9 // with headroom, as the router leaves itself in a container
+	p := startRouterProcess(t, bin, ns, cfg, goMemLimit)
 	// The cache sees Sandboxes in the order they were written: once the last is routed, all are.
 	eventuallyStatus(t, http.StatusOK, http.MethodGet, p.url+"/sandboxes/"+ns+"/benign/", "", bearer(sharedToken))
 	baseline := p.memory(t).rss
-	bound := cfg.MemoryBound()
-	t.Logf("kubox-router: %d KiB resident after start; stated bound for requests in flight: %d in flight × %d KiB = %d KiB; "+
-		"limit asserted: %d KiB", baseline>>10, cfg.MaxInflightRequests, cfg.PerRequestMemoryBound()>>10, bound>>10, (baseline+bound)>>10)
+	t.Logf("kubox-router: %d KiB resident after start (GOMEMLIMIT %d KiB); stated bound for requests in flight: %d in flight × %d KiB = %d KiB; "+
+		"limit asserted: %d KiB", baseline>>10, goMemLimit>>10, cfg.MaxInflightRequests, cfg.PerRequestMemoryBound()>>10, bound>>10, (baseline+bound)>>10)
 
 	for i, tc := range cases {
 		url := p.url + "/sandboxes/" + ns + "/" + sandboxes[i] + "/"
 		codes := runParallel(t, tc, url, parallel)
 		m := p.memory(t)
 		t.Logf("%-48s peak %6d KiB resident (now %6d KiB); answers %v", tc.name, m.hwm>>10, m.rss>>10, codes)
+		// Every request's slot comes back once its client is gone.
+		start := time.Now()
+		for n := p.metric(t, "sandbox_router_inflight_requests"); n != 0; n = p.metric(t, "sandbox_router_inflight_requests") {
+			if time.Since(start) > 20*time.Second {
+				t.Fatalf("after %q, %v requests are still in flight in the router %v after their clients went away", tc.name, n, time.Since(start).Round(time.Second))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("%-48s slots back after %v", "", time.Since(start).Round(10*time.Millisecond))
 	}
 	canary.mu.Lock()
 	stolen := canary.last
@@ -247,7 +269,17 @@ func runParallel(t *testing.T, tc hostileCase, url string, n int) map[string]int
 	} else {
 		tr.Protocols.SetHTTP1(true)
 	}
-	defer tr.CloseIdleConnections()
+	// The clients' connections are closed when the case ends, whatever state their streams
+	// are in: the router must then give every slot back.
+	var conns sync.Map
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			conns.Store(c, true)
+		}
+		return c, err
+	}
+	defer conns.Range(func(c, _ any) bool { _ = c.(net.Conn).Close(); return true })
 	c := &http.Client{Transport: &auth.Transport{Token: sharedToken, Base: tr},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var mu sync.Mutex
@@ -290,8 +322,51 @@ func runParallel(t *testing.T, tc hostileCase, url string, n int) map[string]int
 
 // routerProcess is kubox-router running as its own process.
 type routerProcess struct {
-	url string
-	pid int
+	url, metricsURL string
+	pid             int
+	stop            func()
+}
+
+// metric is the value of the router's metric name (without labels).
+func (p *routerProcess) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	res, err := http.Get(p.metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	b, _ := io.ReadAll(res.Body)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if n, v, _ := strings.Cut(line, " "); n == name {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return -1
+}
+
+// goResident is the memory the Go runtime holds from the OS and has not released, from the
+// router's metrics.
+func (p *routerProcess) goResident(t *testing.T) int64 {
+	t.Helper()
+	res, err := http.Get(p.metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	b, _ := io.ReadAll(res.Body)
+	var sys, released float64
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, v, _ := strings.Cut(line, " ")
+		f, _ := strconv.ParseFloat(v, 64)
+		switch name {
+		case "go_memstats_sys_bytes":
+			sys = f
+		case "go_memstats_heap_released_bytes":
+			released = f
+		}
+	}
+	return int64(sys - released)
 }
 
 type memory struct{ rss, hwm int64 }
@@ -317,24 +392,30 @@ func (p *routerProcess) memory(t *testing.T) memory {
 	return m
 }
 
-// startRouterProcess builds cmd/kubox-router (or takes $KUBOX_ROUTER_BINARY) and runs it for
-// namespace ns with cfg's limits until the test ends.
-func startRouterProcess(t *testing.T, ns string, cfg router.Config) *routerProcess {
+// routerBinary builds cmd/kubox-router, or returns $KUBOX_ROUTER_BINARY.
+func routerBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv(routerBinaryEnv); bin != "" {
+		return bin
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "kubox-router")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kubox-router")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kubox-router: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startRouterProcess runs bin for namespace ns with cfg's limits (and GOMEMLIMIT goMemLimit
+// bytes, unless 0) until stop or the end of the test.
+func startRouterProcess(t *testing.T, bin, ns string, cfg router.Config, goMemLimit int64) *routerProcess {
 	t.Helper()
 	dir := t.TempDir()
-	bin := os.Getenv(routerBinaryEnv)
-	if bin == "" {
-		root, err := framework.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(dir, "kubox-router")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/kubox-router")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building kubox-router: %v\n%s", err, out)
-		}
-	}
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -342,7 +423,7 @@ func startRouterProcess(t *testing.T, ns string, cfg router.Config) *routerProce
 		}
 		return p
 	}
-	port, health := freePort(t), freePort(t)
+	port, health, metricsPort := freePort(t), freePort(t), freePort(t)
 	cmd := exec.Command(bin,
 		"--kubeconfig="+write("kubeconfig", env.KubeConfig),
 		"--agent-token-key-file="+write("key", key),
@@ -351,7 +432,7 @@ func startRouterProcess(t *testing.T, ns string, cfg router.Config) *routerProce
 		"--allow-loopback-pod-ip",
 		"--access-log=false",
 		fmt.Sprintf("--http-bind-address=127.0.0.1:%d", port),
-		"--metrics-bind-address=0",
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
 		"--proxy-timeout=3s",
 		"--upstream-max-retries=0",
@@ -359,22 +440,31 @@ func startRouterProcess(t *testing.T, ns string, cfg router.Config) *routerProce
 		fmt.Sprintf("--max-inflight-requests=%d", cfg.MaxInflightRequests),
 		fmt.Sprintf("--max-response-header-bytes=%d", cfg.MaxResponseHeaderBytes),
 	)
+	cmd.Env = os.Environ()
+	if goMemLimit > 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("GOMEMLIMIT=%d", goMemLimit))
+	}
 	cmd.Stderr = framework.TestWriter{T: t}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	p := &routerProcess{url: fmt.Sprintf("http://127.0.0.1:%d", port), pid: cmd.Process.Pid}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
+	p := &routerProcess{url: fmt.Sprintf("http://127.0.0.1:%d", port), pid: cmd.Process.Pid, stop: stop,
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
 	framework.Eventually(t, func() (bool, string) {
 		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
 		if err != nil {
