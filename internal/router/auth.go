@@ -45,33 +45,47 @@ func (p *principal) name() string {
 }
 
 // bearer returns the request's bearer token, or "" when there is none; with cookie, also the
-// kubox-token cookie. More than one Authorization header, or another scheme, is an error.
-func bearer(r *http.Request, cookie bool) (string, *httpError) {
+// kubox-token cookie, and then fromCookie says where the token came from. More than one
+// Authorization header, another scheme, or more than one kubox-token cookie is an error.
+func bearer(r *http.Request, cookie bool) (tok string, fromCookie bool, herr *httpError) {
 	values := r.Header.Values("Authorization")
 	if len(values) > 1 {
-		return "", errorf(http.StatusUnauthorized, "the request has more than one Authorization header; send one: Authorization: Bearer <token>")
+		return "", false, errorf(http.StatusUnauthorized, "the request has more than one Authorization header; send one: Authorization: Bearer <token>")
 	}
 	if len(values) == 1 {
 		scheme, tok, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
 		tok = strings.TrimSpace(tok)
 		if !strings.EqualFold(scheme, "Bearer") || tok == "" {
-			return "", errorf(http.StatusUnauthorized, "the Authorization header is not 'Bearer <token>'; the router accepts only bearer tokens")
+			return "", false, errorf(http.StatusUnauthorized, "the Authorization header is not 'Bearer <token>'; the router accepts only bearer tokens")
 		}
-		return tok, nil
+		return tok, false, nil
 	}
 	if cookie {
-		if c, err := r.Cookie(tokenCookie); err == nil && c.Value != "" {
-			return c.Value, nil
+		// Two cookies of the name mean someone else set one (for a parent domain, say): the
+		// router will not guess which is the user's.
+		switch cs := r.CookiesNamed(tokenCookie); {
+		case len(cs) > 1:
+			return "", true, errorf(http.StatusUnauthorized, "the request has %d %s cookies; a page or another host set one besides "+
+				"yours: clear this site's cookies and set %s again (host-only: no Domain attribute)", len(cs), tokenCookie, tokenCookie)
+		case len(cs) == 1 && cs[0].Value != "":
+			return cs[0].Value, true, nil
 		}
 	}
-	return "", nil
+	return "", false, nil
 }
 
 // authenticate finds who sent r: the shared token, a claim token, or a Kubernetes identity.
+// With cookie (preview hosts), a token from the kubox-token cookie is refused on requests other
+// sites' pages sent (checkCookieSite).
 func (rt *Router) authenticate(ctx context.Context, r *http.Request, cookie bool) (*principal, *httpError) {
-	tok, herr := bearer(r, cookie)
+	tok, fromCookie, herr := bearer(r, cookie)
 	if herr != nil {
 		return nil, herr
+	}
+	if fromCookie {
+		if herr := checkCookieSite(r); herr != nil {
+			return nil, herr
+		}
 	}
 	if tok == "" {
 		return nil, errorf(http.StatusUnauthorized, "the request has no credentials; %s", rt.acceptedCredentials())

@@ -20,6 +20,8 @@ const (
 	DefaultProxyTimeout            = 180 * time.Second
 	DefaultMaxRequestBodyBytes     = 1 << 30
 	DefaultMaxConnectionsPerClient = 64
+	DefaultMaxInflightRequests     = 256
+	DefaultMaxResponseHeaderBytes  = 64 << 10
 	DefaultIdleTimeout             = 120 * time.Second
 	DefaultClaimTokenMaxTTL        = 24 * time.Hour
 	DefaultClaimTokenTTL           = time.Hour
@@ -54,6 +56,14 @@ type Config struct {
 	// MaxConnectionsPerClient bounds the requests one client IP has in flight at once (429
 	// beyond), streams and WebSockets included; 0: unlimited.
 	MaxConnectionsPerClient int
+	// MaxInflightRequests bounds the requests the whole router has in flight at once (503
+	// beyond), streams and WebSockets included; with MaxResponseHeaderBytes it bounds the memory
+	// the proxy can be made to hold (see MemoryBound). 0: unlimited.
+	MaxInflightRequests int
+	// MaxResponseHeaderBytes bounds the response headers a sandbox may send (502 beyond): the
+	// header block of HTTP/1.1 responses, upgrades and 1xx responses, the header list (and
+	// trailers) of h2c responses.
+	MaxResponseHeaderBytes int64
 	// IdleTimeout closes client keep-alive connections idle for that long.
 	IdleTimeout time.Duration
 	// ClaimTokenMaxTTL is the longest lifetime of a minted claim token.
@@ -92,6 +102,8 @@ func DefaultConfig() Config {
 		ProxyTimeout:            DefaultProxyTimeout,
 		MaxRequestBodyBytes:     DefaultMaxRequestBodyBytes,
 		MaxConnectionsPerClient: DefaultMaxConnectionsPerClient,
+		MaxInflightRequests:     DefaultMaxInflightRequests,
+		MaxResponseHeaderBytes:  DefaultMaxResponseHeaderBytes,
 		IdleTimeout:             DefaultIdleTimeout,
 		ClaimTokenMaxTTL:        DefaultClaimTokenMaxTTL,
 		AccessLog:               true,
@@ -119,11 +131,58 @@ func (c *Config) validate() error {
 	if err := c.TokenReviewBudget.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.MaxRequestBodyBytes < 0 || c.MaxConnectionsPerClient < 0 || c.UpstreamMaxRetries < 0 || c.MaxBearerTokenBytes < 0 {
+	if c.MaxRequestBodyBytes < 0 || c.MaxConnectionsPerClient < 0 || c.MaxInflightRequests < 0 || c.UpstreamMaxRetries < 0 ||
+		c.MaxBearerTokenBytes < 0 {
 		errs = append(errs, errors.New("limits and retries cannot be negative (0 means unlimited or none)"))
+	}
+	if c.MaxResponseHeaderBytes < minResponseHeaderBytes || c.MaxResponseHeaderBytes > maxResponseHeaderBytes {
+		errs = append(errs, fmt.Errorf("the response header limit is %d bytes; give --max-response-header-bytes from %d to %d",
+			c.MaxResponseHeaderBytes, minResponseHeaderBytes, maxResponseHeaderBytes))
 	}
 	if strings.ContainsAny(c.PreviewDomain, ":/ ") {
 		errs = append(errs, fmt.Errorf("preview domain %q must be a bare DNS domain such as preview.example.com", c.PreviewDomain))
 	}
 	return errors.Join(errs...)
+}
+
+// Bounds of MaxResponseHeaderBytes: below 4 KiB ordinary apps break; above 16 MiB the limit
+// protects nothing.
+const (
+	minResponseHeaderBytes = 4 << 10
+	maxResponseHeaderBytes = 16 << 20
+)
+
+// streamWindow is the HTTP/2 flow-control window the router grants per stream, on both sides:
+// to clients (request bodies the sandbox has not read yet) and to sandboxes over h2c (response
+// bodies the client has not read yet). It is all an h2 stream can make the router buffer; Go's
+// defaults (1 MiB to clients, 4 MiB to servers) would let one stream hold megabytes.
+const streamWindow = 128 << 10
+
+// maxRequestHeaderBytes bounds a client's request headers (431 beyond; Go's default is 1 MiB):
+// room for a Kubernetes or OIDC token and a browser's cookies.
+const maxRequestHeaderBytes = 64 << 10
+
+// requestOverhead is what one request in flight holds besides its headers and h2 windows:
+// ReverseProxy's 32 KiB copy buffer, the bufio buffers of the client's and the sandbox's
+// connections (4 KiB each way), two goroutines' stacks and the request's structures.
+const requestOverhead = 64 << 10
+
+// headerCopies is how many times a response header block can be held at once for a request:
+// the bytes read, the parsed strings, and the encoded copy an HTTP/2 client gets.
+const headerCopies = 3
+
+// PerRequestMemoryBound is the most one request in flight can make the router hold, however its
+// sandbox and its client behave: its response headers (a few copies of MaxResponseHeaderBytes),
+// its request headers (two copies of the server's 64 KiB bound), an HTTP/2 window each way, and
+// fixed buffers.
+func (c *Config) PerRequestMemoryBound() int64 {
+	return headerCopies*c.MaxResponseHeaderBytes + 2*maxRequestHeaderBytes + 2*streamWindow + requestOverhead
+}
+
+// MemoryBound is the most memory the proxy's requests in flight can hold together:
+// MaxInflightRequests × PerRequestMemoryBound; 0 when MaxInflightRequests is 0 (no bound). The
+// router's total is this plus its baseline (the informer cache of Sandboxes and SandboxClaims,
+// the Kubernetes clients, the Go runtime): docs/router.md states the figures.
+func (c *Config) MemoryBound() int64 {
+	return int64(c.MaxInflightRequests) * c.PerRequestMemoryBound()
 }

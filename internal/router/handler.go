@@ -2,7 +2,10 @@ package router
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -18,6 +21,12 @@ const (
 	sandboxPrefix = "/sandboxes/"
 	claimPrefix   = "/claims/"
 )
+
+// maxInformationalResponses bounds the 1xx responses (103 Early Hints, ...) a sandbox may send
+// before its final response.
+const maxInformationalResponses = 16
+
+var errTooManyInformational = errors.New("more than 16 informational (1xx) responses")
 
 // serveHTTP routes a request: preview host, X-Sandbox-ID, the router's own paths, then the
 // /sandboxes/ and /claims/ paths. See the package documentation.
@@ -72,8 +81,17 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		ctx, cancel = context.WithTimeout(ctx, rte.timeout)
 		defer cancel()
 	}
+	// ReverseProxy passes 1xx responses on as they come (its trace hook runs before this one);
+	// a sandbox sending them without end would keep the request, and the garbage, going.
+	informational := 0
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: func(int, textproto.MIMEHeader) error {
+		if informational++; informational > maxInformationalResponses {
+			return errTooManyInformational
+		}
+		return nil
+	}})
 	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview}
-	rt.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
+	rt.proxy.ServeHTTP(cookieGuard{w}, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
 }
 
 // admit runs the checks in an order that reveals nothing to a stranger: credentials (401), then
@@ -89,18 +107,25 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 		}
 	}
 	info.principal = p.name()
+	var previewSandbox *sandboxv1beta1.Sandbox
 	if rte.kind == kindPreview {
 		sb, herr := rt.sandboxByPreviewID(ctx, rte.previewID)
 		if herr != nil {
 			return nil, herr
 		}
 		rte.namespace, rte.name = sb.Namespace, sb.Name
+		previewSandbox = sb
 	}
 	info.namespace, info.name = rte.namespace, rte.name
 	herr := rt.authorize(ctx, p, access{namespace: rte.namespace, name: rte.name, claim: rte.kind == kindClaim})
 	rt.recordDecision(herr)
 	if herr != nil {
 		return nil, herr
+	}
+	if previewSandbox != nil {
+		if herr := rt.checkPreviewPort(previewSandbox, rte.port); herr != nil {
+			return nil, herr
+		}
 	}
 	sandboxName := rte.name
 	var claim *extv1beta1.SandboxClaim

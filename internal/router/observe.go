@@ -77,15 +77,40 @@ func (rt *Router) observe(next http.Handler) http.Handler {
 		rec := &recorder{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		client := clientIP(r)
-		if release, ok := rt.clients.acquire(client); ok {
-			defer release()
-			next.ServeHTTP(rec, r)
-		} else {
+		if release, ok := rt.clients.acquire(client); !ok {
 			writeError(rec, errorf(http.StatusTooManyRequests, "client %s has %d requests in flight, the router's limit "+
 				"(--max-connections-per-client); wait for some to finish", client, rt.cfg.MaxConnectionsPerClient))
+		} else if !rt.acquireInflight() {
+			release()
+			rec.Header().Set("Retry-After", "1")
+			writeError(rec, errorf(http.StatusServiceUnavailable, "the router has %d requests in flight, its limit "+
+				"(--max-inflight-requests), which bounds its memory; retry shortly, or add router replicas", rt.cfg.MaxInflightRequests))
+		} else {
+			defer release()
+			defer rt.releaseInflight()
+			next.ServeHTTP(rec, r)
 		}
 		rt.record(r, rec, info, time.Since(start))
 	})
+}
+
+// acquireInflight takes one of the router's slots for requests in flight, without waiting.
+func (rt *Router) acquireInflight() bool {
+	if rt.inflight == nil {
+		return true
+	}
+	select {
+	case rt.inflight <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (rt *Router) releaseInflight() {
+	if rt.inflight != nil {
+		<-rt.inflight
+	}
 }
 
 func (rt *Router) record(r *http.Request, rec *recorder, info *requestInfo, d time.Duration) {

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,6 +33,13 @@ func (rt *Router) newUpstream() *upstream {
 			ExpectContinueTimeout: time.Second,
 			// Bodies are passed through as they are; the agent compresses nothing itself.
 			DisableCompression: true,
+			// A sandbox's response headers are bounded: for HTTP/1.1 the header block (1xx
+			// responses included: each is passed to the client and the limit starts again, and
+			// trailers stay within the connection's 4 KiB read buffer); for h2c this is also the
+			// MAX_HEADER_LIST_SIZE the router advertises and enforces, trailers included.
+			MaxResponseHeaderBytes: rt.cfg.MaxResponseHeaderBytes,
+			// What an h2c stream may make the router buffer of a response the client reads slowly.
+			HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: streamWindow},
 		}
 	}
 	u := &upstream{h1: newTransport(), h2c: newTransport()}
@@ -45,9 +53,34 @@ func (rt *Router) newUpstream() *upstream {
 // RoundTrip sends HTTP/2 requests over h2c and everything else (upgrades too) over HTTP/1.1.
 func (u *upstream) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.ProtoMajor == 2 && r.Header.Get("Upgrade") == "" {
-		return u.h2c.RoundTrip(r)
+		res, err := u.h2c.RoundTrip(r)
+		if err == nil {
+			// Once the response headers are in, Go's HTTP/2 transport no longer watches the
+			// request's context: a request body blocked on the sandbox's flow control and a
+			// response body waiting for data would outlive the client, and hold their slot of
+			// --max-inflight-requests, forever. Closing the body when the client goes aborts
+			// the stream.
+			res.Body = closeOnDone(r.Context(), res.Body)
+		}
+		return res, err
 	}
 	return u.h1.RoundTrip(r)
+}
+
+// closeOnDone closes body when ctx ends.
+func closeOnDone(ctx context.Context, body io.ReadCloser) io.ReadCloser {
+	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
+	return &doneBody{ReadCloser: body, stop: stop}
+}
+
+type doneBody struct {
+	io.ReadCloser
+	stop func() bool
+}
+
+func (b *doneBody) Close() error {
+	b.stop()
+	return b.ReadCloser.Close()
 }
 
 func (u *upstream) closeIdle() {
@@ -79,10 +112,11 @@ type targetKey struct{}
 
 func (rt *Router) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Rewrite:       rt.rewrite,
-		Transport:     rt.upstream,
-		FlushInterval: -1, // stream every write: process output, gRPC and Connect streams
-		ErrorHandler:  rt.proxyError,
+		Rewrite:        rt.rewrite,
+		ModifyResponse: rt.modifyResponse,
+		Transport:      rt.upstream,
+		FlushInterval:  -1, // stream every write: process output, gRPC and Connect streams
+		ErrorHandler:   rt.proxyError,
 		// What ReverseProxy logs itself: a response body cut off mid-copy.
 		ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn),
 	}
@@ -120,6 +154,60 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
+// modifyResponse keeps a sandbox from setting the router's cookie, on every route: a cookie a
+// sandbox sets for a parent domain would reach other sandboxes' preview hosts.
+func (rt *Router) modifyResponse(res *http.Response) error {
+	stripTokenSetCookie(res.Header)
+	return nil
+}
+
+// isTokenCookieName reports whether a cookie name is the router's, in any casing and with the
+// __Secure- and __Host- prefixes browsers give meaning to.
+func isTokenCookieName(name string) bool {
+	name = strings.TrimSpace(name)
+	for _, p := range []string{"__Secure-", "__Host-"} {
+		if len(name) > len(p) && strings.EqualFold(name[:len(p)], p) {
+			name = name[len(p):]
+		}
+	}
+	return strings.EqualFold(name, tokenCookie)
+}
+
+// stripTokenSetCookie removes every Set-Cookie (and the obsolete Set-Cookie2) that sets the
+// router's cookie, and keeps the others.
+func stripTokenSetCookie(h http.Header) {
+	delete(h, "Set-Cookie2")
+	values, ok := h["Set-Cookie"]
+	if !ok {
+		return
+	}
+	kept := values[:0:0]
+	for _, v := range values {
+		name, _, _ := strings.Cut(v, "=")
+		if !isTokenCookieName(name) {
+			kept = append(kept, v)
+		}
+	}
+	if len(kept) == 0 {
+		delete(h, "Set-Cookie")
+		return
+	}
+	h["Set-Cookie"] = kept
+}
+
+// cookieGuard strips the router's cookie from 1xx responses, which ReverseProxy passes to the
+// client as they come, before ModifyResponse sees anything.
+type cookieGuard struct{ http.ResponseWriter }
+
+func (w cookieGuard) WriteHeader(code int) {
+	if code < 200 {
+		stripTokenSetCookie(w.Header())
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w cookieGuard) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // stripTokenCookie removes the kubox-token cookie and keeps the others.
 func stripTokenCookie(h http.Header) {
 	cookies := h.Values("Cookie")
@@ -130,7 +218,7 @@ func stripTokenCookie(h http.Header) {
 	for _, line := range cookies {
 		for part := range strings.SplitSeq(line, ";") {
 			name, _, _ := strings.Cut(strings.TrimSpace(part), "=")
-			if name != tokenCookie && strings.TrimSpace(part) != "" {
+			if !isTokenCookieName(name) && strings.TrimSpace(part) != "" {
 				kept = append(kept, strings.TrimSpace(part))
 			}
 		}
@@ -153,6 +241,15 @@ func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	switch {
 	case errors.As(err, &maxBytes):
 		herr = errorf(http.StatusRequestEntityTooLarge, "the request body is larger than the router's limit of %d bytes (--max-request-body-bytes)", maxBytes.Limit)
+	case isHeaderTooLarge(err):
+		reason = metrics.ReasonHeaderTooLarge
+		herr = errorf(http.StatusBadGateway, "sandbox %s/%s answered with response headers larger than the router's limit of %d bytes "+
+			"(--max-response-header-bytes); the app on port %s must send smaller headers (large cookies?), or raise the limit",
+			ns, name, rt.cfg.MaxResponseHeaderBytes, t.port())
+	case errors.Is(err, errTooManyInformational):
+		reason = metrics.ReasonHeaderTooLarge
+		herr = errorf(http.StatusBadGateway, "sandbox %s/%s sent %v before its response; the router passes at most %d", ns, name,
+			errTooManyInformational, maxInformationalResponses)
 	case errors.Is(r.Context().Err(), context.Canceled):
 		info.err = "client went away"
 		w.WriteHeader(499) // nginx's "client closed request": nobody reads it, the access log shows it
@@ -174,6 +271,16 @@ func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	info.err = err.Error()
 	writeError(w, herr)
+}
+
+// isHeaderTooLarge recognises the transports' errors for response headers over the limit: net/http
+// exports no error values for them.
+func isHeaderTooLarge(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "server response headers exceeded") || // HTTP/1.1
+		strings.Contains(msg, "header list larger than advertised limit") || // h2c, final response
+		strings.Contains(msg, "header list too large") || // h2c, 1xx responses
+		strings.Contains(msg, "COMPRESSION_ERROR") // h2c: a header field longer than the limit fails HPACK decoding
 }
 
 func isTimeout(err error, r *http.Request) bool {

@@ -29,6 +29,12 @@ type target struct {
 	agentToken string
 }
 
+// port is the port of the target's address.
+func (t *target) port() string {
+	_, p, _ := net.SplitHostPort(t.addr)
+	return p
+}
+
 // lookupClaim reads a claim from the cache; nil when it does not exist.
 func (rt *Router) lookupClaim(ctx context.Context, ns, name string) (*extv1beta1.SandboxClaim, *httpError) {
 	if herr := rt.checkNamespace(ns); herr != nil {

@@ -33,6 +33,7 @@ type Router struct {
 	upstream *upstream
 	proxy    *httputil.ReverseProxy
 	clients  *clientLimiter
+	inflight chan struct{} // a slot per request in flight; nil: unlimited
 	handler  http.Handler
 	now      func() time.Time
 
@@ -50,6 +51,9 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 	}
 	rt := &Router{cfg: cfg, log: cfg.Log, shared: authn.NewSharedToken(cfg.SharedToken), metrics: metrics.New(),
 		clients: newClientLimiter(cfg.MaxConnectionsPerClient), now: time.Now}
+	if cfg.MaxInflightRequests > 0 {
+		rt.inflight = make(chan struct{}, cfg.MaxInflightRequests)
+	}
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
@@ -215,7 +219,9 @@ func (rt *Router) serve(ctx context.Context, l net.Listener, srv *http.Server) e
 // mainServer speaks HTTP/1.1 and, without TLS, HTTP/2 (h2c) for gRPC clients.
 func (rt *Router) mainServer() *http.Server {
 	s := &http.Server{Handler: rt.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: rt.cfg.IdleTimeout,
-		ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn)}
+		MaxHeaderBytes: maxRequestHeaderBytes, ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn),
+		// What an h2c stream may make the router buffer of a request body its sandbox reads slowly.
+		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: streamWindow}}
 	s.Protocols = new(http.Protocols)
 	s.Protocols.SetHTTP1(true)
 	s.Protocols.SetUnencryptedHTTP2(true)

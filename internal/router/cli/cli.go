@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -28,6 +30,16 @@ const (
 	envSharedToken     = "ROUTER_AUTH_TOKEN"
 	envUnauthenticated = "ALLOW_UNAUTHENTICATED_ROUTER"
 )
+
+// envMemoryLimit is the container's memory limit in bytes, which the Deployment passes with a
+// resourceFieldRef; without GOMEMLIMIT the router sets its Go memory limit to 80% of it: the
+// rest is for what the Go runtime does not count, mostly the binary's code (about 30 MiB).
+const envMemoryLimit = "KUBOX_CONTAINER_MEMORY_LIMIT"
+
+// baselineMemory is the router's memory besides its requests in flight: the Go runtime, the
+// Kubernetes clients, the binary's code and the informer cache of a few hundred Sandboxes and
+// SandboxClaims (measured about 45 MiB resident; docs/router.md).
+const baselineMemory = 48 << 20
 
 type options struct {
 	cfg             router.Config
@@ -79,6 +91,8 @@ func (o *options) bindFlags(cmd *cobra.Command) {
 	f.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "how long to wait for a sandbox's response headers; also caps X-Sandbox-Timeout")
 	f.Int64Var(&c.MaxRequestBodyBytes, "max-request-body-bytes", c.MaxRequestBodyBytes, "largest request body (413 beyond; 0: unlimited)")
 	f.IntVar(&c.MaxConnectionsPerClient, "max-connections-per-client", c.MaxConnectionsPerClient, "requests one client IP may have in flight, streams and WebSockets included (429 beyond; 0: unlimited)")
+	f.IntVar(&c.MaxInflightRequests, "max-inflight-requests", c.MaxInflightRequests, "requests the router may have in flight at once, all clients together, streams and WebSockets included (503 beyond; 0: unlimited); with --max-response-header-bytes it bounds the router's memory")
+	f.Int64Var(&c.MaxResponseHeaderBytes, "max-response-header-bytes", c.MaxResponseHeaderBytes, "largest response header block (HTTP/1.1) or header list (h2c) a sandbox may send (502 beyond)")
 	f.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close client keep-alive connections idle this long")
 	f.DurationVar(&c.ClaimTokenMaxTTL, "claim-token-max-ttl", c.ClaimTokenMaxTTL, "longest lifetime of a minted claim token")
 	f.BoolVar(&c.AllowLoopbackPodIP, "allow-loopback-pod-ip", false, "dial loopback and link-local pod IPs (for tests only)")
@@ -108,6 +122,7 @@ func (o *options) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	applyMemoryLimit(log, &o.cfg)
 	rt, err := router.New(o.cfg, restConfig)
 	if err != nil {
 		return err
@@ -145,6 +160,26 @@ func (o *options) complete(log *slog.Logger) error {
 		log.Warn("Loopback and link-local pod IPs are dialed (--allow-loopback-pod-ip): for tests only")
 	}
 	return nil
+}
+
+// applyMemoryLimit sets the Go memory limit from the container's (unless GOMEMLIMIT is set), so
+// the garbage collector works harder before the kernel kills the router, and warns when the
+// limits of requests in flight let the router's memory pass it.
+func applyMemoryLimit(log *slog.Logger, cfg *router.Config) {
+	limit, _ := strconv.ParseInt(strings.TrimSpace(os.Getenv(envMemoryLimit)), 10, 64)
+	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit / 5 * 4)
+	}
+	bound := cfg.MemoryBound()
+	log.Info("Memory bounds", "perRequestBytes", cfg.PerRequestMemoryBound(), "inflightBytes", bound,
+		"baselineBytes", baselineMemory, "containerLimitBytes", limit, "goMemoryLimitBytes", debug.SetMemoryLimit(-1))
+	switch {
+	case bound == 0:
+		log.Warn("--max-inflight-requests=0: nothing bounds the memory requests in flight can hold; a hostile sandbox can exhaust it")
+	case limit > 0 && baselineMemory+bound > limit/5*4:
+		log.Warn("The limits let requests in flight hold more memory than the container has: lower --max-inflight-requests or "+
+			"--max-response-header-bytes, or raise the memory limit", "inflightBytes", bound, "containerLimitBytes", limit)
+	}
 }
 
 // sharedToken reads the shared token from file, else from $ROUTER_AUTH_TOKEN; none is fine.

@@ -26,6 +26,8 @@ const (
 	// ReasonStalePodIP: the sandbox reports a pod IP that none of its live Pods holds (the Pod
 	// was deleted or replaced and the status has not caught up); the router does not dial it.
 	ReasonStalePodIP = "stale_pod_ip"
+	// ReasonHeaderTooLarge: the sandbox's response headers passed --max-response-header-bytes.
+	ReasonHeaderTooLarge = "header_too_large"
 	// ReasonOther: the connection failed after it was made (reset, protocol error).
 	ReasonOther = "other"
 )
@@ -79,7 +81,7 @@ func New() *Metrics {
 		}),
 		UpstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_upstream_errors_total",
-			Help: "Requests that failed between the router and the sandbox, by reason (dial, timeout, blocked_ip, other).",
+			Help: "Requests that failed between the router and the sandbox, by reason (dial, timeout, blocked_ip, header_too_large, other).",
 		}, []string{"sandbox_namespace", "reason"}),
 		UpstreamRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sandbox_router_upstream_retries_total",

@@ -1,0 +1,138 @@
+package router
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// browserCookieName is the name a browser gives the cookie of a Set-Cookie value (RFC 6265bis
+// 5.6): the name-value pair ends at the first ';'; without '=' the cookie has no name.
+func browserCookieName(setCookie string) string {
+	pair, _, _ := strings.Cut(setCookie, ";")
+	name, _, ok := strings.Cut(pair, "=")
+	if !ok {
+		return ""
+	}
+	return strings.Trim(name, " \t")
+}
+
+func TestStripTokenSetCookie(t *testing.T) {
+	h := http.Header{"Set-Cookie": {
+		"kubox-token=a", "KUBOX-TOKEN=b; Domain=example.com", " kubox-token =c", "__Host-kubox-token=d; Secure; Path=/",
+		"__secure-Kubox-Token=e", "theme=dark", "kubox-token-x=f", "session=1; HttpOnly",
+	}, "Set-Cookie2": {"kubox-token=g"}, "X-Other": {"kept"}}
+	stripTokenSetCookie(h)
+	want := http.Header{"Set-Cookie": {"theme=dark", "kubox-token-x=f", "session=1; HttpOnly"}, "X-Other": {"kept"}}
+	if diff := cmp.Diff(want, h); diff != "" {
+		t.Errorf("stripTokenSetCookie (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzTokenCookieNeverPasses: whatever a sandbox's Set-Cookie or a client's Cookie holds, what the
+// router passes on sets or carries no kubox-token cookie, as a browser or net/http reads it,
+// and the other cookies pass.
+func FuzzTokenCookieNeverPasses(f *testing.F) {
+	for _, s := range []string{
+		"kubox-token=x", "KUBOX-TOKEN=x; Domain=preview.test", "\tkubox-token=x", "__Host-kubox-token=x",
+		"__Secure-kubox-token=x", "a=b; kubox-token=x", "kubox-token", "=kubox-token", "theme=dark",
+		"kubox-token=x; kubox-token=y", "__host-__secure-kubox-token=x", "kubox-token=x\r\nSet-Cookie: y=z",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{"Set-Cookie": {v, "other=1"}}
+		stripTokenSetCookie(h)
+		for _, kept := range h.Values("Set-Cookie") {
+			if n := browserCookieName(kept); isTokenCookieName(n) {
+				t.Errorf("Set-Cookie %q passed: a browser sets cookie %q", kept, n)
+			}
+			if c, err := http.ParseSetCookie(kept); err == nil && isTokenCookieName(c.Name) {
+				t.Errorf("Set-Cookie %q passed: net/http reads cookie %q", kept, c.Name)
+			}
+		}
+		if !strings.Contains(strings.Join(h.Values("Set-Cookie"), "\n"), "other=1") {
+			t.Errorf("another cookie was dropped with %q", v)
+		}
+
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("Cookie", v+"; other=1")
+		stripTokenCookie(req.Header)
+		for _, c := range req.Cookies() {
+			if isTokenCookieName(c.Name) {
+				t.Errorf("Cookie %q passed to the sandbox: it gets cookie %q", v, c.Name)
+			}
+		}
+		if _, err := req.Cookie("other"); err != nil {
+			t.Errorf("the cookie other=1 was dropped with %q", v)
+		}
+	})
+}
+
+func TestCheckCookieSite(t *testing.T) {
+	const host = "3000-aaaaaaaaaaaa.preview.test:8080"
+	self, other := "http://"+host, "http://3000-bbbbbbbbbbbb.preview.test:8080"
+	for _, tc := range []struct {
+		name, method, site, mode, dest, origin string
+		ok                                     bool
+	}{
+		{"same origin POST", "POST", "same-origin", "cors", "empty", self, true},
+		{"same-site POST (another sandbox)", "POST", "same-site", "cors", "empty", other, false},
+		{"cross-site POST", "POST", "cross-site", "cors", "empty", "https://evil.example", false},
+		{"cross-site form navigation POST", "POST", "cross-site", "navigate", "document", "https://evil.example", false},
+		{"cross-site link GET", "GET", "cross-site", "navigate", "document", "", true},
+		{"same-site iframe GET", "GET", "same-site", "navigate", "iframe", "", false},
+		{"same-site fetch GET", "GET", "same-site", "cors", "empty", other, false},
+		{"same-site no-cors GET (img)", "GET", "same-site", "no-cors", "image", "", false},
+		{"typed address", "GET", "none", "navigate", "document", "", true},
+		{"old browser POST with its own Origin", "POST", "", "", "", self, true},
+		{"old browser POST with its own Origin, default port", "POST", "", "", "", "http://3000-aaaaaaaaaaaa.preview.test", false},
+		{"old browser POST from elsewhere", "POST", "", "", "", other, false},
+		{"Origin null", "POST", "", "", "", "null", false},
+		{"no browser POST", "POST", "", "", "", "", true},
+		{"no browser GET", "GET", "", "", "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, "http://"+host+"/", nil)
+			for k, v := range map[string]string{"Sec-Fetch-Site": tc.site, "Sec-Fetch-Mode": tc.mode, "Sec-Fetch-Dest": tc.dest, "Origin": tc.origin} {
+				if v != "" {
+					r.Header.Set(k, v)
+				}
+			}
+			if herr := checkCookieSite(r); (herr == nil) != tc.ok {
+				t.Errorf("checkCookieSite = %v; want allowed %v", herr, tc.ok)
+			}
+		})
+	}
+}
+
+// FuzzCheckCookieSite: a cookie request with a method other than GET or HEAD passes only from
+// the preview host's own origin, or from no browser at all (no Origin, no Sec-Fetch-Site).
+func FuzzCheckCookieSite(f *testing.F) {
+	f.Add("POST", "same-site", "http://3000-bbbbbbbbbbbb.preview.test")
+	f.Add("PUT", "", "http://3000-aaaaaaaaaaaa.preview.test:8080")
+	f.Add("DELETE", "cross-site", "")
+	f.Add("POST", "none", "null")
+	f.Fuzz(func(t *testing.T, method, site, origin string) {
+		const host = "3000-aaaaaaaaaaaa.preview.test:8080"
+		r := httptest.NewRequest(http.MethodGet, "http://"+host+"/", nil)
+		r.Method = method
+		if site != "" {
+			r.Header.Set("Sec-Fetch-Site", site)
+		}
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		if checkCookieSite(r) != nil || method == http.MethodGet || method == http.MethodHead {
+			return
+		}
+		s := strings.ToLower(strings.TrimSpace(r.Header.Get("Sec-Fetch-Site")))
+		o := r.Header.Get("Origin")
+		if (s == "same-site" || s == "cross-site") || (o != "" && !sameOrigin(o, host)) {
+			t.Errorf("%s with Sec-Fetch-Site %q and Origin %q passed", method, site, origin)
+		}
+	})
+}
