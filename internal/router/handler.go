@@ -99,7 +99,10 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*target, *httpError) {
 	info := infoFrom(ctx)
 	p := &principal{kind: principalAnonymous}
-	if rte.kind != kindHeader || !rt.cfg.AllowUnauthenticatedHeaderRouting {
+	// The unauthenticated mode admits header routes without credentials only while no shared
+	// token is configured: a token an operator configured is always enforced (as agent-sandbox's
+	// router does with ROUTER_AUTH_TOKEN).
+	if rte.kind != kindHeader || !rt.cfg.AllowUnauthenticatedHeaderRouting || len(rt.cfg.SharedToken) > 0 {
 		var herr *httpError
 		if p, herr = rt.authenticate(ctx, r, rte.kind == kindPreview); herr != nil {
 			rt.recordDecision(herr)

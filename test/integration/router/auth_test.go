@@ -191,6 +191,22 @@ func TestUnauthenticatedHeaderRoutingAdmitsOnlyHeaderRoutes(t *testing.T) {
 	}
 }
 
+// TestConfiguredTokenIsEnforcedInUnauthenticatedMode: with the unauthenticated mode on and a
+// shared token configured (ALLOW_UNAUTHENTICATED_ROUTER=true and ROUTER_AUTH_TOKEN), header routes
+// still need that token.
+func TestConfiguredTokenIsEnforcedInUnauthenticatedMode(t *testing.T) {
+	ns := env.NewNamespace(t)
+	rt := startRouter(t, ns, func(c *router.Config) { withSharedToken(c); c.AllowUnauthenticatedHeaderRouting = true })
+	a := startAgentSandbox(t, ns, "py")
+	headers := []string{"X-Sandbox-ID: py", "X-Sandbox-Namespace: " + ns, "X-Sandbox-Port: " + strconv.Itoa(a.compatPort)}
+	eventuallyStatus(t, http.StatusOK, http.MethodPost, rt.url+"/execute", `{"command": "true"}`, append(headers, bearer(sharedToken))...)
+	for name, extra := range map[string][]string{"no token": nil, "a wrong token": {bearer(strings.Repeat("x", 40))}} {
+		if res := do(t, http.MethodPost, rt.url+"/execute", `{"command": "true"}`, append(headers, extra...)...); res.code != http.StatusUnauthorized {
+			t.Errorf("header route with %s while a shared token is configured: %s; want 401", name, res)
+		}
+	}
+}
+
 func TestTheSandboxSeesOnlyTheRoutersCredentials(t *testing.T) {
 	ns := env.NewNamespace(t)
 	rt := startRouter(t, ns, withSharedToken)

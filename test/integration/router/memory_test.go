@@ -452,8 +452,8 @@ func startRouterProcess(t *testing.T, bin, ns string, cfg router.Config, goMemLi
 	stop := func() {
 		once.Do(func() {
 			_ = cmd.Process.Signal(os.Interrupt)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
