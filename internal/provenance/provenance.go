@@ -19,6 +19,7 @@ var (
 	Sandbox         = schema.GroupKind{Group: sandboxv1beta1.GroupVersion.Group, Kind: "Sandbox"}
 	SandboxWarmPool = schema.GroupKind{Group: extv1beta1.GroupVersion.Group, Kind: "SandboxWarmPool"}
 	SandboxClaim    = schema.GroupKind{Group: extv1beta1.GroupVersion.Group, Kind: "SandboxClaim"}
+	SandboxTemplate = schema.GroupKind{Group: extv1beta1.GroupVersion.Group, Kind: "SandboxTemplate"}
 )
 
 // ControlledBy reports whether obj's controller reference names the object of kind gk (any

@@ -21,6 +21,7 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
 // NetworkPolicyCache scopes the NetworkPolicy informer to policies carrying the
@@ -82,7 +83,7 @@ func (r *Reconciler) createNetworkPolicy(ctx context.Context, tpl *extv1beta1.Sa
 // was replaced in between. A policy the template does not control is reported and left alone.
 func (r *Reconciler) repairNetworkPolicy(ctx context.Context, tpl *extv1beta1.SandboxTemplate,
 	have, want *networkingv1.NetworkPolicy) (ctrl.Result, error) {
-	if !metav1.IsControlledBy(have, tpl) {
+	if !provenance.ControlledBy(have, provenance.SandboxTemplate, tpl.UID) {
 		r.reportConflict(ctx, tpl, have)
 		return ctrl.Result{RequeueAfter: conflictRecheckInterval}, nil
 	}
@@ -130,7 +131,7 @@ func (r *Reconciler) deleteNetworkPolicy(ctx context.Context, tpl *extv1beta1.Sa
 	if err := r.apiReader.Get(ctx, key, np); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("reading NetworkPolicy %s: %w", key.Name, err))
 	}
-	if !metav1.IsControlledBy(np, tpl) || np.DeletionTimestamp != nil {
+	if !provenance.ControlledBy(np, provenance.SandboxTemplate, tpl.UID) || np.DeletionTimestamp != nil {
 		return nil
 	}
 	if err := r.client.Delete(ctx, np, client.Preconditions{UID: &np.UID}); err != nil {

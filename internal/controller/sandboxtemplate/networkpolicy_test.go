@@ -6,13 +6,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -227,6 +231,40 @@ func TestNetworkPolicyCacheSelectsLabelledPolicies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := sel.Matches(tc.labels); got != tc.want {
 				t.Errorf("Selector %v matches %v = %v; want %v", sel, tc.labels, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDeleteNetworkPolicyNeedsTheTemplatesKind: a controller reference that carries the
+// template's UID under another kind (anyone creating the policy can write one) does not make the
+// policy the template's, so an Unmanaged template leaves it alone.
+func TestDeleteNetworkPolicyNeedsTheTemplatesKind(t *testing.T) {
+	cases := map[string]struct {
+		apiVersion, kind string
+		wantDeleted      bool
+	}{
+		"the template's":             {apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxTemplate", wantDeleted: true},
+		"its UID under another kind": {apiVersion: "v1", kind: "ConfigMap"},
+		"its kind in another group":  {apiVersion: "example.com/v1", kind: "SandboxTemplate"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			utilruntime.Must(networkingv1.AddToScheme(scheme))
+			utilruntime.Must(extv1beta1.AddToScheme(scheme))
+			tpl := makeTemplate("tpl", nil)
+			np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tpl-network-policy", Namespace: "ns",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: tc.apiVersion, Kind: tc.kind, Name: "tpl", UID: tpl.UID,
+					Controller: ptr.To(true)}}}}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(np).Build()
+			r := NewReconciler(c, c, scheme, events.NewFakeRecorder(10), defaultSettings())
+			if err := r.deleteNetworkPolicy(t.Context(), tpl); err != nil {
+				t.Fatalf("deleteNetworkPolicy: %v", err)
+			}
+			err := c.Get(t.Context(), client.ObjectKeyFromObject(np), &networkingv1.NetworkPolicy{})
+			if deleted := apierrors.IsNotFound(err); deleted != tc.wantDeleted {
+				t.Errorf("NetworkPolicy deleted = %v (get: %v); want %v", deleted, err, tc.wantDeleted)
 			}
 		})
 	}
