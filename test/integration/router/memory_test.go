@@ -327,8 +327,8 @@ type routerProcess struct {
 	stop            func()
 }
 
-// metric is the value of the router's metric name (without labels).
-func (p *routerProcess) metric(t *testing.T, name string) float64 {
+// metrics scrapes the router's unlabelled metrics once: name → value.
+func (p *routerProcess) metrics(t *testing.T) map[string]float64 {
 	t.Helper()
 	res, err := http.Get(p.metricsURL)
 	if err != nil {
@@ -336,11 +336,22 @@ func (p *routerProcess) metric(t *testing.T, name string) float64 {
 	}
 	defer func() { _ = res.Body.Close() }()
 	b, _ := io.ReadAll(res.Body)
+	out := map[string]float64{}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if n, v, _ := strings.Cut(line, " "); n == name {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
+		if n, v, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(n, "#") {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				out[n] = f
+			}
 		}
+	}
+	return out
+}
+
+// metric is the value of the router's metric name (without labels), -1 when it has none.
+func (p *routerProcess) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	if v, ok := p.metrics(t)[name]; ok {
+		return v
 	}
 	return -1
 }
@@ -349,24 +360,8 @@ func (p *routerProcess) metric(t *testing.T, name string) float64 {
 // router's metrics.
 func (p *routerProcess) goResident(t *testing.T) int64 {
 	t.Helper()
-	res, err := http.Get(p.metricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = res.Body.Close() }()
-	b, _ := io.ReadAll(res.Body)
-	var sys, released float64
-	for line := range strings.SplitSeq(string(b), "\n") {
-		name, v, _ := strings.Cut(line, " ")
-		f, _ := strconv.ParseFloat(v, 64)
-		switch name {
-		case "go_memstats_sys_bytes":
-			sys = f
-		case "go_memstats_heap_released_bytes":
-			released = f
-		}
-	}
-	return int64(sys - released)
+	m := p.metrics(t)
+	return int64(m["go_memstats_sys_bytes"] - m["go_memstats_heap_released_bytes"])
 }
 
 type memory struct{ rss, hwm int64 }

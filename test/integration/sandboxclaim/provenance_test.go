@@ -147,10 +147,7 @@ func TestForgedPoolMemberIsNeverBound(t *testing.T) {
 // say: the claim never gets it, and the pool replaces it.
 func TestEditedPoolMemberIsNeverBound(t *testing.T) {
 	t.Parallel()
-	ns := startController(t)
-	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
-	waitForPoolReady(t, ns, "pool", 1)
+	ns := startWarm(t)
 	members, err := poolMembers(t, ns, "pool")
 	if err != nil {
 		t.Fatal(err)
@@ -220,10 +217,7 @@ func TestPlantedPodIsNeverAdoptedByAClaimedSandbox(t *testing.T) {
 // ordinary update of the user's own Sandbox still pass.
 func TestChildOwnerReferencesNeedProvenance(t *testing.T) {
 	t.Parallel()
-	ns := startController(t)
-	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
-	waitForPoolReady(t, ns, "pool", 1)
+	ns := startWarm(t)
 	members, err := poolMembers(t, ns, "pool")
 	if err != nil {
 		t.Fatal(err)
