@@ -25,7 +25,7 @@ const listTimeout = 5 * time.Second
 var sandboxesDesc = prometheus.NewDesc(
 	"agent_sandboxes",
 	"Monitor the point-in-time number of sandboxes in the cluster.",
-	[]string{"namespace", "ready_condition", "expired", "launch_type", "sandbox_template", "owned_by", "created_by"},
+	[]string{"namespace", "ready_condition", "expired", "launch_type", "sandbox_template", "owned_by", "created_by", "operating_mode"},
 	nil,
 )
 
@@ -49,7 +49,7 @@ func (c *sandboxCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // sandboxKey is one combination of agent_sandboxes label values.
 type sandboxKey struct {
-	namespace, ready, expired, launchType, template, ownedBy, createdBy string
+	namespace, ready, expired, launchType, template, ownedBy, createdBy, operatingMode string
 }
 
 // Collect implements prometheus.Collector. When the List fails the error is logged and the family
@@ -69,7 +69,7 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(sandboxesDesc, prometheus.GaugeValue, float64(n),
-			k.namespace, k.ready, k.expired, k.launchType, k.template, k.ownedBy, k.createdBy)
+			k.namespace, k.ready, k.expired, k.launchType, k.template, k.ownedBy, k.createdBy, k.operatingMode)
 	}
 }
 
@@ -83,6 +83,11 @@ func keyOf(sb *sandboxv1beta1.Sandbox) sandboxKey {
 		template:   UnknownTemplate,
 		ownedBy:    ownedBy(sb),
 		createdBy:  normalizeCreatedBy(sb.Labels[sandboxv1beta1.CreatedByLabel]),
+		// operating_mode (agent-sandbox v1) is the mode asked for; an unset mode means Running.
+		operatingMode: string(sandboxv1beta1.SandboxOperatingModeRunning),
+	}
+	if sb.Spec.OperatingMode != "" {
+		k.operatingMode = string(sb.Spec.OperatingMode)
 	}
 	if ready := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady); ready != nil {
 		if ready.Status == metav1.ConditionTrue {

@@ -62,6 +62,11 @@ func (b sandboxBuilder) owner(apiVersion, kind string, controller bool) sandboxB
 	return b
 }
 
+func (b sandboxBuilder) mode(m sandboxv1beta1.SandboxOperatingMode) sandboxBuilder {
+	b.w.Spec.OperatingMode = m
+	return b
+}
+
 func (b sandboxBuilder) obj() *sandboxv1beta1.Sandbox { return b.w.Obj() }
 
 const sandboxesHeader = `# HELP agent_sandboxes Monitor the point-in-time number of sandboxes in the cluster.
@@ -72,7 +77,7 @@ func TestSandboxCollector(t *testing.T) {
 	const (
 		claimV1beta1  = "extensions.agents.x-k8s.io/v1beta1"
 		poolV1alpha1  = "extensions.agents.x-k8s.io/v1alpha1"
-		defaultLabels = `created_by="unknown",expired="false",launch_type="cold",namespace="ns",owned_by="None",ready_condition="false",sandbox_template="unknown"`
+		defaultLabels = `created_by="unknown",expired="false",launch_type="cold",namespace="ns",operating_mode="Running",owned_by="None",ready_condition="false",sandbox_template="unknown"`
 	)
 	cases := map[string]struct {
 		sandboxes []*sandboxv1beta1.Sandbox
@@ -92,7 +97,7 @@ func TestSandboxCollector(t *testing.T) {
 					owner(claimV1beta1, "SandboxClaim", true).
 					ready(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady).obj(),
 			},
-			want: `agent_sandboxes{created_by="python-client",expired="false",launch_type="warm",namespace="ns",owned_by="SandboxClaim",ready_condition="true",sandbox_template="python"} 1`,
+			want: `agent_sandboxes{created_by="python-client",expired="false",launch_type="warm",namespace="ns",operating_mode="Running",owned_by="SandboxClaim",ready_condition="true",sandbox_template="python"} 1`,
 		},
 		"pool member owned through an old v1alpha1 owner reference": {
 			sandboxes: []*sandboxv1beta1.Sandbox{
@@ -103,13 +108,20 @@ func TestSandboxCollector(t *testing.T) {
 					owner(poolV1alpha1, "SandboxWarmPool", true).
 					ready(metav1.ConditionFalse, sandboxv1beta1.SandboxReasonDependenciesNotReady).obj(),
 			},
-			want: `agent_sandboxes{created_by="controller",expired="false",launch_type="warm",namespace="ns",owned_by="SandboxWarmPool",ready_condition="false",sandbox_template="python"} 1`,
+			want: `agent_sandboxes{created_by="controller",expired="false",launch_type="warm",namespace="ns",operating_mode="Running",owned_by="SandboxWarmPool",ready_condition="false",sandbox_template="python"} 1`,
+		},
+		"suspended sandbox reports its operating mode": {
+			sandboxes: []*sandboxv1beta1.Sandbox{
+				makeSandbox("a", "ns").mode(sandboxv1beta1.SandboxOperatingModeSuspended).
+					ready(metav1.ConditionFalse, sandboxv1beta1.SandboxReasonSuspended).obj(),
+			},
+			want: `agent_sandboxes{created_by="unknown",expired="false",launch_type="cold",namespace="ns",operating_mode="Suspended",owned_by="None",ready_condition="false",sandbox_template="unknown"} 1`,
 		},
 		"expired sandbox": {
 			sandboxes: []*sandboxv1beta1.Sandbox{
 				makeSandbox("a", "ns").ready(metav1.ConditionFalse, sandboxv1beta1.SandboxReasonExpired).obj(),
 			},
-			want: `agent_sandboxes{created_by="unknown",expired="true",launch_type="cold",namespace="ns",owned_by="None",ready_condition="false",sandbox_template="unknown"} 1`,
+			want: `agent_sandboxes{created_by="unknown",expired="true",launch_type="cold",namespace="ns",operating_mode="Running",owned_by="None",ready_condition="false",sandbox_template="unknown"} 1`,
 		},
 		"Ready=Unknown counts as not ready": {
 			sandboxes: []*sandboxv1beta1.Sandbox{
@@ -142,8 +154,8 @@ func TestSandboxCollector(t *testing.T) {
 			},
 			want: strings.Join([]string{
 				`agent_sandboxes{` + defaultLabels + `} 2`,
-				`agent_sandboxes{created_by="unknown",expired="false",launch_type="cold",namespace="ns",owned_by="None",ready_condition="true",sandbox_template="unknown"} 1`,
-				`agent_sandboxes{created_by="unknown",expired="false",launch_type="cold",namespace="other",owned_by="None",ready_condition="false",sandbox_template="unknown"} 1`,
+				`agent_sandboxes{created_by="unknown",expired="false",launch_type="cold",namespace="ns",operating_mode="Running",owned_by="None",ready_condition="true",sandbox_template="unknown"} 1`,
+				`agent_sandboxes{created_by="unknown",expired="false",launch_type="cold",namespace="other",operating_mode="Running",owned_by="None",ready_condition="false",sandbox_template="unknown"} 1`,
 			}, "\n"),
 		},
 	}
