@@ -167,6 +167,12 @@ func (w *PoolWrapper) ProgressDeadlineSeconds(s int32) *PoolWrapper {
 	return w
 }
 
+// ReadinessGracePeriodSeconds sets spec.readinessGracePeriodSeconds.
+func (w *PoolWrapper) ReadinessGracePeriodSeconds(s int32) *PoolWrapper {
+	w.Spec.ReadinessGracePeriodSeconds = ptr.To(s)
+	return w
+}
+
 // ClaimWrapper builds a SandboxClaim.
 type ClaimWrapper struct{ extv1beta1.SandboxClaim }
 

@@ -75,3 +75,11 @@ func scaled(v intstr.IntOrString, replicas int32, roundUp bool) int32 {
 	}
 	return int32(min(n, math.MaxInt32))
 }
+
+// ReadinessGracePeriod returns spec.readinessGracePeriodSeconds as a duration, or def when unset.
+func (s *SandboxWarmPoolSpec) ReadinessGracePeriod(def time.Duration) time.Duration {
+	if s.ReadinessGracePeriodSeconds == nil {
+		return def
+	}
+	return time.Duration(*s.ReadinessGracePeriodSeconds) * time.Second
+}

@@ -82,3 +82,14 @@ func TestRollingUpdateBounds(t *testing.T) {
 		})
 	}
 }
+
+func TestReadinessGracePeriod(t *testing.T) {
+	def := 5 * time.Minute
+	if got := (&SandboxWarmPoolSpec{}).ReadinessGracePeriod(def); got != def {
+		t.Errorf("ReadinessGracePeriod of an unset spec = %v, want the default %v", got, def)
+	}
+	s := SandboxWarmPoolSpec{ReadinessGracePeriodSeconds: ptr.To[int32](45)}
+	if got := s.ReadinessGracePeriod(def); got != 45*time.Second {
+		t.Errorf("ReadinessGracePeriod with 45 seconds = %v, want 45s", got)
+	}
+}

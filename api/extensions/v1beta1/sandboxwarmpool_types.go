@@ -98,6 +98,15 @@ type SandboxWarmPoolSpec struct {
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// readinessGracePeriodSeconds is how long a member may stay not Ready before the pool
+	// replaces it; a member held only by scheduling (unschedulable, or gated) is kept and
+	// reported instead. Unset: the controller's setting
+	// controllers.sandboxWarmPool.readinessGracePeriod (default 5 minutes). Minimum 30.
+	// agent-sandbox v1 field.
+	// +optional
+	// +kubebuilder:validation:Minimum=30
+	ReadinessGracePeriodSeconds *int32 `json:"readinessGracePeriodSeconds,omitempty"`
 }
 
 // SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.

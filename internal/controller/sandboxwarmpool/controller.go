@@ -166,7 +166,7 @@ func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.Sandbox
 		templateFound:  obs.template != nil,
 		members:        obs.members,
 		now:            r.clock.Now(),
-		grace:          r.settings.ReadinessGracePeriod,
+		grace:          pool.Spec.ReadinessGracePeriod(r.settings.ReadinessGracePeriod),
 	})
 	obs.wakeIn(p.graceEndsIn)
 	if len(p.held) > 0 {
@@ -175,7 +175,7 @@ func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.Sandbox
 	if err := r.deleteMembers(ctx, pool, obs, p.deletions); err != nil {
 		return err
 	}
-	obs.recordDeletions(p.deletions, r.settings.ReadinessGracePeriod, pool.Spec.UpdateStrategy.StrategyType())
+	obs.recordDeletions(p.deletions, pool.Spec.ReadinessGracePeriod(r.settings.ReadinessGracePeriod), pool.Spec.UpdateStrategy.StrategyType())
 	return r.createMembers(ctx, pool, obs, p.create)
 }
 

@@ -246,6 +246,13 @@ spec:
 			obj:      testutil.MakePool("deadline-0", ns, "template").ProgressDeadlineSeconds(0).Obj(),
 			wantErrs: []string{"spec.progressDeadlineSeconds", "greater than or equal to 1"},
 		},
+		"readinessGracePeriodSeconds below 30": {
+			obj:      testutil.MakePool("grace-29", ns, "template").ReadinessGracePeriodSeconds(29).Obj(),
+			wantErrs: []string{"spec.readinessGracePeriodSeconds", "greater than or equal to 30"},
+		},
+		"readinessGracePeriodSeconds 30": {
+			obj: testutil.MakePool("grace-30", ns, "template").ReadinessGracePeriodSeconds(30).Obj(),
+		},
 		"agent-sandbox's manifest": {
 			obj: fromYAML(t, ns, agentSandboxPoolManifest),
 		},

@@ -46,6 +46,26 @@ func TestNotReadyMemberIsReplaced(t *testing.T) {
 	})
 }
 
+// TestPoolReadinessGracePeriodOverridesTheController checks that a pool's
+// spec.readinessGracePeriodSeconds (agent-sandbox v1) wins over the controller's setting: with
+// the controller's grace at 2s and the pool's at an hour, a member that never gets Ready is kept.
+func TestPoolReadinessGracePeriodOverridesTheController(t *testing.T) {
+	t.Parallel()
+	const controllerGrace = 2 * time.Second
+	ns := startController(t, gracePeriod(controllerGrace, time.Minute))
+	k := env.StartKubelet(t, ns)
+	k.SetFate(func(*corev1.Pod) framework.Fate { return framework.LeavePending })
+	env.Create(t, testutil.MakeTemplate("tpl", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(1).ReadinessGracePeriodSeconds(3600).Obj())
+	pool := waitForPool(t, ns, "pool", poolState{Replicas: 1, Updated: 1,
+		ReadyReason: extv1beta1.WarmPoolReasonReplicasNotReady, ProgressReason: extv1beta1.WarmPoolReasonReplicasUpdating})
+	stuck := uids(members(t, ns, pool))
+	framework.Consistently(t, 3*controllerGrace, func() (bool, string) {
+		got := uids(members(t, ns, pool))
+		return slices.Equal(got, stuck), fmt.Sprintf("members %v; want the not-Ready one kept %v", got, stuck)
+	})
+}
+
 // TestUnschedulableMembersAreHeld checks that members whose Pods cannot be scheduled are kept past
 // the grace period rather than replaced over and over, that the pool reports them, and that it
 // recovers when they are scheduled.
