@@ -194,7 +194,8 @@ type SandboxStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// selector is the label selector, as a string, that matches the sandbox's Pod.
+	// selector is the label selector, as a string, that matches the sandbox's Pod. Once set it stays
+	// while no Pod exists (suspended, expired).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	LabelSelector string `json:"selector,omitempty"`

@@ -36,6 +36,9 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 		ObservedGeneration: sb.Generation,
 		PreviewID:          preview.ID(sb.UID),
 		Conditions:         append([]metav1.Condition(nil), sb.Status.Conditions...),
+		// Once set, the selector stays while no Pod exists (suspended, expired, between Pods),
+		// as agent-sandbox v1 keeps it: clients find the sandbox's Pods by it at any time.
+		LabelSelector: sb.Status.LabelSelector,
 	}
 	gen := sb.Generation
 	set := func(c metav1.Condition) {
@@ -55,7 +58,7 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 		if sb.Spec.Agent != nil {
 			st.Agent = agentStatus(obs.pod)
 		}
-		st.LabelSelector = labels.Set{sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sb.Name)}.String()
+		st.LabelSelector = podSelector(sb)
 	}
 	if obs.service != nil {
 		st.Service = obs.service.Name
@@ -74,6 +77,11 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 		meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionFinished)
 	}
 	return st
+}
+
+// podSelector is status.selector: the label selector of the sandbox's Pod.
+func podSelector(sb *sandboxv1beta1.Sandbox) string {
+	return labels.Set{sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sb.Name)}.String()
 }
 
 func readyCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condition {

@@ -220,7 +220,8 @@ var scenarios = map[string]scenario{
 	"suspended, pod gone": {
 		sandbox: func() *sandboxv1beta1.Sandbox {
 			sb := testSandbox().Suspended().Service(true).Obj()
-			// What the last Running pass wrote: the pod's part must go with the pod.
+			// What the last Running pass wrote: the pod's IPs and node go with the pod; the
+			// selector stays (agent-sandbox v1 keeps it once set).
 			sb.Status = sandboxv1beta1.SandboxStatus{
 				LabelSelector: testSelector, PodIPs: []string{"10.244.0.5"}, NodeName: "node-1",
 				Conditions: []metav1.Condition{{Type: sandboxv1beta1.SandboxConditionPodScheduled,
@@ -351,14 +352,14 @@ func TestComputeStatusFields(t *testing.T) {
 		"succeeded":                          with(svcOnly, func(f *statusFields) { f.Selector, f.NodeName = testSelector, "node-1" }),
 		"failed":                             podAndNode,
 		"suspending, owned pod still exists": with(svcOnly, func(f *statusFields) { f.Selector = testSelector }),
-		"suspended, pod gone":                svcOnly,
+		"suspended, pod gone":                with(svcOnly, func(f *statusFields) { f.Selector = testSelector }),
 		"suspending, a pod the sandbox does not own holds its name": none,
 		"suspended, pod state unreadable":                           none,
 		"suspending, deleting the owned pod failed":                 podOnly,
 		"running, error before the pod was seen":                    none,
 		"running, error after a ready pod was seen":                 {Selector: testSelector, NodeName: "node-1", PodIPs: []string{"10.244.0.5"}},
-		// Retain keeps the Sandbox with conditions only: no service, no pod.
-		"expired after the pod finished": none,
+		// Retain keeps the Sandbox with conditions and the selector only: no service, no pod.
+		"expired after the pod finished": podOnly,
 		"expired while ready":            none,
 	}, func(st sandboxv1beta1.SandboxStatus) statusFields {
 		if st.ObservedGeneration != testGeneration {

@@ -52,9 +52,11 @@ func TestExpiry(t *testing.T) {
 			absent(sandboxv1beta1.SandboxConditionPodScheduled))
 		env.WaitGone(t, pod)
 		env.WaitGone(t, svc)
+		// The selector stays once set, as in agent-sandbox v1.
+		selector := sandboxv1beta1.SandboxNameHashLabel + "=" + sandboxv1beta1.NameHash(name)
 		sb := waitForSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) (bool, string) {
 			return len(sb.Status.PodIPs) == 0 && sb.Status.NodeName == "" && sb.Status.Service == "" &&
-				sb.Status.ServiceFQDN == "" && sb.Status.LabelSelector == "", describe(sb)
+				sb.Status.ServiceFQDN == "" && sb.Status.LabelSelector == selector, describe(sb)
 		})
 		if sb.DeletionTimestamp != nil {
 			t.Errorf("Sandbox with shutdownPolicy Retain is being deleted; want it kept")

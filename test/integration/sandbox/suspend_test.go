@@ -55,6 +55,10 @@ func TestSuspendAndResume(t *testing.T) {
 	if sb.Status.Service != name {
 		t.Errorf("Suspended Sandbox reports service %q; want %q, which it keeps", sb.Status.Service, name)
 	}
+	// agent-sandbox v1 keeps the selector once set; its clients find the Pods by it.
+	if want := sandboxv1beta1.SandboxNameHashLabel + "=" + sandboxv1beta1.NameHash(name); sb.Status.LabelSelector != want {
+		t.Errorf("Suspended Sandbox reports selector %q; want %q, which it keeps", sb.Status.LabelSelector, want)
+	}
 	framework.Consistently(t, quiet, func() (bool, string) {
 		found, err := env.Get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		return !found && err == nil, "a Pod exists while the Sandbox is suspended"
