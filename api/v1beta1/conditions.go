@@ -32,6 +32,9 @@ const (
 	SandboxReasonMultiplePods = "MultiplePods"
 	// SandboxReasonReconcilerError: the controller met an error; the message says which.
 	SandboxReasonReconcilerError = "ReconcilerError"
+	// SandboxReasonInvalidConfiguration: the API server refused one of the sandbox's children as
+	// invalid, a permanent error until the spec changes; the message names the field.
+	SandboxReasonInvalidConfiguration = "InvalidConfiguration"
 )
 
 // Reasons of the Suspended condition.

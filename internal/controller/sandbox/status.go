@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -93,6 +94,10 @@ func readyCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condition 
 		return notReady(sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired")
 	case obs.ownedPods > 1:
 		return notReady(sandboxv1beta1.SandboxReasonMultiplePods, multiplePodsMessage(obs.ownedPods))
+	case obs.err != nil && apierrors.IsInvalid(obs.err):
+		// The API server refused a child as invalid: retrying cannot help until the spec changes.
+		return notReady(sandboxv1beta1.SandboxReasonInvalidConfiguration,
+			"The Sandbox's configuration is invalid; fix the spec: "+obs.err.Error())
 	case obs.err != nil:
 		return notReady(sandboxv1beta1.SandboxReasonReconcilerError, "Error seen: "+obs.err.Error())
 	case suspended(sb) && (obs.pod != nil || obs.foreignPod):
@@ -118,6 +123,9 @@ func podReadiness(pod *corev1.Pod) (string, bool) {
 	switch {
 	case pod == nil:
 		return "Pod does not exist", false
+	case pod.DeletionTimestamp != nil:
+		// A terminating Pod may still report Ready; agent-sandbox v1 is not Ready then.
+		return "Pod is terminating", false
 	case pod.Status.Phase != corev1.PodRunning:
 		return fmt.Sprintf("Pod exists with phase: %s", pod.Status.Phase), false
 	case !podConditionTrue(pod, corev1.PodReady):

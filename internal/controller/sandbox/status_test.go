@@ -2,15 +2,19 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/router/preview"
@@ -747,5 +751,40 @@ func TestComputeStatusPreviewID(t *testing.T) {
 	sb.UID = "7d1e0f4a-2c3b-4d5e-8f60-718293a4b5c6"
 	if again := computeStatus(sb, &observed{}, testDomain, testNow); again.PreviewID == got.PreviewID {
 		t.Errorf("two UIDs share the preview id %q", got.PreviewID)
+	}
+}
+
+// TestComputeStatusReadyV1 covers agent-sandbox v1's Ready rules: not Ready while the Pod
+// terminates (even if it still reports Ready), and InvalidConfiguration when the API server
+// refused a child as invalid, a permanent error unlike ReconcilerError.
+func TestComputeStatusReadyV1(t *testing.T) {
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, testName, field.ErrorList{
+		field.Invalid(field.NewPath("spec", "containers").Index(0).Child("image"), "", "must not be empty")})
+	cases := map[string]struct {
+		obs  *observed
+		want metav1.Condition
+	}{
+		"a Ready Pod that is terminating": {
+			obs: &observed{ownedPods: 1,
+				pod: readyPod().IP("10.244.0.5").Obj(), service: testService()},
+			want: notReady("Pod is terminating; Service Exists"),
+		},
+		"a child refused as invalid": {
+			obs: &observed{err: fmt.Errorf("creating Pod %s: %w", testName, invalid)},
+			want: readyCond(metav1.ConditionFalse, sandboxv1beta1.SandboxReasonInvalidConfiguration,
+				"The Sandbox's configuration is invalid; fix the spec: creating Pod "+testName+": "+invalid.Error()),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.obs.pod != nil {
+				tc.obs.pod.DeletionTimestamp = &testEarlier
+			}
+			st := computeStatus(withMeta(testSandbox().Service(true).Obj()), tc.obs, testDomain, testNow)
+			got := meta.FindStatusCondition(st.Conditions, sandboxv1beta1.SandboxConditionReady)
+			if diff := cmp.Diff(&tc.want, got); diff != "" {
+				t.Errorf("Ready (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

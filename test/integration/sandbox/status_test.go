@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -186,4 +188,21 @@ func TestNoService(t *testing.T) {
 	if found, err := env.Get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); found || err != nil {
 		t.Errorf("Service %s exists (%t, err %v) for a Sandbox without spec.service; want none", name, found, err)
 	}
+}
+
+// TestInvalidPodIsInvalidConfiguration checks that a Pod the API server refuses as invalid makes
+// the Sandbox Ready=False with reason InvalidConfiguration (agent-sandbox v1) and a message
+// naming the field, instead of the transient ReconcilerError.
+func TestInvalidPodIsInvalidConfiguration(t *testing.T) {
+	t.Parallel()
+	ns := startController(t)
+	const name = "invalid"
+	// The CRD keeps the PodSpec schema-only; the Pod's own validation refuses the container name.
+	env.Create(t, testutil.MakeSandbox(name, ns).Container("Not_A_DNS_Label", testutil.DefaultImage).Obj())
+	waitForSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) (bool, string) {
+		c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
+		ok := c != nil && c.Status == metav1.ConditionFalse && c.Reason == sandboxv1beta1.SandboxReasonInvalidConfiguration &&
+			strings.Contains(c.Message, `name: Invalid value: "Not_A_DNS_Label"`)
+		return ok, describe(sb)
+	})
 }
