@@ -34,7 +34,8 @@ type member struct {
 	// tampered: the member's spec is not the one the pool created (see tampered). It is never
 	// bound and always replaced, whatever the update strategy.
 	tampered bool
-	// unschedulable: the Pod reports PodScheduled=False/Unschedulable; schedulingMessage says why.
+	// unschedulable: the Pod reports PodScheduled=False/Unschedulable or SchedulingGated;
+	// schedulingMessage says why.
 	unschedulable     bool
 	schedulingMessage string
 	// finished: the Pod terminated; the member will never be Ready again.
@@ -134,11 +135,18 @@ func (o *observed) newMember(pool *extv1beta1.SandboxWarmPool, sb *sandboxv1beta
 		}
 	}
 	if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionPodScheduled); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		c.Status == metav1.ConditionFalse && heldByScheduling(c.Reason) {
 		m.unschedulable, m.schedulingMessage = true, c.Message
 	}
 	m.finished = meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionFinished)
 	return m
+}
+
+// heldByScheduling reports whether a PodScheduled=False reason means the Pod waits on the cluster
+// (no node fits, or scheduling gates another component must lift), so a replacement would wait
+// the same way: such members are held, not churned (agent-sandbox v1 does not churn gated ones).
+func heldByScheduling(reason string) bool {
+	return reason == corev1.PodReasonUnschedulable || reason == corev1.PodReasonSchedulingGated
 }
 
 // tampered reports whether sb's spec is not the one the pool created: it changed since (its

@@ -231,8 +231,15 @@ func TestNewMember(t *testing.T) {
 			},
 			want: member{unschedulable: true, schedulingMessage: "0/1 nodes are available", notReadySince: created},
 		},
+		// agent-sandbox v1: a Pod held by scheduling gates is not churned either.
+		"held by scheduling gates": {
+			conds: []metav1.Condition{{Type: "PodScheduled", Status: metav1.ConditionFalse, Reason: "SchedulingGated",
+				Message: "Scheduling is blocked due to non-empty scheduling gates"}},
+			want: member{unschedulable: true, schedulingMessage: "Scheduling is blocked due to non-empty scheduling gates",
+				notReadySince: created},
+		},
 		"not scheduled for another reason": {
-			conds: []metav1.Condition{{Type: "PodScheduled", Status: metav1.ConditionFalse, Reason: "SchedulingGated"}},
+			conds: []metav1.Condition{{Type: "PodScheduled", Status: metav1.ConditionFalse, Reason: "SomethingElse"}},
 			want:  member{notReadySince: created},
 		},
 		"finished": {
