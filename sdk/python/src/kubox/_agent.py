@@ -43,7 +43,7 @@ class Method(Generic[Req, Resp]):
                             f"{m.output_type.full_name}, not {request.DESCRIPTOR.full_name} and "
                             f"{response.DESCRIPTOR.full_name}")
         if getattr(m, "server_streaming", streams) != streams:
-            raise TypeError(f"{service.full_name}.{name}: server_streaming is not {streams}")
+            raise TypeError(f"{service.full_name}.{name} is {'not ' if streams else ''}a server stream")
         #: The URL path, ``/kubox.agent.v1.ProcessService/RunProcess``.
         self.path = f"/{service.full_name}/{name}"
         self.request = request

@@ -167,7 +167,8 @@ class AsyncFiles:
 
     async def make_dir(self, path: str) -> None:
         """Creates the directory and its missing parents; an existing directory is fine."""
-        await self._agent.call(MAKE_DIR, fs.MakeDirRequest(path=path, parents=True), about=self._about(path, "directory"))
+        await self._agent.call(MAKE_DIR, fs.MakeDirRequest(path=path, parents=True),
+                               about=self._about(path, "directory"))
 
     async def remove(self, path: str, *, recursive: bool = False) -> None:
         """Deletes the file, link or empty directory; with ``recursive``, a directory and all in it."""

@@ -114,8 +114,8 @@ class AsyncProcess:
     still running when the block ends.
     """
 
-    def __init__(self, agent: Agent, stream: AsyncGenerator[ProcessStream, None], started: pb.ProcessStarted, *, pty: bool,
-                 on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> None:
+    def __init__(self, agent: Agent, stream: AsyncGenerator[ProcessStream, None], started: pb.ProcessStarted, *,
+                 pty: bool, on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> None:
         self._agent = agent
         self._stream = stream
         #: The agent's id of the process.
@@ -179,8 +179,8 @@ class AsyncProcess:
         """Resizes the terminal of a process started with ``tty=(rows, cols)``."""
         if not self._pty:
             raise ConfigError(f"{self._about} has no terminal: start it with tty=(rows, cols) to resize it")
-        await self._agent.call(RESIZE_PTY, pb.ResizePtyRequest(process_id=self.id, size=pb.PtySize(rows=rows, cols=cols)),
-                               about=self._about)
+        size = pb.PtySize(rows=rows, cols=cols)
+        await self._agent.call(RESIZE_PTY, pb.ResizePtyRequest(process_id=self.id, size=size), about=self._about)
 
     async def aclose(self) -> None:
         """Stops following the process (it keeps running in the sandbox) and copying its stdin."""
@@ -287,7 +287,8 @@ async def start_process(agent: Agent, cmd: Command, *, env: Optional[Mapping[str
     if first.event.WhichOneof("event") != "started":
         await stream.aclose()
         raise KuboxError(f"{agent.object}: the agent did not report the process as started: {first}")
-    proc = AsyncProcess(agent, stream, first.event.started, pty=tty is not None, on_stdout=on_stdout, on_stderr=on_stderr)
+    proc = AsyncProcess(agent, stream, first.event.started, pty=tty is not None, on_stdout=on_stdout,
+                        on_stderr=on_stderr)
     if isinstance(stdin, (bytes, bytearray, memoryview, str)):
         await proc.send_input(stdin)  # type: ignore[arg-type]
         await proc.close_input()

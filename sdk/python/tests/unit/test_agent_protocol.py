@@ -145,3 +145,7 @@ def test_methods_are_checked_against_the_generated_service():
         Method(service, "RunProcess", pb.StartProcessRequest, pb.RunProcessResponse)
     with pytest.raises(KeyError):
         Method(service, "Exec", pb.RunProcessRequest, pb.RunProcessResponse)
+    with pytest.raises(TypeError, match="StartProcess is a server stream"):
+        Method(service, "StartProcess", pb.StartProcessRequest, pb.StartProcessResponse)
+    with pytest.raises(TypeError, match="RunProcess is not a server stream"):
+        Method(service, "RunProcess", pb.RunProcessRequest, pb.RunProcessResponse, streams=True)
