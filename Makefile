@@ -98,25 +98,41 @@ test-integration: python-deps ## Integration tests against the repo's own etcd a
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m ./test/integration/...
 
 .PHONY: test-python
-test-python: python-deps ## The Python SDK's unit and integration tests only (PYTEST_ADDOPTS passes pytest flags)
+test-python: python-deps python-generate-check ## The Python SDK's unit and integration tests only (PYTEST_ADDOPTS passes pytest flags)
 	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests/unit
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 15m -v ./test/integration/pysdk/
 
 # The Python SDK runs on Debian's interpreter with Debian's packages (the python3 first on PATH may
 # be another interpreter that cannot see them).
 PYTHON        ?= /usr/bin/python3
-PYTHON_DEBS   := python3-kubernetes python3-httpx python3-pytest python3-pytest-asyncio python3-venv python3-pyflakes mypy
+PYTHON_DEBS   := python3-kubernetes python3-httpx python3-protobuf python3-pytest python3-pytest-asyncio python3-venv \
+		 python3-pyflakes mypy protobuf-compiler mypy-protobuf
+# The SDK's message types (kubox._proto), generated from proto/ with protoc's Python generator and
+# mypy-protobuf's stubs; `make python-generate` rewrites them, python-generate-check fails when stale.
+PYTHON_PROTO  := sdk/python/src/kubox/_proto
+PYTHON_PROTOC  = protoc -I proto --python_out=$(1) --mypy_out=quiet:$(1) $(sort $(wildcard proto/kubox/agent/v1/*.proto))
 .PHONY: python-lint
-python-lint: python-deps ## pyflakes over the Python SDK, and mypy: every function of package kubox typed, the hints consistent
-	$(PYTHON) -m pyflakes sdk/python
-	cd sdk/python/src && $(PYTHON) -m mypy --ignore-missing-imports --disallow-untyped-defs --disallow-incomplete-defs kubox
+python-lint: python-deps python-generate-check ## pyflakes over the Python SDK (not its generated code), and mypy: every function of package kubox typed, the hints consistent
+	$(PYTHON) -m pyflakes $$(find sdk/python -name '*.py' ! -name '*_pb2.py')
+	cd sdk/python/src && $(PYTHON) -m mypy --config-file ../pyproject.toml --ignore-missing-imports --disallow-untyped-defs --disallow-incomplete-defs kubox
 
 .PHONY: python-deps
 python-deps: ## Install the Python SDK's Debian packages when they are missing (runtime, tests, pyflakes and mypy)
-	@$(PYTHON) -c 'import kubernetes, httpx, pytest, pytest_asyncio, venv, ensurepip, pyflakes, mypy' 2>/dev/null || { \
+	@{ $(PYTHON) -c 'import kubernetes, httpx, google.protobuf, pytest, pytest_asyncio, venv, ensurepip, pyflakes, mypy' && \
+	  command -v protoc protoc-gen-mypy; } >/dev/null 2>&1 || { \
 	  echo "installing $(PYTHON_DEBS)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PYTHON_DEBS) || { \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PYTHON_DEBS); }; }
+
+.PHONY: python-generate
+python-generate: python-deps ## Regenerate the Python SDK's message types (kubox._proto) from proto/
+	$(call PYTHON_PROTOC,$(PYTHON_PROTO))
+
+.PHONY: python-generate-check
+python-generate-check: python-deps ## Fail when the Python SDK's generated message types differ from what proto/ generates
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && $(call PYTHON_PROTOC,$$tmp) && \
+	  diff -r -x __init__.py -x __pycache__ "$$tmp/kubox" $(PYTHON_PROTO)/kubox || { \
+	  echo "$(PYTHON_PROTO) is stale: run 'make python-generate' and commit"; exit 1; }
 
 ##@ Benchmarks
 .PHONY: bench

@@ -19,7 +19,7 @@ const Python = "/usr/bin/python3"
 // saying how to install them.
 func RequirePytest(t testing.TB) {
 	t.Helper()
-	out, err := exec.Command(Python, "-c", "import pytest, pytest_asyncio, httpx, kubernetes").CombinedOutput()
+	out, err := exec.Command(Python, "-c", "import pytest, pytest_asyncio, httpx, kubernetes, google.protobuf").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s cannot import pytest and the SDK's dependencies (%v): %s\nrun `make python-deps` to install them",
 			Python, err, strings.TrimSpace(string(out)))

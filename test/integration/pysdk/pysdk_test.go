@@ -59,6 +59,8 @@ type pyEnv struct {
 //	KUBECONFIG                   as ServiceAccount dev in the test's namespace, with the router's URL (kubox.dev/router)
 //	KUBOX_TEST_NAMESPACE         the test's namespace
 //	KUBOX_TEST_ROUTER_URL        kubox-router's URL
+//	KUBOX_TEST_ROUTER_SERVICE    a Service in KUBOX_TEST_NAMESPACE whose Pod reaches the router through the
+//	                             API server's port-forward (a Node whose kubelet runs the kubelet's handler)
 //	KUBOX_TEST_POOL              a SandboxWarmPool of 2 ready sandboxes of KUBOX_TEST_TEMPLATE
 //	KUBOX_TEST_TEMPLATE          a SandboxTemplate whose sandboxes start at once
 //	KUBOX_TEST_PENDING_TEMPLATE  a SandboxTemplate whose Pods stay Pending
@@ -80,6 +82,7 @@ func TestPythonSDK(t *testing.T) {
 		"KUBECONFIG="+e.kubeconfig,
 		"KUBOX_TEST_NAMESPACE="+e.ns,
 		"KUBOX_TEST_ROUTER_URL="+e.routerURL,
+		"KUBOX_TEST_ROUTER_SERVICE="+routerService,
 		"KUBOX_TEST_POOL=python",
 		"KUBOX_TEST_TEMPLATE=python",
 		"KUBOX_TEST_PENDING_TEMPLATE=pending",
@@ -87,7 +90,7 @@ func TestPythonSDK(t *testing.T) {
 		"KUBOX_TEST_NOCONNECT_TOKEN="+e.noConnectToken)
 }
 
-// setup starts kubox, the Kubelet, the sandboxes' agents and the router in a new namespace,
+// setup starts kubox, the Kubelet, the sandboxes' agents, the router and its port-forward in a new namespace,
 // creates the templates "python" and "pending" and the pool "python", waits until the pool is
 // ready, and gives ServiceAccounts dev and noconnect their tokens and RBAC.
 func setup(t *testing.T) *pyEnv {
@@ -111,6 +114,7 @@ func setup(t *testing.T) *pyEnv {
 		return p.Status.ReadyReplicas == poolReplicas, fmt.Sprintf("pool python has %d ready members; want %d", p.Status.ReadyReplicas, poolReplicas)
 	})
 	_, e.routerURL = env.StartRouter(t, e.ns, e.key, nil)
+	e.servePortForward(t, e.routerURL)
 	e.devToken = e.serviceAccount(t, "dev", true)
 	e.noConnectToken = e.serviceAccount(t, "noconnect", false)
 	e.kubeconfig = e.writeKubeconfig(t)
@@ -126,7 +130,7 @@ func (e *pyEnv) template(name string) *testutil.TemplateWrapper {
 
 // serviceAccount creates ServiceAccount name and returns its token. RBAC allows it to claim
 // sandboxes, read and patch them and read Secrets (the SDK's direct mode) and, with connect,
-// to connect to claims and sandboxes through the router.
+// to connect to claims and sandboxes through the router, also through a port-forward.
 func (e *pyEnv) serviceAccount(t *testing.T, name string, connect bool) string {
 	t.Helper()
 	tok := env.ServiceAccountToken(t, e.ns, name)
@@ -140,6 +144,7 @@ func (e *pyEnv) serviceAccount(t *testing.T, name string, connect bool) string {
 	if connect {
 		rules = append(rules, framework.ConnectRule(extv1beta1.GroupVersion.Group, "sandboxclaims"),
 			framework.ConnectRule(sandboxv1beta1.GroupVersion.Group, "sandboxes"))
+		rules = append(rules, portForwardRules...)
 	}
 	env.Grant(t, e.ns, name, name, rules...)
 	return tok

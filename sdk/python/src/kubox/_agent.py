@@ -1,43 +1,69 @@
-"""The data side of the SDK: kubox-agent's API (Connect protocol with JSON, and file contents
-under /files/) through kubox-router or straight to the sandbox, with httpx (asyncio)."""
+"""The data side of the SDK: kubox-agent's API (the Connect protocol with binary protobuf
+messages, generated from proto/ into kubox._proto, as the Go SDK sends them; file contents under
+/files/) through kubox-router or straight to the sandbox, with httpx (asyncio)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import struct
-from typing import Any, AsyncGenerator, Awaitable, Callable, Dict, Optional, Tuple
+from typing import Any, AsyncGenerator, Awaitable, Callable, Dict, Generic, List, Optional, Tuple, Type, TypeVar
 from urllib.parse import quote
 
 import httpx
+from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.message import DecodeError, Message
 
 from .errors import KuboxError, SandboxConnectionError, SandboxTimeoutError, connect_error, error_from_body
-
-Msg = Dict[str, Any]
 
 #: Returns where the sandbox's agent answers now: its base URL and the headers (credentials).
 Resolve = Callable[[], Awaitable[Tuple[str, Dict[str, str]]]]
 
-_PACKAGE = "kubox.agent.v1."
+Req = TypeVar("Req", bound=Message)
+Resp = TypeVar("Resp", bound=Message)
+
 #: Seconds a 503 of a sandbox the SDK saw Ready is tried again (the router's cache catching up).
 NOT_READY_GRACE = 3.0
 _END_STREAM = 0x02
 _COMPRESSED = 0x01
+_UNARY_HEADERS = {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"}
+_STREAM_HEADERS = {"Content-Type": "application/connect+proto", "Connect-Protocol-Version": "1"}
 
 
-def envelope(msg: Msg) -> bytes:
+class Method(Generic[Req, Resp]):
+    """One method of kubox-agent's API: its URL path and its message types, checked against the
+    service's descriptor (generated from proto/) when the SDK is imported."""
+
+    def __init__(self, service: ServiceDescriptor, name: str, request: Type[Req], response: Type[Resp],
+                 *, streams: bool = False) -> None:
+        m = service.methods_by_name[name]
+        if (m.input_type.full_name, m.output_type.full_name) != (request.DESCRIPTOR.full_name,
+                                                                 response.DESCRIPTOR.full_name):
+            raise TypeError(f"{service.full_name}.{name} takes {m.input_type.full_name} and returns "
+                            f"{m.output_type.full_name}, not {request.DESCRIPTOR.full_name} and "
+                            f"{response.DESCRIPTOR.full_name}")
+        if getattr(m, "server_streaming", streams) != streams:
+            raise TypeError(f"{service.full_name}.{name} is {'not ' if streams else ''}a server stream")
+        #: The URL path, ``/kubox.agent.v1.ProcessService/RunProcess``.
+        self.path = f"/{service.full_name}/{name}"
+        self.request = request
+        self.response = response
+
+
+def envelope(msg: Message) -> bytes:
     """A Connect streaming request: one uncompressed message in its 5-byte envelope."""
-    body = json.dumps(msg).encode()
+    body = msg.SerializeToString()
     return struct.pack(">BI", 0, len(body)) + body
 
 
 class EnvelopeReader:
-    """Splits a Connect stream's bytes into its messages."""
+    """Splits a Connect stream's bytes into its messages: (flags, bytes) pairs; the end-of-stream
+    message (flags 0x02) is JSON, the others are the method's protobuf messages."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
 
-    def feed(self, chunk: bytes) -> list:
+    def feed(self, chunk: bytes) -> List[Tuple[int, bytes]]:
         """Adds bytes; returns the (flags, message) pairs now complete."""
         self._buf += chunk
         out = []
@@ -49,7 +75,7 @@ class EnvelopeReader:
             del self._buf[:5 + n]
             if flags & _COMPRESSED:
                 raise KuboxError("the agent sent a compressed message that was not asked for")
-            out.append((flags, json.loads(data) if data else {}))
+            out.append((flags, data))
         return out
 
     @property
@@ -104,23 +130,22 @@ class Agent:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.25)
 
-    async def call(self, service: str, method: str, msg: Msg, *, about: str = "",
-                   timeout: Optional[float] = None) -> Msg:
-        """Calls a unary method (``ProcessService``, ``RunProcess``) and returns its answer."""
+    async def call(self, method: "Method[Req, Resp]", msg: Req, *, about: str = "",
+                   timeout: Optional[float] = None) -> Resp:
+        """Calls a unary method and returns its answer."""
         about = about or self.object
-        resp = await self._send("POST", f"/{_PACKAGE}{service}/{method}", about, content=json.dumps(msg).encode(),
-                                headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"},
+        resp = await self._send("POST", method.path, about, content=msg.SerializeToString(), headers=_UNARY_HEADERS,
                                 timeout=timeout)
         if resp.status_code != 200:
             raise error_from_body(resp.status_code, resp.content, about)
-        return resp.json()
+        return _decode(method.response, resp.content, about)
 
-    async def stream(self, service: str, method: str, msg: Msg, *, about: str = "") -> AsyncGenerator[Msg, None]:
+    async def stream(self, method: "Method[Req, Resp]", msg: Req, *, about: str = "") -> AsyncGenerator[Resp, None]:
         """Calls a server-streaming method and yields its messages; an error ending the stream
         raises the SDK's exception. Broken connections raise :class:`SandboxConnectionError`."""
         about = about or self.object
-        resp = await self._send("POST", f"/{_PACKAGE}{service}/{method}", about, content=envelope(msg), stream=True,
-                                headers={"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"})
+        resp = await self._send("POST", method.path, about, content=envelope(msg), stream=True,
+                                headers=_STREAM_HEADERS)
         try:
             if resp.status_code != 200:
                 await resp.aread()
@@ -128,12 +153,13 @@ class Agent:
             reader = EnvelopeReader()
             try:
                 async for chunk in resp.aiter_raw():
-                    for flags, m in reader.feed(chunk):
+                    for flags, data in reader.feed(chunk):
                         if flags & _END_STREAM:
-                            if m.get("error"):
-                                raise connect_error(m["error"], about)
+                            end = _end_of_stream(data, about)
+                            if end.get("error"):
+                                raise connect_error(end["error"], about)
                             return
-                        yield m
+                        yield _decode(method.response, data, about)
             except httpx.HTTPError as e:
                 raise _transport_error(e, about, str(resp.url)) from e
             raise SandboxConnectionError(f"{about}: the stream ended without its end message "
@@ -153,6 +179,24 @@ class Agent:
             await resp.aclose()
             raise error_from_body(resp.status_code, resp.content, about)
         return resp
+
+
+def _decode(cls: Type[Resp], data: bytes, about: str) -> Resp:
+    """The message of type ``cls`` in ``data``."""
+    try:
+        return cls.FromString(data)
+    except DecodeError as e:
+        raise KuboxError(f"{about}: the agent's answer is not a {cls.DESCRIPTOR.full_name}: {e}; are the SDK "
+                         "and kubox-agent of compatible versions?") from e
+
+
+def _end_of_stream(data: bytes, about: str) -> Dict[str, Any]:
+    """The JSON end-of-stream message of a Connect stream (``{"error": ..., "metadata": ...}``)."""
+    try:
+        end = json.loads(data) if data else {}
+    except ValueError as e:
+        raise KuboxError(f"{about}: the agent's end-of-stream message is not JSON: {data[:200]!r}") from e
+    return end if isinstance(end, dict) else {}
 
 
 def _timeout(seconds: Optional[float]) -> httpx.Timeout:

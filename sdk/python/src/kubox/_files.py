@@ -4,11 +4,12 @@ FilesystemService."""
 from __future__ import annotations
 
 import asyncio
+import datetime as _dt
 import os
 from typing import Any, AsyncGenerator, AsyncIterable, AsyncIterator, BinaryIO, Iterable, List, Optional, Union
 
-from ._agent import Agent, Msg
-from ._claims import parse_time
+from ._agent import Agent, Method
+from ._proto.kubox.agent.v1 import filesystem_pb2 as fs
 from .errors import KuboxError, NotFoundError
 from .types import FileEvent, FileInfo
 
@@ -16,20 +17,26 @@ from .types import FileEvent, FileInfo
 #: (async) iterable of byte chunks. Files and iterables are streamed.
 WriteData = Union[bytes, bytearray, memoryview, str, BinaryIO, Iterable[bytes], AsyncIterable[bytes]]
 
-_SERVICE = "FilesystemService"
-_TYPES = {"FILE_TYPE_FILE": "file", "FILE_TYPE_DIRECTORY": "directory", "FILE_TYPE_SYMLINK": "symlink",
-          "FILE_TYPE_OTHER": "other"}
-_OPS = {"FILE_EVENT_TYPE_CREATE": "create", "FILE_EVENT_TYPE_WRITE": "write", "FILE_EVENT_TYPE_REMOVE": "remove",
-        "FILE_EVENT_TYPE_RENAME": "rename", "FILE_EVENT_TYPE_CHMOD": "chmod"}
+_SERVICE = fs.DESCRIPTOR.services_by_name["FilesystemService"]
+STAT = Method(_SERVICE, "Stat", fs.StatRequest, fs.StatResponse)
+LIST = Method(_SERVICE, "List", fs.ListRequest, fs.ListResponse)
+MAKE_DIR = Method(_SERVICE, "MakeDir", fs.MakeDirRequest, fs.MakeDirResponse)
+MOVE = Method(_SERVICE, "Move", fs.MoveRequest, fs.MoveResponse)
+REMOVE = Method(_SERVICE, "Remove", fs.RemoveRequest, fs.RemoveResponse)
+WATCH = Method(_SERVICE, "Watch", fs.WatchRequest, fs.WatchResponse, streams=True)
+_TYPES = {fs.FILE_TYPE_FILE: "file", fs.FILE_TYPE_DIRECTORY: "directory", fs.FILE_TYPE_SYMLINK: "symlink",
+          fs.FILE_TYPE_OTHER: "other"}
+_OPS = {fs.FILE_EVENT_TYPE_CREATE: "create", fs.FILE_EVENT_TYPE_WRITE: "write", fs.FILE_EVENT_TYPE_REMOVE: "remove",
+        fs.FILE_EVENT_TYPE_RENAME: "rename", fs.FILE_EVENT_TYPE_CHMOD: "chmod"}
 #: Bytes read from a local file per chunk of an upload or a download.
 CHUNK = 1 << 20
 
 
-def file_info(e: Msg) -> FileInfo:
+def file_info(e: fs.FileEntry) -> FileInfo:
     """The FileInfo of the agent's FileEntry."""
-    return FileInfo(name=e.get("name", ""), path=e.get("path", ""), type=_TYPES.get(e.get("type", ""), "other"),
-                    size=int(e.get("size", 0)), mode=int(e.get("mode", 0)) & 0o7777,
-                    modified=parse_time(e.get("modifiedTime")), symlink_target=e.get("symlinkTarget", ""))
+    modified = e.modified_time.ToDatetime(tzinfo=_dt.timezone.utc) if e.HasField("modified_time") else None
+    return FileInfo(name=e.name, path=e.path, type=_TYPES.get(e.type, "other"),
+                    size=e.size, mode=e.mode & 0o7777, modified=modified, symlink_target=e.symlink_target)
 
 
 async def chunks(data: WriteData) -> AsyncIterator[bytes]:
@@ -55,7 +62,7 @@ class AsyncFileWatch:
     the agent ends (the directory was removed) raises the agent's error, e.g.
     :class:`NotFoundError`."""
 
-    def __init__(self, stream: AsyncGenerator[Msg, None], directory: str) -> None:
+    def __init__(self, stream: AsyncGenerator[fs.WatchResponse, None], directory: str) -> None:
         self._stream = stream
         #: The watched directory.
         self.directory = directory
@@ -66,9 +73,8 @@ class AsyncFileWatch:
 
     async def _follow(self) -> AsyncGenerator[FileEvent, None]:
         async for msg in self._stream:
-            ev = msg.get("event")
-            if ev:
-                yield FileEvent(path=ev.get("path", ""), op=_OPS.get(ev.get("type", ""), "unknown"))
+            if msg.HasField("event"):
+                yield FileEvent(path=msg.event.path, op=_OPS.get(msg.event.type, "unknown"))
 
     async def aclose(self) -> None:
         """Stops watching."""
@@ -143,8 +149,8 @@ class AsyncFiles:
 
     async def stat(self, path: str) -> FileInfo:
         """Describes the file; a final symbolic link is described itself, not followed."""
-        resp = await self._agent.call(_SERVICE, "Stat", {"path": path}, about=self._about(path))
-        return file_info(resp.get("entry") or {})
+        resp = await self._agent.call(STAT, fs.StatRequest(path=path), about=self._about(path))
+        return file_info(resp.entry)
 
     async def exists(self, path: str) -> bool:
         """True when something exists at ``path``."""
@@ -156,33 +162,34 @@ class AsyncFiles:
 
     async def list(self, path: str = ".") -> List[FileInfo]:
         """The entries of the directory, sorted by path."""
-        resp = await self._agent.call(_SERVICE, "List", {"path": path, "depth": 1}, about=self._about(path, "directory"))
-        return [file_info(e) for e in resp.get("entries") or []]
+        resp = await self._agent.call(LIST, fs.ListRequest(path=path, depth=1), about=self._about(path, "directory"))
+        return [file_info(e) for e in resp.entries]
 
     async def make_dir(self, path: str) -> None:
         """Creates the directory and its missing parents; an existing directory is fine."""
-        await self._agent.call(_SERVICE, "MakeDir", {"path": path, "parents": True}, about=self._about(path, "directory"))
+        await self._agent.call(MAKE_DIR, fs.MakeDirRequest(path=path, parents=True),
+                               about=self._about(path, "directory"))
 
     async def remove(self, path: str, *, recursive: bool = False) -> None:
         """Deletes the file, link or empty directory; with ``recursive``, a directory and all in it."""
-        await self._agent.call(_SERVICE, "Remove", {"path": path, "recursive": recursive}, about=self._about(path))
+        await self._agent.call(REMOVE, fs.RemoveRequest(path=path, recursive=recursive), about=self._about(path))
 
     async def move(self, src: str, dst: str, *, overwrite: bool = False) -> FileInfo:
         """Renames ``src`` to ``dst``; an existing ``dst`` is replaced only with ``overwrite``."""
-        resp = await self._agent.call(_SERVICE, "Move", {"source": src, "destination": dst, "overwrite": overwrite},
+        resp = await self._agent.call(MOVE, fs.MoveRequest(source=src, destination=dst, overwrite=overwrite),
                                       about=self._about(src))
-        return file_info(resp.get("entry") or {})
+        return file_info(resp.entry)
 
     async def watch(self, path: str, *, recursive: bool = False) -> AsyncFileWatch:
         """Watches the directory (and, with ``recursive``, below it). Returns once the agent
         watches, so every change made after it returns is reported."""
         about = self._about(path, "directory")
-        stream = self._agent.stream(_SERVICE, "Watch", {"directory": path, "recursive": recursive}, about=about)
+        stream = self._agent.stream(WATCH, fs.WatchRequest(directory=path, recursive=recursive), about=about)
         try:
             first = await stream.__anext__()
         except StopAsyncIteration:
             raise KuboxError(f"{about}: the agent ended the watch before it started") from None
-        if "started" not in first:
+        if not first.HasField("started"):
             await stream.aclose()
             raise KuboxError(f"{about}: the agent did not start the watch: {first}")
         return AsyncFileWatch(stream, path)

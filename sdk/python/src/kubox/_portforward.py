@@ -1,23 +1,31 @@
 """Port-forwarding to kubox-router through the API server, for programs outside the cluster with
-only a kubeconfig: a listener on 127.0.0.1 whose every connection is forwarded (a WebSocket
-port-forward of the Kubernetes Python client) to a ready Pod behind the router's Service."""
+only a kubeconfig: a listener on 127.0.0.1 whose every connection is forwarded to a ready Pod
+behind the router's Service, over a WebSocket to the Pod's ``portforward`` subresource that this
+module opens itself (with websocket-client, and the TLS settings and credentials of the public
+``kubernetes.client.Configuration``), speaking the ``v4.channel.k8s.io`` channel protocol."""
 
 from __future__ import annotations
 
 import socket
+import ssl
+import struct
 import threading
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urlsplit
 
+import websocket
 from kubernetes import client as kclient
 from kubernetes.client.exceptions import ApiException
-from kubernetes.stream.ws_client import ABNF, create_websocket
 
 from ._kubeconfig import KubeSettings
 from .errors import ConfigError, SandboxConnectionError
 
 _BUF = 1 << 16
-
-
+#: The WebSocket subprotocol of the API server's (the kubelet's) port-forward: every binary
+#: message starts with its channel's byte; for the one forwarded port, channel 0 carries the data
+#: and channel 1 the errors, and each channel's first message is the port (2 bytes, little endian).
+PROTOCOL = "v4.channel.k8s.io"
+_DATA, _ERROR = 0, 1
 def router_pod(core: Any, discovery: Any, namespace: str, service: str) -> Tuple[str, int]:
     """A ready Pod behind the Service and the port its router listens on, found through the
     Service's EndpointSlices."""
@@ -42,12 +50,45 @@ def router_pod(core: Any, discovery: Any, namespace: str, service: str) -> Tuple
                                  f"`kubectl -n {namespace} get pods`)")
 
 
+def websocket_options(cfg: Any, authorization: Optional[str]) -> Dict[str, Any]:
+    """websocket-client's connection options for the API server of the Kubernetes client's
+    Configuration ``cfg``: its CA, client certificate, server name and proxy, and the
+    ``Authorization`` header."""
+    if cfg.verify_ssl:
+        ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+        if cfg.assert_hostname is False:
+            ctx.check_hostname = False
+    else:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    sslopt: Dict[str, Any] = {"context": ctx}
+    server_name = getattr(cfg, "tls_server_name", None)
+    if server_name:
+        sslopt["server_hostname"] = server_name
+    opts: Dict[str, Any] = {"subprotocols": [PROTOCOL], "sslopt": sslopt, "skip_utf8_validation": True,
+                            "enable_multithread": True}
+    if authorization:
+        opts["header"] = [f"Authorization: {authorization}"]
+    if cfg.proxy:
+        proxy = urlsplit(cfg.proxy)
+        opts.update(http_proxy_host=proxy.hostname, http_proxy_port=proxy.port,
+                    proxy_type="http" if proxy.scheme in ("http", "https", "") else proxy.scheme)
+        if proxy.username:
+            opts["http_proxy_auth"] = (proxy.username, proxy.password or "")
+        if cfg.no_proxy:
+            opts["http_no_proxy"] = [h.strip() for h in str(cfg.no_proxy).split(",") if h.strip()]
+    return opts
+
+
 class PortForward:
     """A local listener forwarding to a router Pod until :meth:`stop`. Each accepted connection
-    gets a WebSocket port-forward of its own (``v4.channel.k8s.io``: channel 0 carries the data,
-    channel 1 the errors), read and written by two threads with blocking calls: the Kubernetes
-    client's own forwarder selects on the TLS socket and can stall on data OpenSSL has already
-    buffered, which large answers hit."""
+    gets a WebSocket port-forward of its own (:data:`PROTOCOL`), read and written by two threads
+    with blocking calls (selecting on the TLS socket could stall on data OpenSSL has already
+    buffered, which large answers hit). An error the Pod's side reports ends the connection and
+    the forward: the next call finds a ready Pod again."""
 
     def __init__(self, settings: KubeSettings, namespace: str, pod: str, port: int) -> None:
         self._settings = settings
@@ -102,9 +143,11 @@ class PortForward:
             self._conns.append(conn)
         ws, reader = None, None
         try:
-            auth = self._settings.authorization()
-            ws = create_websocket(self._settings.config, self._ws_url, {"authorization": auth} if auth else None)
-            reader = threading.Thread(target=_from_pod, args=(ws, conn), name="kubox-port-forward-read", daemon=True)
+            ws = websocket.create_connection(self._ws_url, timeout=30,
+                                             **websocket_options(self._settings.config, self._settings.authorization()))
+            ws.settimeout(None)  # a forwarded connection lasts as long as its client keeps it
+            reader = threading.Thread(target=self._from_pod, args=(ws, conn), name="kubox-port-forward-read",
+                                      daemon=True)
             reader.start()
             while True:
                 data = conn.recv(_BUF)
@@ -116,37 +159,54 @@ class PortForward:
             self._stopped.set()
         finally:
             if ws is not None:
-                ws.close()  # ends the reader's wait
+                _close_ws(ws)  # ends the reader's wait
             if reader is not None:
                 reader.join(timeout=5)
             _close(conn)
             with self._lock:
                 self._conns.remove(conn)
 
-
-def _from_pod(ws: Any, conn: socket.socket) -> None:
-    """Copies the data channel of the WebSocket to the local connection until either ends."""
-    seen = set()
-    try:
-        while True:
-            opcode, frame = ws.recv_data_frame(True)
-            if opcode == ABNF.OPCODE_CLOSE:
-                return
-            if opcode != ABNF.OPCODE_BINARY or not frame.data:
-                continue
-            channel, data = frame.data[0], frame.data[1:]
-            if channel not in seen:  # each channel's first frame names the port
-                seen.add(channel)
-                continue
-            if channel == 0:
-                conn.sendall(data)
-    except Exception:  # noqa: BLE001 - either side closed
-        pass
-    finally:
+    def _from_pod(self, ws: "websocket.WebSocket", conn: socket.socket) -> None:
+        """Copies the data channel of the WebSocket to the local connection until either ends,
+        or the Pod's side reports an error."""
+        seen = set()
         try:
-            conn.shutdown(socket.SHUT_WR)
-        except OSError:
+            while True:
+                opcode, frame = ws.recv_data_frame(True)
+                if opcode == websocket.ABNF.OPCODE_CLOSE:
+                    return
+                if opcode != websocket.ABNF.OPCODE_BINARY or not frame.data:
+                    continue
+                channel, data = frame.data[0], frame.data[1:]
+                if channel not in seen:  # each channel's first message names the port
+                    seen.add(channel)
+                    if len(data) != 2 or struct.unpack("<H", data)[0] != self._port:
+                        self._stopped.set()
+                        return
+                    continue
+                if channel == _DATA:
+                    conn.sendall(data)
+                elif channel == _ERROR and data:
+                    # e.g. "error forwarding port 8080 to pod ...: connection refused"
+                    self._stopped.set()
+                    return
+        except Exception:  # noqa: BLE001 - either side closed
             pass
+        finally:
+            try:
+                conn.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+
+def _close_ws(ws: "websocket.WebSocket") -> None:
+    """Closes the WebSocket without waiting for the other side's close message (the reader
+    thread may be reading it)."""
+    try:
+        ws.send_close()
+    except Exception:  # noqa: BLE001 - already closed
+        pass
+    ws.shutdown()
 
 
 def _close(s: socket.socket) -> None:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import codecs
 import datetime as _dt
 import inspect
 import signal as _signal
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-from ._agent import Agent, Msg
+from ._agent import Agent, Method
 from ._files import WriteData, chunks
+from ._proto.kubox.agent.v1 import process_pb2 as pb
 from .errors import APIError, ConfigError, KuboxError, SandboxConnectionError
 from .types import CommandResult, ExitEvent, OutputDropped, OutputEvent, ProcessEvent
 
@@ -27,8 +27,16 @@ Stdin = Union[bool, WriteData, None]
 #: Seconds, or a timedelta.
 Seconds = Union[float, int, _dt.timedelta]
 
-_SERVICE = "ProcessService"
-_STREAMS = {"OUTPUT_STREAM_STDOUT": "stdout", "OUTPUT_STREAM_STDERR": "stderr", "OUTPUT_STREAM_PTY": "pty"}
+_SERVICE = pb.DESCRIPTOR.services_by_name["ProcessService"]
+START = Method(_SERVICE, "StartProcess", pb.StartProcessRequest, pb.StartProcessResponse, streams=True)
+RUN = Method(_SERVICE, "RunProcess", pb.RunProcessRequest, pb.RunProcessResponse)
+SEND_INPUT = Method(_SERVICE, "SendInput", pb.SendInputRequest, pb.SendInputResponse)
+SEND_SIGNAL = Method(_SERVICE, "SendSignal", pb.SendSignalRequest, pb.SendSignalResponse)
+RESIZE_PTY = Method(_SERVICE, "ResizePty", pb.ResizePtyRequest, pb.ResizePtyResponse)
+ATTACH = Method(_SERVICE, "AttachProcess", pb.AttachProcessRequest, pb.AttachProcessResponse, streams=True)
+_STREAMS = {pb.OUTPUT_STREAM_STDOUT: "stdout", pb.OUTPUT_STREAM_STDERR: "stderr", pb.OUTPUT_STREAM_PTY: "pty"}
+#: A message of StartProcess's or AttachProcess's stream: both carry a ProcessEvent.
+ProcessStream = Union[pb.StartProcessResponse, pb.AttachProcessResponse]
 # How many times a process is followed again (AttachProcess) after its stream broke.
 _REATTACH_LIMIT = 3
 # The most stdin one SendInput carries.
@@ -46,26 +54,27 @@ def seconds(value: Optional[Seconds], what: str) -> Optional[float]:
 
 
 def process_spec(cmd: Command, *, env: Optional[Mapping[str, str]], cwd: Optional[str],
-                 timeout: Optional[Seconds]) -> Msg:
+                 timeout: Optional[Seconds]) -> pb.ProcessSpec:
     """The agent's ProcessSpec for a command."""
+    spec = pb.ProcessSpec()
     if isinstance(cmd, str):
         if not cmd.strip():
             raise ConfigError("the command is empty: give a shell line (\"python3 -V\") or a list "
                               "([\"python3\", \"-V\"])")
-        spec: Msg = {"shellCommand": cmd}
+        spec.shell_command = cmd
     else:
         argv = [str(a) for a in cmd]
         if not argv:
             raise ConfigError("the command is an empty list: give the program and its arguments, "
                               "e.g. [\"python3\", \"-V\"]")
-        spec = {"argv": argv}
+        spec.argv.extend(argv)
     if env:
-        spec["env"] = {str(k): str(v) for k, v in env.items()}
+        spec.env.update({str(k): str(v) for k, v in env.items()})
     if cwd:
-        spec["cwd"] = cwd
+        spec.cwd = cwd
     t = seconds(timeout, "timeout")
     if t:
-        spec["timeout"] = f"{t:.3f}s"
+        spec.timeout.FromNanoseconds(round(t * 1e9))
     return spec
 
 
@@ -74,20 +83,17 @@ def to_bytes(data: Union[bytes, bytearray, memoryview, str]) -> bytes:
     return data.encode() if isinstance(data, str) else bytes(data)
 
 
-def result_of(msg: Msg) -> CommandResult:
+def result_of(msg: pb.RunProcessResponse) -> CommandResult:
     """The CommandResult of a RunProcess answer."""
-    ex = exit_of(msg.get("exit") or {})
-    return CommandResult(exit_code=ex.exit_code, stdout_bytes=base64.b64decode(msg.get("stdout", "")),
-                         stderr_bytes=base64.b64decode(msg.get("stderr", "")),
-                         stdout_truncated=bool(msg.get("stdoutTruncated")),
-                         stderr_truncated=bool(msg.get("stderrTruncated")),
+    ex = exit_of(msg.exit)
+    return CommandResult(exit_code=ex.exit_code, stdout_bytes=msg.stdout, stderr_bytes=msg.stderr,
+                         stdout_truncated=msg.stdout_truncated, stderr_truncated=msg.stderr_truncated,
                          signal=ex.signal, timed_out=ex.timed_out)
 
 
-def exit_of(ex: Msg) -> ExitEvent:
+def exit_of(ex: pb.ProcessExit) -> ExitEvent:
     """The ExitEvent of a ProcessExit."""
-    return ExitEvent(exit_code=int(ex.get("exitCode", 0)), signal=str(ex.get("signal", "")),
-                     timed_out=bool(ex.get("timedOut")))
+    return ExitEvent(exit_code=ex.exit_code, signal=ex.signal, timed_out=ex.timed_out)
 
 
 def signal_name(sig: Union[str, int]) -> str:
@@ -108,14 +114,14 @@ class AsyncProcess:
     still running when the block ends.
     """
 
-    def __init__(self, agent: Agent, stream: AsyncGenerator[Msg, None], started: Msg, *, pty: bool,
-                 on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> None:
+    def __init__(self, agent: Agent, stream: AsyncGenerator[ProcessStream, None], started: pb.ProcessStarted, *,
+                 pty: bool, on_stdout: Optional[OutputCallback], on_stderr: Optional[OutputCallback]) -> None:
         self._agent = agent
         self._stream = stream
         #: The agent's id of the process.
-        self.id: str = started.get("processId", "")
+        self.id: str = started.process_id
         #: The process's PID inside the sandbox.
-        self.pid: int = int(started.get("pid", 0))
+        self.pid: int = started.pid
         #: How the process ended; None while it runs (or until its exit event was read).
         self.exit: Optional[ExitEvent] = None
         self._pty = pty
@@ -149,15 +155,17 @@ class AsyncProcess:
         """Writes to the process's stdin (start it with ``stdin=True``)."""
         raw = to_bytes(data)
         for i in range(0, max(len(raw), 1), _STDIN_CHUNK):
-            await self._call("SendInput", {"processId": self.id, "data": base64.b64encode(raw[i:i + _STDIN_CHUNK]).decode()})
+            await self._agent.call(SEND_INPUT, pb.SendInputRequest(process_id=self.id, data=raw[i:i + _STDIN_CHUNK]),
+                                   about=self._about)
 
     async def close_input(self) -> None:
         """Closes the process's stdin (on a terminal: sends Ctrl-D), so that it sees end of file."""
-        await self._call("SendInput", {"processId": self.id, "closeStdin": True})
+        await self._agent.call(SEND_INPUT, pb.SendInputRequest(process_id=self.id, close_stdin=True), about=self._about)
 
     async def signal(self, sig: Union[str, int]) -> None:
         """Sends a signal (``"SIGINT"``, ``signal.SIGTERM``, ``9``) to the process's group."""
-        await self._call("SendSignal", {"processId": self.id, "signal": signal_name(sig)})
+        await self._agent.call(SEND_SIGNAL, pb.SendSignalRequest(process_id=self.id, signal=signal_name(sig)),
+                               about=self._about)
 
     async def kill(self) -> None:
         """Kills the process group (SIGKILL); a process that has exited is left alone."""
@@ -171,7 +179,8 @@ class AsyncProcess:
         """Resizes the terminal of a process started with ``tty=(rows, cols)``."""
         if not self._pty:
             raise ConfigError(f"{self._about} has no terminal: start it with tty=(rows, cols) to resize it")
-        await self._call("ResizePty", {"processId": self.id, "size": {"rows": rows, "cols": cols}})
+        size = pb.PtySize(rows=rows, cols=cols)
+        await self._agent.call(RESIZE_PTY, pb.ResizePtyRequest(process_id=self.id, size=size), about=self._about)
 
     async def aclose(self) -> None:
         """Stops following the process (it keeps running in the sandbox) and copying its stdin."""
@@ -205,16 +214,13 @@ class AsyncProcess:
             except KuboxError:
                 pass
 
-    async def _call(self, method: str, msg: Msg) -> None:
-        await self._agent.call(_SERVICE, method, msg, about=self._about)
-
     async def _follow(self) -> AsyncGenerator[ProcessEvent, None]:
         """The process's events; a broken stream is followed again from the last byte seen."""
         stream, attempts = self._stream, 0
         while True:
             try:
                 async for msg in stream:
-                    for ev in self._events_of(msg.get("event") or {}):
+                    for ev in self._events_of(msg.event):
                         await self._callback(ev)
                         yield ev
                         if isinstance(ev, ExitEvent):
@@ -226,15 +232,16 @@ class AsyncProcess:
                 if attempts >= _REATTACH_LIMIT:
                     raise
                 attempts += 1
-                stream = self._agent.stream(_SERVICE, "AttachProcess", {
-                    "processId": self.id, "stdoutOffset": self._next["stdout"] + self._next["pty"],
-                    "stderrOffset": self._next["stderr"], "flowControl": True}, about=self._about)
+                stream = self._agent.stream(ATTACH, pb.AttachProcessRequest(
+                    process_id=self.id, stdout_offset=self._next["stdout"] + self._next["pty"],
+                    stderr_offset=self._next["stderr"], flow_control=True), about=self._about)
 
-    def _events_of(self, ev: Msg) -> Tuple[ProcessEvent, ...]:
-        if "output" in ev:
-            out = ev["output"]
-            stream = _STREAMS.get(out.get("stream", ""), "stdout")
-            offset, data = int(out.get("offset", 0)), base64.b64decode(out.get("data", ""))
+    def _events_of(self, ev: pb.ProcessEvent) -> Tuple[ProcessEvent, ...]:
+        kind = ev.WhichOneof("event")
+        if kind == "output":
+            out = ev.output
+            stream = _STREAMS.get(out.stream, "stdout")
+            offset, data = out.offset, out.data
             # After a reattach the agent may repeat bytes already seen: skip them.
             seen = self._next[stream] - offset
             if seen >= len(data):
@@ -244,14 +251,13 @@ class AsyncProcess:
             self._next[stream] = offset + len(data)
             return (OutputEvent(stream=stream, data=data, offset=offset,  # type: ignore[arg-type]
                                 text=self._decoders[stream].decode(data)),)
-        if "dropped" in ev:
-            d = ev["dropped"]
-            stream = _STREAMS.get(d.get("stream", ""), "stdout")
-            self._next[stream] = int(d.get("offset", 0)) + int(d.get("length", 0))
-            return (OutputDropped(stream=stream, offset=int(d.get("offset", 0)),  # type: ignore[arg-type]
-                                  length=int(d.get("length", 0))),)
-        if "exited" in ev:
-            self.exit = exit_of(ev["exited"])
+        if kind == "dropped":
+            d = ev.dropped
+            stream = _STREAMS.get(d.stream, "stdout")
+            self._next[stream] = d.offset + d.length
+            return (OutputDropped(stream=stream, offset=d.offset, length=d.length),)  # type: ignore[arg-type]
+        if kind == "exited":
+            self.exit = exit_of(ev.exited)
             return (self.exit,)
         return ()
 
@@ -271,18 +277,18 @@ async def start_process(agent: Agent, cmd: Command, *, env: Optional[Mapping[str
                         on_stdout: Optional[OutputCallback] = None,
                         on_stderr: Optional[OutputCallback] = None) -> AsyncProcess:
     """Starts ``cmd`` and returns once the agent started it."""
-    req: Msg = {"spec": process_spec(cmd, env=env, cwd=cwd, timeout=timeout), "flowControl": True,
-                "stdin": stdin is not None and stdin is not False}
+    req = pb.StartProcessRequest(spec=process_spec(cmd, env=env, cwd=cwd, timeout=timeout), flow_control=True,
+                                 stdin=stdin is not None and stdin is not False)
     if tty is not None:
         rows, cols = tty
-        req["pty"] = {"rows": rows, "cols": cols}
-    stream = agent.stream(_SERVICE, "StartProcess", req)
+        req.pty.rows, req.pty.cols = rows, cols
+    stream = agent.stream(START, req)
     first = await stream.__anext__()
-    started = (first.get("event") or {}).get("started")
-    if started is None:
+    if first.event.WhichOneof("event") != "started":
         await stream.aclose()
         raise KuboxError(f"{agent.object}: the agent did not report the process as started: {first}")
-    proc = AsyncProcess(agent, stream, started, pty=tty is not None, on_stdout=on_stdout, on_stderr=on_stderr)
+    proc = AsyncProcess(agent, stream, first.event.started, pty=tty is not None, on_stdout=on_stdout,
+                        on_stderr=on_stderr)
     if isinstance(stdin, (bytes, bytearray, memoryview, str)):
         await proc.send_input(stdin)  # type: ignore[arg-type]
         await proc.close_input()

@@ -23,7 +23,9 @@ from ._agent import Agent
 from ._claims import Obj
 from ._files import AsyncFiles
 from ._kube import CLAIMS, SANDBOXES, SECRETS, Kube
-from ._process import AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of, seconds, start_process
+from ._process import (RUN, AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of, seconds,
+                       start_process)
+from ._proto.kubox.agent.v1.process_pb2 import RunProcessRequest
 from .errors import (ClaimFailedError, CommandError, ConfigError, KuboxError, SandboxNotReadyError,
                      SandboxTimeoutError, UnauthorizedError, error_from_body)
 from .types import CommandResult
@@ -392,16 +394,15 @@ class AsyncSandbox:
         (:class:`CommandError`). Output is kept up to ``max_output_bytes`` per stream (the agent's
         default: 1 MiB); ``stdout_truncated`` says when there was more.
         """
-        req: Dict[str, Any] = {"spec": process_spec(cmd, env=env, cwd=cwd, timeout=timeout)}
+        req = RunProcessRequest(spec=process_spec(cmd, env=env, cwd=cwd, timeout=timeout))
         if stdin is not None:
-            req["stdin"] = base64.b64encode(stdin.encode() if isinstance(stdin, str) else stdin).decode()
+            req.stdin = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
         if max_output_bytes:
-            req["maxOutputBytes"] = int(max_output_bytes)
+            req.max_output_bytes = int(max_output_bytes)
         # With a timeout the agent kills the process then; the answer may take a little longer.
         # Without one, a run lasts as long as the process does.
         limit = seconds(timeout, "timeout")
-        res = result_of(await self._agent.call("ProcessService", "RunProcess", req,
-                                               timeout=limit + RUN_ANSWER_GRACE if limit else None))
+        res = result_of(await self._agent.call(RUN, req, timeout=limit + RUN_ANSWER_GRACE if limit else None))
         if check and res.exit_code != 0:
             raise CommandError(f"command {cmd!r} in sandbox {self} exited with status {res.exit_code}: "
                                f"{res.stderr.strip()[-500:]}", res)

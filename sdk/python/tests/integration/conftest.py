@@ -18,6 +18,9 @@ from kubernetes import config as kconfig
 class Env:
     namespace: str
     router_url: str
+    #: A Service in the namespace whose Pod reaches the router through a port-forward; the
+    #: Service of the same name with "-down" names the same Pod on a port nothing listens on.
+    router_service: str
     pool: str
     template: str
     pending_template: str
@@ -52,6 +55,7 @@ def env() -> Env:
                     "which starts the API server, kubox, the router and the agents", pytrace=False)
     api = kconfig.new_client_from_config(config_file=os.environ["KUBECONFIG"])
     return Env(namespace=os.environ["KUBOX_TEST_NAMESPACE"], router_url=os.environ["KUBOX_TEST_ROUTER_URL"],
+               router_service=os.environ["KUBOX_TEST_ROUTER_SERVICE"],
                pool=os.environ["KUBOX_TEST_POOL"], template=os.environ["KUBOX_TEST_TEMPLATE"],
                pending_template=os.environ["KUBOX_TEST_PENDING_TEMPLATE"],
                noconnect_token=os.environ["KUBOX_TEST_NOCONNECT_TOKEN"], custom=kclient.CustomObjectsApi(api))

@@ -104,6 +104,35 @@ def test_direct_connection(env):
         assert sb.run("echo direct").stdout == "direct\n"
 
 
+def test_port_forward_to_the_router(env):
+    """Without a router URL, the SDK reaches kubox-router through a WebSocket port-forward it opens
+    itself (v4.channel.k8s.io) to the router's Pod, found through its Service's EndpointSlices,
+    through the real API server and the kubelet's own port-forward handler."""
+    with Client(connection="port-forward", router_namespace=env.namespace, router_service=env.router_service) as c:
+        with c.claim(pool=env.pool) as sb:
+            assert sb.run(["echo", "forwarded"]).stdout == "forwarded\n"
+            data = os.urandom(8 << 20)  # many WebSocket messages each way
+            path = f"/tmp/pf-{os.getpid()}.bin"
+            sb.files.write(path, data)
+            assert sb.files.read(path) == data
+            sb.files.remove(path)
+            p = sb.start("for i in 0 1 2; do echo $i; sleep 0.1; done")
+            assert "".join(e.text for e in p if isinstance(e, OutputEvent)) == "0\n1\n2\n"
+        forward = c.aio._forward
+        assert forward is not None and forward.alive() and forward.url.startswith("http://127.0.0.1:")
+
+
+def test_a_port_forward_the_pod_refuses_is_a_connection_error(env):
+    """The kubelet's error (nothing listens on the Pod's port) ends the connection and the
+    forward: the SDK raises a connection error and forwards anew on the next call."""
+    with Client() as c, c.claim(pool=env.pool) as sb:
+        with Client(connection="port-forward", router_namespace=env.namespace,
+                    router_service=env.router_service + "-down") as down:
+            with pytest.raises(kubox.SandboxConnectionError):
+                Sandbox.connect(sb.claim_name, client=down).run("true")
+            assert not down.aio._forward.alive()
+
+
 def test_router_refuses_an_identity_without_connect_rbac(env):
     with Client(token=env.noconnect_token) as c, c.claim(pool=env.pool) as sb:
         with pytest.raises(kubox.ForbiddenError) as e:

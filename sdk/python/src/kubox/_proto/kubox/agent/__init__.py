@@ -1,0 +1,1 @@
+# Generated code's package (see kubox._proto).
