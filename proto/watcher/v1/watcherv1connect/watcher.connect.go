@@ -50,8 +50,9 @@ type FileWatcherServiceClient interface {
 	//
 	// A watch that cannot go on (the directory was removed or moved, or changes came faster than they
 	// were read and some were lost) ends with one FILE_EVENT_TYPE_ERROR event saying why, and then
-	// the stream closes normally. A path that is not a directory, or leads outside the sandbox root,
-	// fails the call with INVALID_ARGUMENT.
+	// the stream closes normally. The call fails with NOT_FOUND for a missing directory,
+	// INVALID_ARGUMENT for a path that is not a directory, and PERMISSION_DENIED for one leading
+	// outside the sandbox root.
 	WatchDir(context.Context, *connect.Request[v1.WatchDirRequest]) (*connect.ServerStreamForClient[v1.FileEvent], error)
 }
 
@@ -93,8 +94,9 @@ type FileWatcherServiceHandler interface {
 	//
 	// A watch that cannot go on (the directory was removed or moved, or changes came faster than they
 	// were read and some were lost) ends with one FILE_EVENT_TYPE_ERROR event saying why, and then
-	// the stream closes normally. A path that is not a directory, or leads outside the sandbox root,
-	// fails the call with INVALID_ARGUMENT.
+	// the stream closes normally. The call fails with NOT_FOUND for a missing directory,
+	// INVALID_ARGUMENT for a path that is not a directory, and PERMISSION_DENIED for one leading
+	// outside the sandbox root.
 	WatchDir(context.Context, *connect.Request[v1.WatchDirRequest], *connect.ServerStream[v1.FileEvent]) error
 }
 
