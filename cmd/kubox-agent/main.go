@@ -50,7 +50,8 @@ On --port it serves kubox's agent API (kubox.agent.v1 ProcessService and Filesys
 Connect, gRPC and gRPC-Web; file contents at /files/<path>; /healthz). On --compat-port it serves
 the HTTP APIs of agent-sandbox's runtimes (python-runtime's /execute, /upload, /download, /list,
 /exists; sandboxd's /v1/files and /v1/health), so their clients work unchanged. On
---sandboxd-grpc-port and --sandboxd-rest-port it serves sandboxd's gRPC and REST APIs, which
+--sandboxd-grpc-port and --sandboxd-rest-port (by default the ports of $SANDBOXD_GRPC_ADDR and
+$SANDBOXD_REST_ADDR, when the container has them) it serves sandboxd's gRPC and REST APIs, which
 agent-sandbox v1's SDKs use (a port already taken, say by a sandboxd sidecar, is left to it).
 
 Every request needs "Authorization: Bearer <token>" with the token from --token-file (or the
@@ -76,8 +77,10 @@ child, with the container's stdout and stderr; the agent keeps serving when it e
 	f.StringVar(&o.cfg.Root, "root", "", "confine the agent's file APIs to this directory (default: the whole container)")
 	f.StringVar(&o.cfg.CompatBaseDir, "compat-base-dir", envOr("SANDBOX_BASE_DIR", "/app"), "python-runtime's base directory (created when missing)")
 	f.StringVar(&o.cfg.SandboxdRoot, "sandboxd-root", sandboxd.DefaultRoot, "root of sandboxd's APIs: files and process working directories (created when missing)")
-	f.IntVar(&o.cfg.SandboxdGRPCPort, "sandboxd-grpc-port", sandboxd.GRPCPort, "port of sandboxd's gRPC API (process.v1, watcher.v1); 0 turns it off, and so does --compat-port=0")
-	f.IntVar(&o.cfg.SandboxdRESTPort, "sandboxd-rest-port", sandboxd.RESTPort, "port of sandboxd's REST API (/v1/files, /v1/health, /v1/metadata); 0 turns it off, and so does --compat-port=0")
+	f.IntVar(&o.cfg.SandboxdGRPCPort, "sandboxd-grpc-port", sandboxd.PortFromEnv(os.Getenv, sandboxd.GRPCAddrEnv),
+		"port of sandboxd's gRPC API (process.v1, watcher.v1; sandboxd's is 9090); default: the port of $"+sandboxd.GRPCAddrEnv+", else off (0); --compat-port=0 turns it off")
+	f.IntVar(&o.cfg.SandboxdRESTPort, "sandboxd-rest-port", sandboxd.PortFromEnv(os.Getenv, sandboxd.RESTAddrEnv),
+		"port of sandboxd's REST API (/v1/files, /v1/health, /v1/metadata; sandboxd's is 8080); default: the port of $"+sandboxd.RESTAddrEnv+", else off (0); --compat-port=0 turns it off")
 	f.DurationVar(&o.cfg.SandboxdExecuteTimeout, "sandboxd-execute-timeout", 0, "longest a sandboxd Execute may run (0: only the caller's deadline)")
 	f.Int64Var(&o.cfg.SandboxdMaxExecuteOutput, "sandboxd-max-execute-output", sandboxd.DefaultMaxExecuteOutput, "most bytes per stream a sandboxd Execute returns; more fails the call instead of being cut")
 	f.IntVar(&o.cfg.MaxStreams, "max-streams", agent.DefaultMaxStreams, "most concurrent API calls, streams included")
