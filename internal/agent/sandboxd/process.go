@@ -35,7 +35,7 @@ type ProcessOptions struct {
 	// bounds it too.
 	ExecuteTimeout time.Duration
 	// MaxExecuteOutput is the most bytes of each stream Execute returns; DefaultMaxExecuteOutput
-	// when 0. It must not exceed the Manager's process.Options.MaxOutputBytes.
+	// when 0.
 	MaxExecuteOutput int64
 }
 
@@ -127,38 +127,61 @@ func killIfRunning(p *process.Process) {
 	}
 }
 
-// Execute implements processv1connect.ProcessServiceHandler.
+// Execute implements processv1connect.ProcessServiceHandler. It follows the process like Start
+// (with flow control, so nothing is dropped) and collects its output, so the agent's limit is its
+// own, not the process manager's capture cap; output beyond it kills the process group and fails
+// the call.
 func (s *ProcessService) Execute(ctx context.Context, req *connect.Request[processv1.ExecuteRequest]) (*connect.Response[processv1.ExecuteResponse], error) {
 	spec, err := s.spec(req.Msg.GetConfig())
 	if err != nil {
 		return nil, err
 	}
 	spec.Timeout = s.opts.ExecuteTimeout
-	res, err := s.m.Run(ctx, spec, nil, s.opts.MaxExecuteOutput)
+	spec.FlowControl = true
+	p, err := s.m.Start(spec)
 	if err != nil {
 		return nil, err
 	}
-	if res.Exit.TimedOut {
+	defer p.ReleaseHold()
+	defer killIfRunning(p)
+	var stdout, stderr []byte
+	var exit *process.ExitStatus
+	err = p.Follow(ctx, 0, 0, true, func(ev process.Event) error {
+		switch {
+		case ev.Output != nil:
+			buf, name := &stdout, "stdout"
+			if ev.Output.Stream == process.Stderr {
+				buf, name = &stderr, "stderr"
+			}
+			if int64(len(*buf)+len(ev.Output.Data)) > s.opts.MaxExecuteOutput {
+				return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
+					"%q wrote more than %d bytes to %s, the most Execute returns per stream, and was killed: no output is cut "+
+						"silently; use Start to stream it, or redirect it to a file", spec.Argv[0], s.opts.MaxExecuteOutput, name))
+			}
+			*buf = append(*buf, ev.Output.Data...)
+		case ev.Exit != nil:
+			exit = ev.Exit
+		default:
+			_, err := startEvent(ev) // a gap: DataLoss
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			code := connect.CodeCanceled
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				code = connect.CodeDeadlineExceeded
+			}
+			return nil, connect.NewError(code, fmt.Errorf("%q was killed because the call ended: %w", spec.Argv[0], ctx.Err()))
+		}
+		return nil, err
+	}
+	if exit.TimedOut {
 		return nil, connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf(
 			"%q was killed after the agent's Execute limit of %s; use Start for longer commands", spec.Argv[0], s.opts.ExecuteTimeout))
 	}
-	for _, c := range []struct {
-		name      string
-		total     int64
-		truncated bool
-	}{{"stdout", res.StdoutBytes, res.StdoutTruncated}, {"stderr", res.StderrBytes, res.StderrTruncated}} {
-		if c.truncated {
-			return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
-				"%q wrote %d bytes to %s (exit code %d), more than Execute returns (%d bytes per stream); "+
-					"no output is cut silently: use Start to stream it, or redirect it to a file",
-				spec.Argv[0], c.total, c.name, res.Exit.Code, s.opts.MaxExecuteOutput))
-		}
-	}
-	return connect.NewResponse(&processv1.ExecuteResponse{
-		ExitCode: int32(res.Exit.Code),
-		Stdout:   res.Stdout,
-		Stderr:   res.Stderr,
-	}), nil
+	return connect.NewResponse(&processv1.ExecuteResponse{ExitCode: int32(exit.Code), Stdout: stdout, Stderr: stderr}), nil
 }
 
 // WriteStdin implements processv1connect.ProcessServiceHandler.

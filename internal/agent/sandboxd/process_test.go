@@ -59,6 +59,11 @@ func TestExecute(t *testing.T) {
 			config:   config("sh", "-c", "echo 0123456789abcdef"),
 			wantCode: connect.CodeResourceExhausted,
 		},
+		"endless output is stopped, not cut": {
+			opts:     ProcessOptions{MaxExecuteOutput: 1 << 20},
+			config:   config("yes"),
+			wantCode: connect.CodeResourceExhausted,
+		},
 		"the agent's time limit": {
 			opts:     ProcessOptions{ExecuteTimeout: 100 * time.Millisecond},
 			config:   config("sleep", "10"),
@@ -81,6 +86,20 @@ func TestExecute(t *testing.T) {
 				t.Errorf("Execute (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestExecuteReturnsAllOfALargeOutput(t *testing.T) {
+	f := newFixture(t, ProcessOptions{})
+	const n = 5 << 20 // more than the process manager's replay buffer and default capture
+	res, err := f.procs.Execute(guardCtx(t), connect.NewRequest(&processv1.ExecuteRequest{
+		Config: config("sh", "-c", "head -c 5242880 /dev/zero; head -c 1000 /dev/zero >&2")}))
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if len(res.Msg.GetStdout()) != n || len(res.Msg.GetStderr()) != 1000 || res.Msg.GetExitCode() != 0 {
+		t.Errorf("stdout %d bytes, stderr %d bytes, exit %d; want %d, 1000 and 0",
+			len(res.Msg.GetStdout()), len(res.Msg.GetStderr()), res.Msg.GetExitCode(), n)
 	}
 }
 

@@ -70,8 +70,8 @@ type ProcessServiceClient interface {
 	// Execute runs a command to completion and returns its whole output and exit code in one answer.
 	// The call's deadline (grpc-timeout) bounds it, and so does the agent's own limit when it has
 	// one: the process group is killed and the call fails with DEADLINE_EXCEEDED. Output beyond the
-	// agent's per-stream limit fails the call with RESOURCE_EXHAUSTED rather than being cut; use
-	// Start for large output.
+	// agent's per-stream limit kills the process group too and fails the call with
+	// RESOURCE_EXHAUSTED rather than being cut; use Start for large output.
 	Execute(context.Context, *connect.Request[v1.ExecuteRequest]) (*connect.Response[v1.ExecuteResponse], error)
 	// WriteStdin writes bytes to a started process's stdin, or closes its stdin (eof; on a PTY, sends
 	// the terminal's end-of-file character). The process's answer arrives on its Start stream.
@@ -170,8 +170,8 @@ type ProcessServiceHandler interface {
 	// Execute runs a command to completion and returns its whole output and exit code in one answer.
 	// The call's deadline (grpc-timeout) bounds it, and so does the agent's own limit when it has
 	// one: the process group is killed and the call fails with DEADLINE_EXCEEDED. Output beyond the
-	// agent's per-stream limit fails the call with RESOURCE_EXHAUSTED rather than being cut; use
-	// Start for large output.
+	// agent's per-stream limit kills the process group too and fails the call with
+	// RESOURCE_EXHAUSTED rather than being cut; use Start for large output.
 	Execute(context.Context, *connect.Request[v1.ExecuteRequest]) (*connect.Response[v1.ExecuteResponse], error)
 	// WriteStdin writes bytes to a started process's stdin, or closes its stdin (eof; on a PTY, sends
 	// the terminal's end-of-file character). The process's answer arrives on its Start stream.
