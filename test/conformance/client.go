@@ -42,6 +42,10 @@ func guardCtx(t *testing.T) context.Context {
 type Target struct {
 	// Conn reaches the gRPC port, sending whatever metadata the way there needs.
 	Conn *grpc.ClientConn
+	// GRPCURL is the gRPC port's base URL for gRPC-Web (browser) clients over HTTP/1.1, and
+	// GRPCHeader the headers they send (the same metadata as Conn's).
+	GRPCURL    string
+	GRPCHeader http.Header
 	// REST is the REST port's base URL; Header is sent with every REST request.
 	REST   string
 	Header http.Header

@@ -55,10 +55,12 @@ func startAgent(t *testing.T) (*Target, string) {
 	}
 	grpcAddr := fmt.Sprintf("127.0.0.1:%d", grpcPort)
 	return &Target{
-		Conn:   Dial(t, grpcAddr, Metadata{"authorization": "Bearer " + token}),
-		REST:   fmt.Sprintf("http://127.0.0.1:%d", restPort),
-		Header: http.Header{"Authorization": {"Bearer " + token}},
-		Root:   root,
+		Conn:       Dial(t, grpcAddr, Metadata{"authorization": "Bearer " + token}),
+		GRPCURL:    "http://" + grpcAddr,
+		GRPCHeader: http.Header{"Authorization": {"Bearer " + token}},
+		REST:       fmt.Sprintf("http://127.0.0.1:%d", restPort),
+		Header:     http.Header{"Authorization": {"Bearer " + token}},
+		Root:       root,
 	}, grpcAddr
 }
 

@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	processv1 "github.com/kubox-dev/kubox/proto/process/v1"
+	"github.com/kubox-dev/kubox/proto/process/v1/processv1connect"
 	watcherv1 "github.com/kubox-dev/kubox/proto/watcher/v1"
 )
 
@@ -33,6 +35,7 @@ func Run(t *testing.T, tg *Target) {
 		"health and metadata":         healthAndMetadata,
 		"WatchDir sees an upload":     watchDirSeesAnUpload,
 		"Execute of a missing binary": executeMissingProgram,
+		"gRPC-Web over HTTP/1.1":      grpcWebExecute,
 	} {
 		t.Run(name, func(t *testing.T) { check(t, tg) })
 	}
@@ -48,6 +51,33 @@ func executeRunsACommand(t *testing.T, tg *Target) {
 	}
 	if string(res.GetStderr()) != "oops\n" || res.GetExitCode() != 7 {
 		t.Errorf("stderr %q, exit code %d; want %q and 7", res.GetStderr(), res.GetExitCode(), "oops\n")
+	}
+}
+
+// headerTransport adds headers to every request and speaks HTTP/1.1 only, as a browser's
+// gRPC-Web client does through most proxies.
+type headerTransport http.Header
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header[k] = v
+	}
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetHTTP1(true)
+	defer tr.CloseIdleConnections()
+	return tr.RoundTrip(r)
+}
+
+func grpcWebExecute(t *testing.T, tg *Target) {
+	c := processv1connect.NewProcessServiceClient(&http.Client{Transport: headerTransport(tg.GRPCHeader)}, tg.GRPCURL, connect.WithGRPCWeb())
+	res, err := c.Execute(guardCtx(t), connect.NewRequest(&processv1.ExecuteRequest{Config: &processv1.ProcessConfig{
+		Command: []string{"echo", "from a browser"}}}))
+	if err != nil {
+		t.Fatalf("Execute over gRPC-Web: %v", err)
+	}
+	if string(res.Msg.GetStdout()) != "from a browser\n" || res.Msg.GetExitCode() != 0 {
+		t.Errorf("Execute over gRPC-Web: stdout %q, exit %d", res.Msg.GetStdout(), res.Msg.GetExitCode())
 	}
 }
 

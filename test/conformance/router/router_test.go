@@ -58,17 +58,22 @@ func TestSandboxdThroughKuboxRouter(t *testing.T) {
 		return map[string]string{"authorization": "Bearer " + sharedToken, "x-sandbox-id": sb.Name,
 			"x-sandbox-namespace": ns, "x-sandbox-port": strconv.Itoa(port)}
 	}
-	header := http.Header{}
-	for k, v := range route(restPort) {
-		header.Set(k, v)
+	header := func(port int) http.Header {
+		h := http.Header{}
+		for k, v := range route(port) {
+			h.Set(k, v)
+		}
+		return h
 	}
 	tg := &conformance.Target{
-		Conn:   conformance.Dial(t, strings.TrimPrefix(routerURL, "http://"), route(grpcPort)),
-		REST:   routerURL,
-		Header: header,
-		Root:   root,
+		Conn:       conformance.Dial(t, strings.TrimPrefix(routerURL, "http://"), route(grpcPort)),
+		GRPCURL:    routerURL,
+		GRPCHeader: header(grpcPort),
+		REST:       routerURL,
+		Header:     header(restPort),
+		Root:       root,
 	}
-	waitRouted(t, routerURL, header)
+	waitRouted(t, routerURL, header(restPort))
 	conformance.Run(t, tg)
 }
 
