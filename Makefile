@@ -85,7 +85,7 @@ build: ## Build every binary into bin/
 
 ##@ Test
 .PHONY: test
-test: test-unit test-integration test-e2e ## Run every test tier: unit, integration, end-to-end (needs root)
+test: test-unit test-conformance test-integration test-e2e ## Run every test tier: unit, conformance, integration, end-to-end (needs root)
 
 .PHONY: test-unit
 test-unit: python-deps ## Unit tests (no API server): Go, and the Python SDK's against a local kubox-agent
@@ -93,9 +93,13 @@ test-unit: python-deps ## Unit tests (no API server): Go, and the Python SDK's a
 	$(GO_TEST) -race -count=1 $$(go list ./... | grep -v /test/)
 	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests/unit
 
+.PHONY: test-conformance
+test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agent on 127.0.0.1 (pure Go; through kubox-router in test-integration)
+	$(GO_TEST) -race -count=1 ./test/conformance/
+
 .PHONY: test-integration
 test-integration: python-deps ## Integration tests against the repo's own etcd and kube-apiserver (the Python SDK's too: test/integration/pysdk)
-	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m ./test/integration/...
+	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m ./test/integration/... ./test/conformance/router/
 
 .PHONY: test-python
 test-python: python-deps python-generate-check ## The Python SDK's unit and integration tests only (PYTEST_ADDOPTS passes pytest flags)

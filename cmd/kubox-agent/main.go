@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/agent/sandboxd"
 	"github.com/kubox-dev/kubox/internal/version"
 )
 
@@ -48,7 +49,10 @@ func newCommand(o *options) *cobra.Command {
 On --port it serves kubox's agent API (kubox.agent.v1 ProcessService and FilesystemService over
 Connect, gRPC and gRPC-Web; file contents at /files/<path>; /healthz). On --compat-port it serves
 the HTTP APIs of agent-sandbox's runtimes (python-runtime's /execute, /upload, /download, /list,
-/exists; sandboxd's /v1/files and /v1/health), so their clients work unchanged.
+/exists; sandboxd's /v1/files and /v1/health), so their clients work unchanged. On
+--sandboxd-grpc-port and --sandboxd-rest-port (by default the ports of $SANDBOXD_GRPC_ADDR and
+$SANDBOXD_REST_ADDR, when the container has them) it serves sandboxd's gRPC and REST APIs, which
+agent-sandbox v1's SDKs use (a port already taken, say by a sandboxd sidecar, is left to it).
 
 Every request needs "Authorization: Bearer <token>" with the token from --token-file (or the
 variable named by --token-env); /healthz needs none. The command after "--" runs as the agent's
@@ -72,7 +76,13 @@ child, with the container's stdout and stderr; the agent keeps serving when it e
 	f.StringVar(&o.compatAuth, "compat-auth", "required", `"required": the compatibility port needs the token too; "disabled": it needs none (safe only behind a NetworkPolicy that admits only the router)`)
 	f.StringVar(&o.cfg.Root, "root", "", "confine the agent's file APIs to this directory (default: the whole container)")
 	f.StringVar(&o.cfg.CompatBaseDir, "compat-base-dir", envOr("SANDBOX_BASE_DIR", "/app"), "python-runtime's base directory (created when missing)")
-	f.StringVar(&o.cfg.SandboxdRoot, "sandboxd-root", "/workspace", "root of sandboxd's /v1/files API (created when missing)")
+	f.StringVar(&o.cfg.SandboxdRoot, "sandboxd-root", sandboxd.DefaultRoot, "root of sandboxd's APIs: files and process working directories (created when missing)")
+	f.IntVar(&o.cfg.SandboxdGRPCPort, "sandboxd-grpc-port", sandboxd.PortFromEnv(os.Getenv, sandboxd.GRPCAddrEnv),
+		"port of sandboxd's gRPC API (process.v1, watcher.v1; sandboxd's is 9090); default: the port of $"+sandboxd.GRPCAddrEnv+", else off (0); --compat-port=0 turns it off")
+	f.IntVar(&o.cfg.SandboxdRESTPort, "sandboxd-rest-port", sandboxd.PortFromEnv(os.Getenv, sandboxd.RESTAddrEnv),
+		"port of sandboxd's REST API (/v1/files, /v1/health, /v1/metadata; sandboxd's is 8080); default: the port of $"+sandboxd.RESTAddrEnv+", else off (0); --compat-port=0 turns it off")
+	f.DurationVar(&o.cfg.SandboxdExecuteTimeout, "sandboxd-execute-timeout", 0, "longest a sandboxd Execute may run (0: only the caller's deadline)")
+	f.Int64Var(&o.cfg.SandboxdMaxExecuteOutput, "sandboxd-max-execute-output", sandboxd.DefaultMaxExecuteOutput, "most bytes per stream a sandboxd Execute returns; more fails the call instead of being cut")
 	f.IntVar(&o.cfg.MaxStreams, "max-streams", agent.DefaultMaxStreams, "most concurrent API calls, streams included")
 	f.DurationVar(&o.cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long processes get before SIGKILL")
 	cmd.AddCommand(newInstall())
@@ -144,6 +154,7 @@ func (o *options) complete(log *slog.Logger) error {
 // compatDirs creates python-runtime's and sandboxd's directories, which most images lack.
 func (o *options) compatDirs() error {
 	if o.cfg.CompatPort == 0 {
+		o.cfg.SandboxdGRPCPort, o.cfg.SandboxdRESTPort = 0, 0
 		return nil
 	}
 	for _, d := range []string{o.cfg.CompatBaseDir, o.cfg.SandboxdRoot} {

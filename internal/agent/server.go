@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/kubox-dev/kubox/internal/agent/auth"
@@ -18,6 +19,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/agent/files"
 	"github.com/kubox-dev/kubox/internal/agent/limits"
 	"github.com/kubox-dev/kubox/internal/agent/process"
+	"github.com/kubox-dev/kubox/internal/agent/sandboxd"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
 
@@ -47,6 +49,12 @@ type Config struct {
 	CompatBaseDir, SandboxdRoot string
 	// ExecTimeout bounds python-runtime's /execute; 0 means its default (300 s).
 	ExecTimeout time.Duration
+	// SandboxdGRPCPort and SandboxdRESTPort serve sandboxd's gRPC and REST APIs (0: off), with
+	// the token when CompatAuth; SandboxdExecuteTimeout and SandboxdMaxExecuteOutput bound its
+	// Execute (see internal/agent/sandboxd).
+	SandboxdGRPCPort, SandboxdRESTPort int
+	SandboxdExecuteTimeout             time.Duration
+	SandboxdMaxExecuteOutput           int64
 	// MaxStreams bounds the concurrent Connect/gRPC calls (streams included).
 	MaxStreams int
 	// MaxMessageBytes bounds the body of a Connect/gRPC request (stdin chunks, paths).
@@ -69,6 +77,9 @@ type Agent struct {
 	sandboxd *files.SandboxdHandler
 	servers  []*http.Server
 	addrs    []net.Addr
+	// optional servers are skipped, with a warning, when their port is taken: sandboxd's ports,
+	// which a real sandboxd sidecar in the same Pod may hold.
+	optional map[*http.Server]bool
 }
 
 // New builds the agent: it starts the process manager (and its reaper) and the main command,
@@ -100,6 +111,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, err
 		}
 		a.servers = append(a.servers, newServer(cfg.Host, cfg.CompatPort, compat))
+	}
+	if err := a.addSandboxd(); err != nil {
+		return nil, err
 	}
 	if len(cfg.Main) > 0 {
 		if a.main, err = procs.StartMain(process.MainSpec{Argv: cfg.Main}); err != nil {
@@ -163,11 +177,47 @@ func (a *Agent) compatHandler() (http.Handler, error) {
 	return a.authenticate(py, a.cfg.CompatAuth), nil
 }
 
-func (a *Agent) authenticate(h http.Handler, required bool) http.Handler {
+// addSandboxd adds the servers of sandboxd's ports (see internal/agent/sandboxd): they need the
+// token like the compatibility port, except the REST port's health probe.
+func (a *Agent) addSandboxd() error {
+	if a.cfg.SandboxdGRPCPort == 0 && a.cfg.SandboxdRESTPort == 0 {
+		return nil
+	}
+	root, err := files.NewRoot(a.cfg.SandboxdRoot)
+	if err != nil {
+		return fmt.Errorf("sandboxd's root: %w", err)
+	}
+	if a.cfg.SandboxdGRPCPort != 0 {
+		streams := limits.NewStreamLimiter(a.cfg.MaxStreams, limits.DefaultRetryAfter)
+		h := sandboxd.NewGRPCHandler(a.procs, sandboxd.ProcessOptions{Root: root, ExecuteTimeout: a.cfg.SandboxdExecuteTimeout,
+			MaxExecuteOutput: a.cfg.SandboxdMaxExecuteOutput}, func(h http.Handler) http.Handler {
+			return streams.Wrap(limits.BodyLimit(a.cfg.MaxMessageBytes, h))
+		})
+		a.addOptional(newServer(a.cfg.Host, a.cfg.SandboxdGRPCPort, a.authenticate(h, a.cfg.CompatAuth)))
+	}
+	if a.cfg.SandboxdRESTPort != 0 {
+		if a.sandboxd == nil {
+			a.sandboxd = files.NewSandboxdHandler(root, files.SandboxdOptions{})
+		}
+		a.addOptional(newServer(a.cfg.Host, a.cfg.SandboxdRESTPort,
+			a.authenticate(a.sandboxd, a.cfg.CompatAuth, sandboxd.HealthPath)))
+	}
+	return nil
+}
+
+func (a *Agent) addOptional(s *http.Server) {
+	if a.optional == nil {
+		a.optional = map[*http.Server]bool{}
+	}
+	a.optional[s] = true
+	a.servers = append(a.servers, s)
+}
+
+func (a *Agent) authenticate(h http.Handler, required bool, exempt ...string) http.Handler {
 	if !required || a.cfg.Token == nil {
 		return h
 	}
-	return auth.Middleware(a.cfg.Token, h, auth.Options{ExemptPaths: []string{HealthPath}})
+	return auth.Middleware(a.cfg.Token, h, auth.Options{ExemptPaths: append([]string{HealthPath}, exempt...)})
 }
 
 func newServer(host string, port int, h http.Handler) *http.Server {
@@ -191,6 +241,11 @@ func (a *Agent) reportMain() {
 func (a *Agent) Listen() error {
 	for _, s := range a.servers {
 		l, err := net.Listen("tcp", s.Addr)
+		if err != nil && a.optional[s] && errors.Is(err, syscall.EADDRINUSE) {
+			a.cfg.Log.Warn("A sandboxd port is taken, by a sandboxd sidecar or the image itself; the agent does not serve it",
+				"address", s.Addr)
+			continue
+		}
 		if err != nil {
 			a.closeListeners()
 			return fmt.Errorf("listening on %s: %w", s.Addr, err)
@@ -213,7 +268,8 @@ func (a *Agent) serve(s *http.Server, l net.Listener) {
 	}
 }
 
-// Addrs are the listeners' addresses: the agent's port first, then the compatibility port.
+// Addrs are the listeners' addresses: the agent's port first, then the compatibility port, then
+// sandboxd's gRPC and REST ports, each when it is on.
 func (a *Agent) Addrs() []net.Addr { return a.addrs }
 
 // Shutdown stops taking requests (sandboxd's health turns 503 first) and, at the same time,
