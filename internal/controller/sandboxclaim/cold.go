@@ -15,6 +15,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
@@ -70,8 +71,8 @@ func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxC
 	r.timeline.bound(claim.UID, now)
 	obs.sandbox = sb
 	obs.acquired = &acquisition{launchType: extv1beta1.LaunchTypeCold, template: src.template.Name, warmPool: src.poolName(), at: now}
-	obs.events = append(obs.events, claimEvent{related: sb, eventType: corev1.EventTypeNormal, reason: EventSandboxProvisioned, action: "Create",
-		note: fmt.Sprintf("Created Sandbox %s from SandboxTemplate %s", sb.Name, src.template.Name)})
+	obs.events = append(obs.events, status.Event{Related: sb, Type: corev1.EventTypeNormal, Reason: EventSandboxProvisioned, Action: "Create",
+		Note: fmt.Sprintf("Created Sandbox %s from SandboxTemplate %s", sb.Name, src.template.Name)})
 	return nil
 }
 

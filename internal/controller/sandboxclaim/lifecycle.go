@@ -12,6 +12,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 )
 
 // expiry returns when a claim with lifecycle lc expires, given the Finished condition of its
@@ -90,8 +91,8 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, claim *extv1beta1.S
 		}
 	}
 	if c := meta.FindStatusCondition(claim.Status.Conditions, extv1beta1.ClaimConditionReady); c == nil || c.Reason != extv1beta1.ClaimReasonClaimExpired {
-		obs.events = append(obs.events, claimEvent{eventType: corev1.EventTypeNormal, reason: EventClaimExpired, action: "Expire",
-			note: fmt.Sprintf("Claim expired at %s; its sandbox was deleted and the claim kept (shutdownPolicy Retain)", when)})
+		obs.events = append(obs.events, status.Event{Type: corev1.EventTypeNormal, Reason: EventClaimExpired, Action: "Expire",
+			Note: fmt.Sprintf("Claim expired at %s; its sandbox was deleted and the claim kept (shutdownPolicy Retain)", when)})
 	}
 	return nil
 }

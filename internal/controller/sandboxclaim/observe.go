@@ -16,6 +16,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
@@ -136,8 +137,8 @@ func (r *Reconciler) keepOne(ctx context.Context, claim *extv1beta1.SandboxClaim
 		if err := r.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Sandbox %s, a second sandbox of SandboxClaim %s: %w", sb.Name, claim.Name, err)
 		}
-		obs.events = append(obs.events, claimEvent{related: sb, eventType: corev1.EventTypeWarning, reason: EventDuplicateSandboxDeleted,
-			action: "Delete", note: fmt.Sprintf("Deleted Sandbox %s: the claim already has Sandbox %s (two controllers acquired one each)", sb.Name, keep.Name)})
+		obs.events = append(obs.events, status.Event{Related: sb, Type: corev1.EventTypeWarning, Reason: EventDuplicateSandboxDeleted,
+			Action: "Delete", Note: fmt.Sprintf("Deleted Sandbox %s: the claim already has Sandbox %s (two controllers acquired one each)", sb.Name, keep.Name)})
 	}
 	return nil
 }

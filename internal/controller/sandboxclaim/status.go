@@ -9,6 +9,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 )
 
 // observed is what one reconcile pass saw of a claim's sandbox and what it did about it.
@@ -32,7 +33,7 @@ type observed struct {
 	// acquired describes the sandbox this pass bound or created, for events and metrics.
 	acquired *acquisition
 	// events are emitted once the status is written.
-	events []claimEvent
+	events []status.Event
 	// requeueAfter is when the claim must be looked at again without any event (expiry), 0 for never.
 	requeueAfter time.Duration
 	// err is the pass's error, reported as Ready=False/ReconcilerError.

@@ -15,6 +15,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
@@ -73,8 +74,8 @@ func (r *Reconciler) acquireWarm(ctx context.Context, claim *extv1beta1.SandboxC
 		obs.sandbox = sb
 		obs.acquired = &acquisition{launchType: extv1beta1.LaunchTypeWarm, template: src.template.Name,
 			warmPool: src.pool.Name, ready: isSandboxReady(sb), at: now}
-		obs.events = append(obs.events, claimEvent{related: sb, eventType: corev1.EventTypeNormal, reason: EventSandboxAdopted, action: "Bind",
-			note: fmt.Sprintf("Bound Sandbox %s from SandboxWarmPool %s", sb.Name, src.pool.Name)})
+		obs.events = append(obs.events, status.Event{Related: sb, Type: corev1.EventTypeNormal, Reason: EventSandboxAdopted, Action: "Bind",
+			Note: fmt.Sprintf("Bound Sandbox %s from SandboxWarmPool %s", sb.Name, src.pool.Name)})
 		return true, nil
 	}
 	return false, nil
