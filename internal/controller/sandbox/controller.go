@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/cachelag"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
@@ -51,7 +51,7 @@ type Reconciler struct {
 	clock         clock.PassiveClock
 	clusterDomain string
 	agent         AgentOptions
-	pods          *cachelag.Writes // Pods' versions this process patched from
+	pods          *inflight.Versions // Pods' versions this process patched from
 	status        *status.Writer
 }
 
@@ -64,7 +64,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
 	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
-		clusterDomain: clusterDomain, agent: agent, pods: cachelag.New(),
+		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk),
 		status: status.NewWriter(c, recorder, FieldManager, "Sandbox")}
 }
 

@@ -20,6 +20,7 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
@@ -54,7 +55,7 @@ type Reconciler struct {
 	domains   metadataDomains
 	status    *status.Writer
 
-	reservations *reservations
+	reservations *inflight.Reservations[*sandboxv1beta1.Sandbox]
 	memory       *claimMemory
 	timeline     *timeline
 	hashes       *templateHashes
@@ -76,7 +77,7 @@ func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Sch
 		reservations: newReservations(clk),
 		memory:       newClaimMemory(clk),
 		timeline:     newTimeline(clk),
-		hashes:       newTemplateHashes(),
+		hashes:       newTemplateHashes(clk),
 	}
 }
 

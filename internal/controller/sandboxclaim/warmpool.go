@@ -15,6 +15,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/provenance"
 )
@@ -45,8 +46,8 @@ func (r *Reconciler) acquireWarm(ctx context.Context, claim *extv1beta1.SandboxC
 	seed := claimSeed(claim)
 	hash := r.hashes.of(src.template)
 	for range maxBindAttempts {
-		cand, wait := r.reservations.take(cands, seed)
-		if cand == nil {
+		cand, ok, wait := r.reservations.Take(cands, seed)
+		if !ok {
 			if wait {
 				obs.waiting = true
 				obs.requeueSoon(reservedRetry)
@@ -55,19 +56,19 @@ func (r *Reconciler) acquireWarm(ctx context.Context, claim *extv1beta1.SandboxC
 		}
 		if !blueprint.Fresh(cand, hash) {
 			// The index said otherwise a moment ago; bind only what is checked now.
-			r.reservations.settle(cand, reservedConflicted)
+			r.reservations.Settle(cand, inflight.Lost)
 			continue
 		}
 		sb, err := r.bind(ctx, claim, cand, src.template)
 		switch {
 		case err != nil:
-			r.reservations.settle(cand, reservedInFlight)
+			r.reservations.Settle(cand, inflight.Failed)
 			return false, err
 		case sb == nil:
-			r.reservations.settle(cand, reservedConflicted)
+			r.reservations.Settle(cand, inflight.Lost)
 			continue
 		}
-		r.reservations.settle(cand, reservedBound)
+		r.reservations.Settle(cand, inflight.Done)
 		now := r.clock.Now()
 		r.memory.expect(claim.UID, sb.Name)
 		r.timeline.bound(claim.UID, now)

@@ -18,7 +18,7 @@ import (
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/expectations"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/controller/status"
 )
 
@@ -83,7 +83,7 @@ type Reconciler struct {
 	client       client.Client
 	scheme       *runtime.Scheme
 	clock        clock.PassiveClock
-	expectations *expectations.Expectations
+	expectations *inflight.Expectations
 	settings     Settings
 	status       *status.Writer
 }
@@ -93,7 +93,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // NewReconciler returns a Reconciler. c reads from the informer cache; exp must be the
 // expectations the controller's Sandbox event handler feeds (SetupWithManager wires both).
 func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, clk clock.PassiveClock,
-	exp *expectations.Expectations, settings Settings) *Reconciler {
+	exp *inflight.Expectations, settings Settings) *Reconciler {
 	return &Reconciler{client: c, scheme: scheme, clock: clk, expectations: exp, settings: settings,
 		status: status.NewWriter(c, recorder, FieldManager, "SandboxWarmPool")}
 }
@@ -102,7 +102,7 @@ func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.Even
 func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
 	opts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.SandboxWarmPool.Workers, configv1alpha1.DefaultWarmPoolWorkers))
 	r := NewReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorder(Name), clock.RealClock{},
-		expectations.New(clock.RealClock{}, expectations.DefaultTimeout), SettingsFrom(cfg))
+		inflight.NewExpectations(clock.RealClock{}, inflight.DefaultExpectationsTimeout), SettingsFrom(cfg))
 	if err := r.SetupWithManager(mgr, opts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}

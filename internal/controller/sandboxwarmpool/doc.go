@@ -16,7 +16,7 @@
 // ignored.
 //
 // Each pass observes the members from the informer cache (the controller-UID index), and acts only
-// when every create and delete of earlier passes has been observed (package expectations), so a
+// when every create and delete of earlier passes has been observed (package inflight), so a
 // burst of claims never makes the pool create more members than it needs. It then plans, as a pure
 // function of what it observed:
 //   - members not Ready for longer than the readiness grace period are replaced, except those whose
