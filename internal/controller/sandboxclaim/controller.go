@@ -132,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			break
 		}
 	}
-	if obs.deleted {
+	if obs.state == stateDeleted {
 		return ctrl.Result{}, nil
 	}
 	res, err := r.writeStatus(ctx, claim, obs)
@@ -147,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // when the claim names a pool and sets no env or volume claim templates, and one created cold
 // otherwise, or when the pool has no ready fresh member.
 func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) error {
-	if obs.sandbox != nil || obs.failure != nil || obs.waiting || obs.expiredAt != nil || obs.deleted {
+	if obs.state != stateUnbound {
 		return nil
 	}
 	src, f, err := r.resolveSource(ctx, claim)
@@ -155,11 +155,11 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		return err
 	}
 	if f != nil {
-		obs.failure = f
+		obs.fail(f)
 		return nil
 	}
 	if f := validateAdditionalPodMetadata(claim.Spec.AdditionalPodMetadata, src.template, r.domains); f != nil {
-		obs.failure = f
+		obs.fail(f)
 		return nil
 	}
 	if src.pool != nil && len(claim.Spec.Env) == 0 && len(claim.Spec.VolumeClaimTemplates) == 0 {

@@ -79,12 +79,12 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, claim *extv1beta1.S
 		if err := r.client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}, client.PropagationPolicy(propagation)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting expired SandboxClaim %s: %w", claim.Name, err)
 		}
-		obs.deleted = true
+		obs.claimDeleted()
 		r.recorder.Eventf(claim, nil, corev1.EventTypeNormal, EventClaimExpired, "Expire",
 			"Claim expired at %s; deleting it with its sandbox (shutdownPolicy %s)", when, policy)
 		return nil
 	}
-	obs.expiredAt = at
+	obs.expire(at)
 	if sb := obs.sandbox; sb != nil && sb.DeletionTimestamp == nil {
 		if err := r.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Sandbox %s of expired SandboxClaim %s: %w", sb.Name, claim.Name, err)

@@ -57,12 +57,11 @@ func (r *Reconciler) observeSandbox(ctx context.Context, claim *extv1beta1.Sandb
 			c.Reason == extv1beta1.ClaimReasonSandboxMissing {
 			// The claim's sandbox went, and its name left the status with it (computeStatus):
 			// this reason is the claim's only record that it had one. It gets no other.
-			obs.failure = &failure{reason: c.Reason, message: c.Message}
+			obs.fail(&failure{reason: c.Reason, message: c.Message})
 		}
 		return nil
 	case recent:
-		obs.waiting = true
-		obs.requeueSoon(cacheLagRetry)
+		obs.wait(cacheLagRetry)
 		return nil
 	}
 	sb, err := r.readOwn(ctx, claim, name)
@@ -70,10 +69,10 @@ func (r *Reconciler) observeSandbox(ctx context.Context, claim *extv1beta1.Sandb
 	case err != nil:
 		return err
 	case sb != nil:
-		obs.sandbox = sb
+		obs.bind(sb)
 	default:
-		obs.failure = fail(extv1beta1.ClaimReasonSandboxMissing,
-			"Sandbox %s, bound to the claim, no longer exists; delete the claim and create a new one", name)
+		obs.fail(fail(extv1beta1.ClaimReasonSandboxMissing,
+			"Sandbox %s, bound to the claim, no longer exists; delete the claim and create a new one", name))
 	}
 	obs.sandboxName = name
 	r.memory.observed(claim.UID)
@@ -120,7 +119,7 @@ func (r *Reconciler) keepOne(ctx context.Context, claim *extv1beta1.SandboxClaim
 	if keep == nil {
 		keep = oldest(sbs)
 	}
-	obs.sandbox = keep.DeepCopy()
+	obs.bind(keep.DeepCopy())
 	if len(sbs) == 1 {
 		return nil
 	}

@@ -49,8 +49,7 @@ func (r *Reconciler) acquireWarm(ctx context.Context, claim *extv1beta1.SandboxC
 		cand, ok, wait := r.reservations.Take(cands, seed)
 		if !ok {
 			if wait {
-				obs.waiting = true
-				obs.requeueSoon(reservedRetry)
+				obs.wait(reservedRetry)
 			}
 			return wait, nil
 		}
@@ -72,7 +71,7 @@ func (r *Reconciler) acquireWarm(ctx context.Context, claim *extv1beta1.SandboxC
 		now := r.clock.Now()
 		r.memory.expect(claim.UID, sb.Name)
 		r.timeline.bound(claim.UID, now)
-		obs.sandbox = sb
+		obs.bind(sb)
 		obs.acquired = &acquisition{launchType: extv1beta1.LaunchTypeWarm, template: src.template.Name,
 			warmPool: src.pool.Name, ready: isSandboxReady(sb), at: now}
 		obs.events = append(obs.events, status.Event{Related: sb, Type: corev1.EventTypeNormal, Reason: EventSandboxAdopted, Action: "Bind",
