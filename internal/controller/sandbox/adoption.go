@@ -20,7 +20,7 @@ import (
 // anyone who may create a Pod can give it those labels and a name a sandbox will have. An object
 // another controller owns is never touched. The write uses optimistic concurrency, so two
 // controllers racing to adopt cannot both win.
-func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj client.Object) error {
+func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj client.Object, obs *observed) error {
 	kind := kindOf(obj)
 	if ref := metav1.GetControllerOf(obj); ref != nil {
 		if owns(sb, obj) {
@@ -30,8 +30,8 @@ func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj 
 			kind, obj.GetName(), ref.Kind, ref.Name, kind)
 	}
 	if provenance.ControllerMade(sb) {
-		r.recorder.Eventf(sb, obj, corev1.EventTypeWarning, EventAdoptionRefused, "Adopt",
-			"Refused to adopt existing %s %s: it holds the name of a %s but kubox did not create it", kind, obj.GetName(), madeBy(sb))
+		obs.record(obj, corev1.EventTypeWarning, EventAdoptionRefused, "Adopt",
+			fmt.Sprintf("Refused to adopt existing %s %s: it holds the name of a %s but kubox did not create it", kind, obj.GetName(), madeBy(sb)))
 		return fmt.Errorf("%s %s already exists and was not created for this Sandbox, a %s; it is never adopted, since the "+
 			"sandbox runs the work of whoever claims it: delete the %s (and find out who created it)", kind, obj.GetName(), madeBy(sb), kind)
 	}
@@ -55,7 +55,7 @@ func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj 
 	if err := r.client.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("adopting %s %s: %w", kind, obj.GetName(), err)
 	}
-	r.recorder.Eventf(sb, obj, corev1.EventTypeNormal, EventAdopted, "Adopt", "Adopted existing %s %s", kind, obj.GetName())
+	obs.record(obj, corev1.EventTypeNormal, EventAdopted, "Adopt", fmt.Sprintf("Adopted existing %s %s", kind, obj.GetName()))
 	return nil
 }
 

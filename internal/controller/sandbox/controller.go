@@ -7,8 +7,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,7 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/cachelag"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
 
@@ -52,7 +51,8 @@ type Reconciler struct {
 	clock         clock.PassiveClock
 	clusterDomain string
 	agent         AgentOptions
-	pods          *cachelag.Writes // Pods' versions this process patched from
+	pods          *inflight.Versions // Pods' versions this process patched from
+	status        *status.Writer
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -64,7 +64,8 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
 	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
-		clusterDomain: clusterDomain, agent: agent, pods: cachelag.New()}
+		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk),
+		status: status.NewWriter(c, recorder, FieldManager, "Sandbox")}
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -103,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if r.expired(sb) {
-		return ctrl.Result{}, r.expire(ctx, sb)
+		return r.expire(ctx, sb)
 	}
 	// A failed PVC phase keeps the Pod from being created (it would mount a claim that is not
 	// the Sandbox's), but the Pod is still observed and the Service reconciled, so one child's
@@ -116,32 +117,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	podErr := podPhase(ctx, sb, obs)
 	obs.err = errors.Join(pvcErr, podErr, r.reconcileService(ctx, sb, obs))
-	if err := r.writeStatus(ctx, sb, obs); err != nil {
+	out, err := r.writeStatus(ctx, sb, obs)
+	switch {
+	case err != nil:
 		return ctrl.Result{}, err
-	}
-	if obs.err != nil {
+	case obs.err != nil:
 		return ctrl.Result{}, obs.err
+	case out == status.Conflict:
+		return ctrl.Result{RequeueAfter: out.RequeueAfter()}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.untilExpiry(sb)}, nil
 }
 
-// writeStatus computes the status from obs and writes it when it changed, with the
-// resourceVersion the pass read, so a concurrent write makes it fail and retry.
-func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) error {
+// writeStatus computes the status from obs and writes it when it changed, then emits the pass's
+// events (package status).
+func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (status.Outcome, error) {
 	now := metav1.NewTime(r.clock.Now())
 	st := computeStatus(sb, obs, r.clusterDomain, now)
-	if equality.Semantic.DeepEqual(st, sb.Status) {
-		return nil
-	}
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
-	sb.Status = st
-	if err := r.client.Status().Update(ctx, sb, client.FieldOwner(FieldManager)); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// A newer version exists or the Sandbox is gone; its own event requeues it.
-			ctrl.LoggerFrom(ctx).V(1).Info("Status write skipped", "reason", err.Error())
-			return nil
-		}
-		return fmt.Errorf("writing the status of Sandbox %s: %w", sb.Name, err)
+	out, err := status.Write(ctx, r.status, sb, &sb.Status, st, obs.events...)
+	if out != status.Written {
+		return out, err
 	}
 	if !wasReady && meta.IsStatusConditionTrue(st.Conditions, sandboxv1beta1.SandboxConditionReady) && sb.Generation == 1 {
 		// Generation 1: the spec never changed since creation, so this is the first time it is
@@ -149,7 +145,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox
 		metrics.ObserveCreationLatency(sb.Namespace, sb.Labels[sandboxv1beta1.LaunchTypeLabel],
 			sb.Annotations[sandboxv1beta1.SandboxTemplateRefAnnotation], now.Sub(sb.CreationTimestamp.Time))
 	}
-	return nil
+	return out, nil
 }
 
 func mustJSON(v any) []byte {

@@ -10,5 +10,27 @@
 // the Sandbox's name-hash label); objects controlled by anything else are never touched.
 //
 // Each pass observes the children, acts on them, computes the status as a pure function of what
-// it observed (status.go) and writes it once with optimistic concurrency.
+// it observed (status.go) and writes it once with optimistic concurrency (package status), after
+// which it emits the pass's events.
+//
+// # Why no server-side apply
+//
+// STYLE.md prefers server-side apply for objects kubox fully owns. The Sandbox's children do not
+// use it, each for a reason:
+//   - Pod, Service, PersistentVolumeClaim, agent-token Secret: they are created with Create, whose
+//     AlreadyExists is what sends a name clash through the adoption rules (adoption.go): an object
+//     that someone else made is adopted only when unowned and labelled adoptable, and is never
+//     written otherwise. An apply is create-or-update, and would write into that object.
+//   - Pod labels and annotations: the one change after creation is one merge patch of the keys
+//     that differ, skipped while the cache lags behind the last one (package inflight). An apply
+//     would also be one write, but the keys were set by Create, an Update-type managed-fields
+//     entry the apply does not own: dropping a propagated key would need forced ownership, which
+//     also takes the keys that users and other tools add to the Pod, and which the merge patch
+//     leaves alone.
+//   - Service drift: repaired by one merge patch only when the selector, the ports or the labels
+//     differ, the same single write an apply would make; reclaiming fields another manager
+//     changed would need forced ownership, which is what the patch does already.
+//   - PersistentVolumeClaims are never updated (the templates are immutable); the agent-token
+//     Secret is updated, rarely (a rotated key), with its resourceVersion, so a concurrent change
+//     is never overwritten blindly.
 package sandbox

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -29,26 +30,26 @@ func (r *Reconciler) untilExpiry(sb *sandboxv1beta1.Sandbox) time.Duration {
 // expire implements spec.shutdownTime and spec.shutdownPolicy: the Pod and Service go (and the
 // PVCs, when persistentVolumeClaimRetentionPolicy.whenExpired is Delete); then Delete deletes the
 // Sandbox and Retain keeps it with Ready=False/SandboxExpired. Only owned objects are deleted.
-func (r *Reconciler) expire(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
+func (r *Reconciler) expire(ctx context.Context, sb *sandboxv1beta1.Sandbox) (ctrl.Result, error) {
 	if err := r.deleteChildrenOnExpiry(ctx, sb); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if policy := sb.Spec.ShutdownPolicy; policy != nil && *policy == sandboxv1beta1.ShutdownPolicyDelete {
 		r.recorder.Eventf(sb, nil, corev1.EventTypeNormal, EventExpired, "Expire",
 			"Sandbox reached its shutdownTime %s; deleting it (shutdownPolicy Delete)", sb.Spec.ShutdownTime.UTC().Format(time.RFC3339))
-		return client.IgnoreNotFound(r.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}))
+		// No status describes a deleted Sandbox: the event is the only record.
+		return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}))
 	}
 	alreadyExpired := meta.IsStatusConditionFalse(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) &&
 		meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady).Reason == sandboxv1beta1.SandboxReasonExpired
-	if err := r.writeStatus(ctx, sb, &observed{expired: true}); err != nil {
-		return err
-	}
+	obs := &observed{expired: true}
 	if !alreadyExpired {
-		r.recorder.Eventf(sb, nil, corev1.EventTypeNormal, EventExpired, "Expire",
+		obs.record(nil, corev1.EventTypeNormal, EventExpired, "Expire", fmt.Sprintf(
 			"Sandbox reached its shutdownTime %s; its Pod and Service were deleted (shutdownPolicy Retain)",
-			sb.Spec.ShutdownTime.UTC().Format(time.RFC3339))
+			sb.Spec.ShutdownTime.UTC().Format(time.RFC3339)))
 	}
-	return nil
+	out, err := r.writeStatus(ctx, sb, obs)
+	return ctrl.Result{RequeueAfter: out.RequeueAfter()}, err
 }
 
 func (r *Reconciler) deleteChildrenOnExpiry(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {

@@ -58,7 +58,7 @@ func (r *Reconciler) observePods(ctx context.Context, sb *sandboxv1beta1.Sandbox
 		// One event when the Sandbox enters the state, not one per pass while it stays there.
 		if ready := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady); ready == nil ||
 			ready.Reason != sandboxv1beta1.SandboxReasonMultiplePods {
-			r.recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventMultiplePods, "CheckPods", "%s", multiplePodsMessage(obs.ownedPods))
+			obs.record(nil, corev1.EventTypeWarning, EventMultiplePods, "CheckPods", multiplePodsMessage(obs.ownedPods))
 		}
 	}
 	return nil
@@ -123,7 +123,7 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
 		return fmt.Errorf("reading existing Pod %s: %w", sb.Name, err)
 	}
-	if err := r.adopt(ctx, sb, existing); err != nil {
+	if err := r.adopt(ctx, sb, existing, obs); err != nil {
 		obs.foreignPod = true
 		return err
 	}

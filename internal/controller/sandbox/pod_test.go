@@ -10,12 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/cachelag"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -339,7 +340,7 @@ func TestPatchPodMetadata(t *testing.T) {
 			ctx := context.Background()
 			sb := withMeta(tc.sandbox.Obj())
 			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tc.pod.Obj()).Build()
-			r := &Reconciler{client: c, scheme: c.Scheme(), pods: cachelag.New()}
+			r := &Reconciler{client: c, scheme: c.Scheme(), pods: inflight.NewVersions(clock.RealClock{})}
 			pod := &corev1.Pod{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: testName}, pod); err != nil {
 				t.Fatal(err)
@@ -373,7 +374,7 @@ func TestPatchPodMetadataSkipsAStaleCache(t *testing.T) {
 	ctx := context.Background()
 	pod := testPod().Obj()
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(pod).Build()
-	r := &Reconciler{client: c, scheme: c.Scheme(), pods: cachelag.New()}
+	r := &Reconciler{client: c, scheme: c.Scheme(), pods: inflight.NewVersions(clock.RealClock{})}
 	stale := &corev1.Pod{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), stale); err != nil {
 		t.Fatal(err)

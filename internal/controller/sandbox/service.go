@@ -71,7 +71,7 @@ func (r *Reconciler) createService(ctx context.Context, sb *sandboxv1beta1.Sandb
 		return fmt.Errorf("service %s already exists and is not headless (clusterIP %q); delete it so the Sandbox can create its own",
 			sb.Name, existing.Spec.ClusterIP)
 	}
-	if err := r.adopt(ctx, sb, existing); err != nil {
+	if err := r.adopt(ctx, sb, existing, obs); err != nil {
 		return err
 	}
 	obs.service = existing

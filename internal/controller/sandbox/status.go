@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/router/preview"
 )
 
@@ -27,6 +29,14 @@ type observed struct {
 	expired bool
 	// err is the first error of the pass, reported as Ready=False/ReconcilerError.
 	err error
+	// events are emitted once the status is written (package status).
+	events []status.Event
+}
+
+// record adds an event about the Sandbox, and related when not nil, to emit once the status is
+// written.
+func (o *observed) record(related runtime.Object, eventType, reason, action, note string) {
+	o.events = append(o.events, status.Event{Related: related, Type: eventType, Reason: reason, Action: action, Note: note})
 }
 
 // computeStatus returns the status of sb given what this pass observed. It is a pure function:

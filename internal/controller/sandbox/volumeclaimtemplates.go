@@ -16,16 +16,17 @@ import (
 // reconcilePVCs creates one PersistentVolumeClaim per volume claim template, named
 // <template>-<sandbox>, and adopts a pre-existing one when the adoption rules allow. Claims are
 // never updated: the templates are immutable, and a bound claim's spec cannot change anyway.
-func (r *Reconciler) reconcilePVCs(ctx context.Context, sb *sandboxv1beta1.Sandbox, _ *observed) error {
+func (r *Reconciler) reconcilePVCs(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) error {
 	for i := range sb.Spec.VolumeClaimTemplates {
-		if err := r.reconcilePVC(ctx, sb, &sb.Spec.VolumeClaimTemplates[i]); err != nil {
+		if err := r.reconcilePVC(ctx, sb, &sb.Spec.VolumeClaimTemplates[i], obs); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *Reconciler) reconcilePVC(ctx context.Context, sb *sandboxv1beta1.Sandbox, vct *sandboxv1beta1.PersistentVolumeClaimTemplate) error {
+func (r *Reconciler) reconcilePVC(ctx context.Context, sb *sandboxv1beta1.Sandbox, vct *sandboxv1beta1.PersistentVolumeClaimTemplate,
+	obs *observed) error {
 	pvc, err := r.buildPVC(sb, vct)
 	if err != nil {
 		return err
@@ -48,7 +49,7 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, sb *sandboxv1beta1.Sandbo
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pvc), existing); err != nil {
 		return fmt.Errorf("reading existing PersistentVolumeClaim %s: %w", pvc.Name, err)
 	}
-	return r.adopt(ctx, sb, existing)
+	return r.adopt(ctx, sb, existing, obs)
 }
 
 func (r *Reconciler) buildPVC(sb *sandboxv1beta1.Sandbox, vct *sandboxv1beta1.PersistentVolumeClaimTemplate) (*corev1.PersistentVolumeClaim, error) {

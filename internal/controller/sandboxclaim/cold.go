@@ -15,6 +15,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
@@ -29,7 +30,7 @@ const createPendingRetry = 200 * time.Millisecond
 func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxClaim, src *source, obs *observed) error {
 	sb, f := buildColdSandbox(claim, src.template)
 	if f != nil {
-		obs.failure = f
+		obs.fail(f)
 		return nil
 	}
 	existing := &sandboxv1beta1.Sandbox{}
@@ -53,8 +54,8 @@ func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxC
 		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}, existing)
 		switch {
 		case apierrors.IsNotFound(err):
-			obs.failure = fail(extv1beta1.ClaimReasonSandboxCreatePending,
-				"Sandbox %s was being created or deleted by someone else; retrying", claim.Name)
+			obs.fail(fail(extv1beta1.ClaimReasonSandboxCreatePending,
+				"Sandbox %s was being created or deleted by someone else; retrying", claim.Name))
 			obs.requeueSoon(createPendingRetry)
 		case err != nil:
 			return fmt.Errorf("reading existing Sandbox %s: %w", claim.Name, err)
@@ -68,10 +69,10 @@ func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxC
 	now := r.clock.Now()
 	r.memory.expect(claim.UID, sb.Name)
 	r.timeline.bound(claim.UID, now)
-	obs.sandbox = sb
+	obs.bind(sb)
 	obs.acquired = &acquisition{launchType: extv1beta1.LaunchTypeCold, template: src.template.Name, warmPool: src.poolName(), at: now}
-	obs.events = append(obs.events, claimEvent{related: sb, eventType: corev1.EventTypeNormal, reason: EventSandboxProvisioned, action: "Create",
-		note: fmt.Sprintf("Created Sandbox %s from SandboxTemplate %s", sb.Name, src.template.Name)})
+	obs.events = append(obs.events, status.Event{Related: sb, Type: corev1.EventTypeNormal, Reason: EventSandboxProvisioned, Action: "Create",
+		Note: fmt.Sprintf("Created Sandbox %s from SandboxTemplate %s", sb.Name, src.template.Name)})
 	return nil
 }
 
@@ -79,7 +80,7 @@ func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxC
 // created it and the index has not caught up), and otherwise reports the conflict.
 func (r *Reconciler) takeExisting(claim *extv1beta1.SandboxClaim, existing *sandboxv1beta1.Sandbox, obs *observed) {
 	if provenance.ControlledBy(existing, provenance.SandboxClaim, claim.UID) {
-		obs.sandbox = existing
+		obs.bind(existing)
 		r.memory.expect(claim.UID, existing.Name)
 		return
 	}
@@ -87,9 +88,9 @@ func (r *Reconciler) takeExisting(claim *extv1beta1.SandboxClaim, existing *sand
 	if ref := metav1.GetControllerOf(existing); ref != nil {
 		owner = fmt.Sprintf("%s %s", ref.Kind, ref.Name)
 	}
-	obs.failure = fail(extv1beta1.ClaimReasonAdoptionConflict,
+	obs.fail(fail(extv1beta1.ClaimReasonAdoptionConflict,
 		"Sandbox %s already exists and is controlled by %s, not by this claim; it is left alone: delete it, or use another claim name",
-		existing.Name, owner)
+		existing.Name, owner))
 }
 
 // buildColdSandbox returns the Sandbox the cold path creates for claim from tpl (without its

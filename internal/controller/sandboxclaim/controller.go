@@ -3,13 +3,10 @@ package sandboxclaim
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +20,8 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
 
@@ -45,10 +44,6 @@ const (
 	EventDuplicateSandboxDeleted = "DuplicateSandboxDeleted"
 )
 
-// conflictRetry is how soon a claim whose status write met a newer version is looked at again,
-// should that version's own event not come first.
-const conflictRetry = 250 * time.Millisecond
-
 // Reconciler reconciles SandboxClaims.
 type Reconciler struct {
 	client    client.Client
@@ -58,8 +53,9 @@ type Reconciler struct {
 	clock     clock.PassiveClock
 	tracer    trace.Tracer
 	domains   metadataDomains
+	status    *status.Writer
 
-	reservations *reservations
+	reservations *inflight.Reservations[*sandboxv1beta1.Sandbox]
 	memory       *claimMemory
 	timeline     *timeline
 	hashes       *templateHashes
@@ -77,10 +73,11 @@ func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Sch
 		client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
 		tracer:       tp.Tracer(TracerName),
 		domains:      metadataDomains{labels: allowedLabelDomains, annotations: allowedAnnotationDomains},
+		status:       status.NewWriter(c, recorder, FieldManager, "SandboxClaim"),
 		reservations: newReservations(clk),
 		memory:       newClaimMemory(clk),
 		timeline:     newTimeline(clk),
-		hashes:       newTemplateHashes(),
+		hashes:       newTemplateHashes(clk),
 	}
 }
 
@@ -135,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			break
 		}
 	}
-	if obs.deleted {
+	if obs.state == stateDeleted {
 		return ctrl.Result{}, nil
 	}
 	res, err := r.writeStatus(ctx, claim, obs)
@@ -150,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // when the claim names a pool and sets no env or volume claim templates, and one created cold
 // otherwise, or when the pool has no ready fresh member.
 func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) error {
-	if obs.sandbox != nil || obs.failure != nil || obs.waiting || obs.expiredAt != nil || obs.deleted {
+	if obs.state != stateUnbound {
 		return nil
 	}
 	src, f, err := r.resolveSource(ctx, claim)
@@ -158,11 +155,11 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		return err
 	}
 	if f != nil {
-		obs.failure = f
+		obs.fail(f)
 		return nil
 	}
 	if f := validateAdditionalPodMetadata(claim.Spec.AdditionalPodMetadata, src.template, r.domains); f != nil {
-		obs.failure = f
+		obs.fail(f)
 		return nil
 	}
 	if src.pool != nil && len(claim.Spec.Env) == 0 && len(claim.Spec.VolumeClaimTemplates) == 0 {
@@ -180,54 +177,31 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 	return nil
 }
 
-// writeStatus computes the claim's status from obs and writes it when it changed, with the
-// resourceVersion the pass read: a conflict means a newer claim, whose event requeues it. Then it
-// emits the pass's events and, on the claim's first Ready, its latency metrics.
+// writeStatus computes the claim's status from obs and writes it when it changed; once written, it
+// emits the pass's events (package status) and, on the claim's first Ready, its latency metrics.
+// A conflict means a newer claim: it is looked at again shortly.
 func (r *Reconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) (ctrl.Result, error) {
 	if obs.sandbox != nil && isSandboxReady(obs.sandbox) {
 		r.timeline.sandboxReady(claim.UID)
 	}
-	defer r.emit(claim, obs)
-	res := ctrl.Result{RequeueAfter: obs.requeueAfter}
 	st := computeStatus(claim, obs, metav1.NewTime(r.clock.Now()))
-	if equality.Semantic.DeepEqual(st, claim.Status) {
-		return res, nil
-	}
 	wasReady := isReady(claim.Status.Conditions)
 	base := claim.ResourceVersion
-	claim.Status = st
 	wctx, span := r.tracer.Start(ctx, spanWriteStatus)
-	err := r.client.Status().Update(wctx, claim, client.FieldOwner(FieldManager))
+	out, err := status.Write(wctx, r.status, claim, &claim.Status, st, obs.events...)
 	span.End()
-	switch {
-	case apierrors.IsConflict(err):
-		ctrl.LoggerFrom(ctx).V(1).Info("Status write met a newer SandboxClaim; retrying", "reason", err.Error())
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	case apierrors.IsNotFound(err):
+	switch out {
+	case status.Conflict:
+		return ctrl.Result{RequeueAfter: out.RequeueAfter()}, nil
+	case status.Gone:
 		return ctrl.Result{}, nil
-	case err != nil:
-		return res, fmt.Errorf("writing the status of SandboxClaim %s: %w", claim.Name, err)
+	case status.Written:
+		r.memory.statusWritten(claim.UID, base)
+		if !wasReady && isReady(st.Conditions) {
+			r.recordFirstReady(claim, obs.sandbox, r.clock.Now())
+		}
 	}
-	r.memory.statusWritten(claim.UID, base)
-	if !wasReady && isReady(st.Conditions) {
-		r.recordFirstReady(claim, obs.sandbox, r.clock.Now())
-	}
-	return res, nil
-}
-
-// claimEvent is an event a pass emits once it has written the status.
-type claimEvent struct {
-	related   runtime.Object
-	eventType string
-	reason    string
-	action    string
-	note      string
-}
-
-func (r *Reconciler) emit(claim *extv1beta1.SandboxClaim, obs *observed) {
-	for _, e := range obs.events {
-		r.recorder.Eventf(claim, e.related, e.eventType, e.reason, e.action, "%s", e.note)
-	}
+	return ctrl.Result{RequeueAfter: obs.requeueAfter}, err
 }
 
 // noEvents is the recorder of a controller configured to record no Events.

@@ -29,4 +29,22 @@
 // Latency bookkeeping stays in memory (no first-observed or first-ready annotations), and is
 // exported as agent-sandbox's claim metrics and kubox_claim_phase_seconds. Each pass is an
 // OpenTelemetry span continuing the claim's opentelemetry.io/trace-context, when it has one.
+//
+// Each pass moves the claim through explicit states (state.go: Unbound, Waiting, Bound, Failed,
+// Expired, Deleted), computes the status from them and writes it once (package status); events go
+// out only once that write succeeded. What the controller remembers between passes (reservations
+// of members, the sandbox just bound, the version of its last status write, latency timelines,
+// template hashes) is in-memory only (package inflight).
+//
+// # Why no server-side apply
+//
+// The Sandboxes a claim binds or creates are written with a merge patch and a create, because an
+// apply would cost the claim path a write or its exclusion:
+//   - The bind: it must remove the pool's owner reference and the warm-pool-sandbox label, fields
+//     the pool's field manager owns. An apply removes only fields its own manager applied before,
+//     so it could not take the member out of the pool in one write; and the bind's exclusion (one
+//     claim per member) is the merge patch's resourceVersion precondition.
+//   - The cold Sandbox: created with Create, named like the claim, so that AlreadyExists tells the
+//     controller a Sandbox of that name exists; one the claim does not control is left alone and
+//     reported (AdoptionConflict). An apply is create-or-update and would write into it.
 package sandboxclaim

@@ -12,6 +12,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 )
 
 // expiry returns when a claim with lifecycle lc expires, given the Finished condition of its
@@ -78,20 +79,20 @@ func (r *Reconciler) reconcileLifecycle(ctx context.Context, claim *extv1beta1.S
 		if err := r.client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}, client.PropagationPolicy(propagation)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting expired SandboxClaim %s: %w", claim.Name, err)
 		}
-		obs.deleted = true
+		obs.claimDeleted()
 		r.recorder.Eventf(claim, nil, corev1.EventTypeNormal, EventClaimExpired, "Expire",
 			"Claim expired at %s; deleting it with its sandbox (shutdownPolicy %s)", when, policy)
 		return nil
 	}
-	obs.expiredAt = at
+	obs.expire(at)
 	if sb := obs.sandbox; sb != nil && sb.DeletionTimestamp == nil {
 		if err := r.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Sandbox %s of expired SandboxClaim %s: %w", sb.Name, claim.Name, err)
 		}
 	}
 	if c := meta.FindStatusCondition(claim.Status.Conditions, extv1beta1.ClaimConditionReady); c == nil || c.Reason != extv1beta1.ClaimReasonClaimExpired {
-		obs.events = append(obs.events, claimEvent{eventType: corev1.EventTypeNormal, reason: EventClaimExpired, action: "Expire",
-			note: fmt.Sprintf("Claim expired at %s; its sandbox was deleted and the claim kept (shutdownPolicy Retain)", when)})
+		obs.events = append(obs.events, status.Event{Type: corev1.EventTypeNormal, Reason: EventClaimExpired, Action: "Expire",
+			Note: fmt.Sprintf("Claim expired at %s; its sandbox was deleted and the claim kept (shutdownPolicy Retain)", when)})
 	}
 	return nil
 }

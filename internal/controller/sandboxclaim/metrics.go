@@ -1,7 +1,6 @@
 package sandboxclaim
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -9,6 +8,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
 
@@ -36,85 +36,76 @@ type claimTimes struct {
 
 // timeline keeps claimTimes for the claims the controller is working on, in memory: metrics
 // bookkeeping costs no API write. A restarted controller loses it and records the latency of the
-// claims it finds unready from when it saw them.
+// claims it finds unready from when it saw them. Entries do not expire; a claim's goes when the
+// claim does.
 type timeline struct {
-	mu     sync.Mutex
 	clock  clock.PassiveClock
-	claims map[types.UID]*claimTimes
+	claims *inflight.Store[types.UID, claimTimes]
 }
 
 func newTimeline(clk clock.PassiveClock) *timeline {
-	return &timeline{clock: clk, claims: map[types.UID]*claimTimes{}}
+	return &timeline{clock: clk, claims: inflight.NewStore[types.UID, claimTimes](clk, 0)}
 }
 
-func (t *timeline) entry(uid types.UID) *claimTimes {
-	e, ok := t.claims[uid]
-	if !ok {
-		e = &claimTimes{}
-		t.claims[uid] = e
-	}
-	return e
+// update runs fn on uid's times, as one step.
+func (t *timeline) update(uid types.UID, fn func(e *claimTimes)) {
+	t.claims.Update(uid, func(e *claimTimes, _ time.Duration, _ bool) inflight.Action {
+		fn(e)
+		return inflight.Keep
+	})
 }
 
 // observe records when the informer delivered the claim, the first time it does.
 func (t *timeline) observe(uid types.UID) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.entry(uid); e.observed.IsZero() {
-		e.observed = t.clock.Now()
-	}
+	now := t.clock.Now()
+	t.update(uid, func(e *claimTimes) {
+		if e.observed.IsZero() {
+			e.observed = now
+		}
+	})
 }
 
 // reconciled records the start of the claim's first pass. A claim already Ready then was
 // counted by whoever made it Ready.
 func (t *timeline) reconciled(claim *extv1beta1.SandboxClaim) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.entry(claim.UID)
-	if !e.reconciled.IsZero() {
-		return
-	}
-	e.reconciled = t.clock.Now()
-	if isReady(claim.Status.Conditions) {
-		e.recorded = true
-	}
+	now := t.clock.Now()
+	t.update(claim.UID, func(e *claimTimes) {
+		if e.reconciled.IsZero() {
+			e.reconciled = now
+			e.recorded = e.recorded || isReady(claim.Status.Conditions)
+		}
+	})
 }
 
 // bound records when the claim got its sandbox.
 func (t *timeline) bound(uid types.UID, at time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.entry(uid).bound = at
+	t.update(uid, func(e *claimTimes) { e.bound = at })
 }
 
 // sandboxReady records when a pass first saw the claim's sandbox Ready.
 func (t *timeline) sandboxReady(uid types.UID) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.entry(uid); e.sandboxReady.IsZero() {
-		e.sandboxReady = t.clock.Now()
-	}
+	now := t.clock.Now()
+	t.update(uid, func(e *claimTimes) {
+		if e.sandboxReady.IsZero() {
+			e.sandboxReady = now
+		}
+	})
 }
 
 // firstReady returns the claim's times and true the first time it is called for a claim whose
 // metrics are not recorded yet.
-func (t *timeline) firstReady(uid types.UID) (claimTimes, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.entry(uid)
-	if e.recorded {
-		return claimTimes{}, false
-	}
-	e.recorded = true
-	return *e, true
+func (t *timeline) firstReady(uid types.UID) (times claimTimes, first bool) {
+	t.update(uid, func(e *claimTimes) {
+		if !e.recorded {
+			e.recorded = true
+			times, first = *e, true
+		}
+	})
+	return times, first
 }
 
 // forget drops a deleted claim.
-func (t *timeline) forget(uid types.UID) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.claims, uid)
-}
+func (t *timeline) forget(uid types.UID) { t.claims.Forget(uid) }
 
 // recordFirstReady records the claim's latency metrics and phases, once per claim, when its Ready
 // status has just been written at readyAt.

@@ -16,6 +16,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
@@ -56,12 +57,11 @@ func (r *Reconciler) observeSandbox(ctx context.Context, claim *extv1beta1.Sandb
 			c.Reason == extv1beta1.ClaimReasonSandboxMissing {
 			// The claim's sandbox went, and its name left the status with it (computeStatus):
 			// this reason is the claim's only record that it had one. It gets no other.
-			obs.failure = &failure{reason: c.Reason, message: c.Message}
+			obs.fail(&failure{reason: c.Reason, message: c.Message})
 		}
 		return nil
 	case recent:
-		obs.waiting = true
-		obs.requeueSoon(cacheLagRetry)
+		obs.wait(cacheLagRetry)
 		return nil
 	}
 	sb, err := r.readOwn(ctx, claim, name)
@@ -69,10 +69,10 @@ func (r *Reconciler) observeSandbox(ctx context.Context, claim *extv1beta1.Sandb
 	case err != nil:
 		return err
 	case sb != nil:
-		obs.sandbox = sb
+		obs.bind(sb)
 	default:
-		obs.failure = fail(extv1beta1.ClaimReasonSandboxMissing,
-			"Sandbox %s, bound to the claim, no longer exists; delete the claim and create a new one", name)
+		obs.fail(fail(extv1beta1.ClaimReasonSandboxMissing,
+			"Sandbox %s, bound to the claim, no longer exists; delete the claim and create a new one", name))
 	}
 	obs.sandboxName = name
 	r.memory.observed(claim.UID)
@@ -119,7 +119,7 @@ func (r *Reconciler) keepOne(ctx context.Context, claim *extv1beta1.SandboxClaim
 	if keep == nil {
 		keep = oldest(sbs)
 	}
-	obs.sandbox = keep.DeepCopy()
+	obs.bind(keep.DeepCopy())
 	if len(sbs) == 1 {
 		return nil
 	}
@@ -136,8 +136,8 @@ func (r *Reconciler) keepOne(ctx context.Context, claim *extv1beta1.SandboxClaim
 		if err := r.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Sandbox %s, a second sandbox of SandboxClaim %s: %w", sb.Name, claim.Name, err)
 		}
-		obs.events = append(obs.events, claimEvent{related: sb, eventType: corev1.EventTypeWarning, reason: EventDuplicateSandboxDeleted,
-			action: "Delete", note: fmt.Sprintf("Deleted Sandbox %s: the claim already has Sandbox %s (two controllers acquired one each)", sb.Name, keep.Name)})
+		obs.events = append(obs.events, status.Event{Related: sb, Type: corev1.EventTypeWarning, Reason: EventDuplicateSandboxDeleted,
+			Action: "Delete", Note: fmt.Sprintf("Deleted Sandbox %s: the claim already has Sandbox %s (two controllers acquired one each)", sb.Name, keep.Name)})
 	}
 	return nil
 }

@@ -3,14 +3,16 @@ package sandboxclaim
 import (
 	"context"
 	"fmt"
-	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 )
 
 // source is where a claim's sandbox comes from: spec.warmPoolRef's pool (warm, or cold from its
@@ -76,11 +78,13 @@ func (r *Reconciler) getCached(ctx context.Context, ns, name string, obj client.
 	return true, nil
 }
 
+// templateHashExpiry is how long a template's hash is kept after it was last used.
+const templateHashExpiry = 10 * time.Minute
+
 // templateHashes caches blueprint.Hash of each template's blueprint by template UID and
 // generation, so a burst of claims hashes a pod spec once, not once per claim.
 type templateHashes struct {
-	mu     sync.Mutex
-	hashes map[types.UID]generationHash
+	hashes *inflight.Store[types.UID, generationHash]
 }
 
 type generationHash struct {
@@ -88,23 +92,28 @@ type generationHash struct {
 	hash       string
 }
 
-func newTemplateHashes() *templateHashes {
-	return &templateHashes{hashes: map[types.UID]generationHash{}}
+func newTemplateHashes(clk clock.PassiveClock) *templateHashes {
+	return &templateHashes{hashes: inflight.NewStore[types.UID, generationHash](clk, templateHashExpiry)}
 }
 
 // of returns the staleness hash of the blueprint tpl gives, the sandbox-template-hash of its
 // fresh pool members.
-func (h *templateHashes) of(tpl *extv1beta1.SandboxTemplate) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if gh, ok := h.hashes[tpl.UID]; ok && tpl.UID != "" && gh.generation == tpl.Generation {
-		return gh.hash
+func (h *templateHashes) of(tpl *extv1beta1.SandboxTemplate) (hash string) {
+	if tpl.UID == "" {
+		return hashOf(tpl)
 	}
+	h.hashes.Update(tpl.UID, func(gh *generationHash, _ time.Duration, found bool) inflight.Action {
+		if !found || gh.generation != tpl.Generation {
+			*gh = generationHash{generation: tpl.Generation, hash: hashOf(tpl)}
+		}
+		hash = gh.hash
+		return inflight.Touch
+	})
+	return hash
+}
+
+// hashOf is the hash of the blueprint tpl gives.
+func hashOf(tpl *extv1beta1.SandboxTemplate) string {
 	bp := blueprint.FromTemplate(tpl)
-	gh := generationHash{generation: tpl.Generation, hash: blueprint.Hash(&bp)}
-	if len(h.hashes) > sweepAbove {
-		clear(h.hashes)
-	}
-	h.hashes[tpl.UID] = gh
-	return gh.hash
+	return blueprint.Hash(&bp)
 }

@@ -9,10 +9,13 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 )
 
 // observed is what one reconcile pass saw of a claim's sandbox and what it did about it.
 type observed struct {
+	// state is where the pass left the claim; only enter changes it.
+	state claimState
 	// sandbox is the Sandbox the claim controls, or nil.
 	sandbox *sandboxv1beta1.Sandbox
 	// sandboxName is the name of the sandbox the claim was bound to, when that sandbox is gone
@@ -20,19 +23,12 @@ type observed struct {
 	sandboxName string
 	// failure says why the claim has no sandbox, with one of the claim reasons; nil when none.
 	failure *failure
-	// waiting is true when the pass could not decide yet (a bind in flight in another worker, the
-	// cache behind a write of this controller): the status is left as it is and the claim is
-	// looked at again shortly.
-	waiting bool
 	// expiredAt is when the claim expired, when it did under shutdownPolicy Retain.
 	expiredAt *time.Time
-	// deleted is true when the pass deleted the claim (shutdownPolicy Delete or
-	// DeleteForeground): there is no status to write.
-	deleted bool
 	// acquired describes the sandbox this pass bound or created, for events and metrics.
 	acquired *acquisition
 	// events are emitted once the status is written.
-	events []claimEvent
+	events []status.Event
 	// requeueAfter is when the claim must be looked at again without any event (expiry), 0 for never.
 	requeueAfter time.Duration
 	// err is the pass's error, reported as Ready=False/ReconcilerError.
@@ -72,7 +68,7 @@ func (obs *observed) requeueSoon(d time.Duration) {
 // does not change, and the Finished condition, once mirrored, outlives the sandbox (it starts
 // ttlSecondsAfterFinished).
 func computeStatus(claim *extv1beta1.SandboxClaim, obs *observed, now metav1.Time) extv1beta1.SandboxClaimStatus {
-	if obs.waiting && obs.sandbox == nil && obs.failure == nil && obs.err == nil && obs.expiredAt == nil {
+	if obs.state == stateWaiting && obs.err == nil {
 		return *claim.Status.DeepCopy()
 	}
 	st := extv1beta1.SandboxClaimStatus{

@@ -101,7 +101,7 @@ func TestComputeStatus(t *testing.T) {
 		},
 		"a claim waiting for the cache keeps its status as it is": {
 			claim: makeClaim().Condition(claimCond("Ready", metav1.ConditionFalse, "SandboxNotReady", "x", testEarlier)).Obj(),
-			obs:   observed{waiting: true},
+			obs:   observed{state: stateWaiting},
 			want: extv1beta1.SandboxClaimStatus{Conditions: []metav1.Condition{
 				claimCond("Ready", metav1.ConditionFalse, "SandboxNotReady", "x", testEarlier)}},
 		},

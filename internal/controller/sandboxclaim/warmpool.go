@@ -15,6 +15,8 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
@@ -44,37 +46,36 @@ func (r *Reconciler) acquireWarm(ctx context.Context, claim *extv1beta1.SandboxC
 	seed := claimSeed(claim)
 	hash := r.hashes.of(src.template)
 	for range maxBindAttempts {
-		cand, wait := r.reservations.take(cands, seed)
-		if cand == nil {
+		cand, ok, wait := r.reservations.Take(cands, seed)
+		if !ok {
 			if wait {
-				obs.waiting = true
-				obs.requeueSoon(reservedRetry)
+				obs.wait(reservedRetry)
 			}
 			return wait, nil
 		}
 		if !blueprint.Fresh(cand, hash) {
 			// The index said otherwise a moment ago; bind only what is checked now.
-			r.reservations.settle(cand, reservedConflicted)
+			r.reservations.Settle(cand, inflight.Lost)
 			continue
 		}
 		sb, err := r.bind(ctx, claim, cand, src.template)
 		switch {
 		case err != nil:
-			r.reservations.settle(cand, reservedInFlight)
+			r.reservations.Settle(cand, inflight.Failed)
 			return false, err
 		case sb == nil:
-			r.reservations.settle(cand, reservedConflicted)
+			r.reservations.Settle(cand, inflight.Lost)
 			continue
 		}
-		r.reservations.settle(cand, reservedBound)
+		r.reservations.Settle(cand, inflight.Done)
 		now := r.clock.Now()
 		r.memory.expect(claim.UID, sb.Name)
 		r.timeline.bound(claim.UID, now)
-		obs.sandbox = sb
+		obs.bind(sb)
 		obs.acquired = &acquisition{launchType: extv1beta1.LaunchTypeWarm, template: src.template.Name,
 			warmPool: src.pool.Name, ready: isSandboxReady(sb), at: now}
-		obs.events = append(obs.events, claimEvent{related: sb, eventType: corev1.EventTypeNormal, reason: EventSandboxAdopted, action: "Bind",
-			note: fmt.Sprintf("Bound Sandbox %s from SandboxWarmPool %s", sb.Name, src.pool.Name)})
+		obs.events = append(obs.events, status.Event{Related: sb, Type: corev1.EventTypeNormal, Reason: EventSandboxAdopted, Action: "Bind",
+			Note: fmt.Sprintf("Bound Sandbox %s from SandboxWarmPool %s", sb.Name, src.pool.Name)})
 		return true, nil
 	}
 	return false, nil

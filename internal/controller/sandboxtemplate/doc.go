@@ -16,4 +16,13 @@
 // NetworkPolicy with that name that it does not control is never changed or deleted: while the
 // template is Managed it is reported with a Warning event instead. Deleting the template leaves
 // the NetworkPolicy to the garbage collector, through its owner reference.
+//
+// # Why no server-side apply
+//
+// The NetworkPolicy is created with Create: AlreadyExists is how the controller learns of a
+// policy with that name it does not control, which it must never write, and an apply would write
+// into it. Drift is repaired by one merge patch that replaces the whole spec at the policy's
+// resourceVersion: rules someone added must go, and an apply would keep every field owned by
+// another manager (an added podSelector label would leave sandboxes unconfined) unless forced.
+// The template's own label is set by a merge patch, once.
 package sandboxtemplate

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -19,7 +18,8 @@ import (
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/expectations"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 )
 
 // Name is the controller's name in logs, metrics and events.
@@ -82,10 +82,10 @@ func SettingsFrom(cfg *configv1alpha1.ControllerConfiguration) Settings {
 type Reconciler struct {
 	client       client.Client
 	scheme       *runtime.Scheme
-	recorder     events.EventRecorder
 	clock        clock.PassiveClock
-	expectations *expectations.Expectations
+	expectations *inflight.Expectations
 	settings     Settings
+	status       *status.Writer
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -93,15 +93,16 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // NewReconciler returns a Reconciler. c reads from the informer cache; exp must be the
 // expectations the controller's Sandbox event handler feeds (SetupWithManager wires both).
 func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, clk clock.PassiveClock,
-	exp *expectations.Expectations, settings Settings) *Reconciler {
-	return &Reconciler{client: c, scheme: scheme, recorder: recorder, clock: clk, expectations: exp, settings: settings}
+	exp *inflight.Expectations, settings Settings) *Reconciler {
+	return &Reconciler{client: c, scheme: scheme, clock: clk, expectations: exp, settings: settings,
+		status: status.NewWriter(c, recorder, FieldManager, "SandboxWarmPool")}
 }
 
 // Setup registers the SandboxWarmPool controller with mgr, configured by cfg.
 func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
 	opts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.SandboxWarmPool.Workers, configv1alpha1.DefaultWarmPoolWorkers))
 	r := NewReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorder(Name), clock.RealClock{},
-		expectations.New(clock.RealClock{}, expectations.DefaultTimeout), SettingsFrom(cfg))
+		inflight.NewExpectations(clock.RealClock{}, inflight.DefaultExpectationsTimeout), SettingsFrom(cfg))
 	if err := r.SetupWithManager(mgr, opts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}
@@ -179,29 +180,18 @@ func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.Sandbox
 	return r.createMembers(ctx, pool, obs, p.create)
 }
 
-// writeStatus computes the status from obs and writes it when it changed, with the
-// resourceVersion the pass read, so a concurrent write makes it fail and retry. Then it records
-// the pass's events, and those of the condition changes it wrote.
+// writeStatus computes the status from obs and writes it when it changed; once written, it
+// emits the pass's events and those of the condition changes it wrote (package status).
 func (r *Reconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed) error {
 	st, prog := computeStatus(pool, obs, r.clock.Now())
 	obs.wakeIn(prog.deadlineIn)
-	transitions := conditionEvents(pool.Status, st, prog)
-	if !equality.Semantic.DeepEqual(st, pool.Status) {
-		pool.Status = st
-		if err := r.client.Status().Update(ctx, pool, client.FieldOwner(FieldManager)); err != nil {
-			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("writing the status of SandboxWarmPool %s: %w", pool.Name, err)
-			}
-			// A newer version exists or the pool is gone; its own event requeues it. The
-			// transitions were not written, so they are not announced either.
-			ctrl.LoggerFrom(ctx).V(1).Info("Status write skipped", "reason", err.Error())
-			transitions = nil
-		}
+	evs := make([]status.Event, 0, len(obs.events))
+	for _, e := range append(obs.events, conditionEvents(pool.Status, st, prog)...) {
+		evs = append(evs, status.Event{Type: e.eventType, Reason: e.reason, Action: e.action, Note: e.note})
 	}
-	for _, e := range append(obs.events, transitions...) {
-		r.recorder.Eventf(pool, nil, e.eventType, e.reason, e.action, "%s", e.note)
-	}
-	return nil
+	out, err := status.Write(ctx, r.status, pool, &pool.Status, st, evs...)
+	obs.wakeIn(out.RequeueAfter())
+	return err
 }
 
 // poolKey is the expectations key of pool.

@@ -16,7 +16,7 @@
 // ignored.
 //
 // Each pass observes the members from the informer cache (the controller-UID index), and acts only
-// when every create and delete of earlier passes has been observed (package expectations), so a
+// when every create and delete of earlier passes has been observed (package inflight), so a
 // burst of claims never makes the pool create more members than it needs. It then plans, as a pure
 // function of what it observed:
 //   - members not Ready for longer than the readiness grace period are replaced, except those whose
@@ -35,5 +35,14 @@
 // Timers (RequeueAfter) bring the pool back when a grace period or a progress deadline ends; there
 // is no polling. The status (replicas, readyReplicas, updatedReplicas, selector for the scale
 // subresource, observedGeneration, and the Ready and Progressing conditions) is computed from the
-// observation (status.go) and written once per pass with optimistic concurrency.
+// observation (status.go) and written once per pass with optimistic concurrency (package status),
+// after which the pass's events are emitted.
+//
+// # Why no server-side apply
+//
+// Members are created with generateName <pool>-, and an apply needs the object's name: it cannot
+// create them. After creation the pool never writes a member's spec (a member whose spec changed
+// is deleted and replaced); the one other write, adopting an orphaned member, is a merge patch at
+// the member's resourceVersion, so two controllers racing to adopt cannot both win, which an apply
+// without that precondition would allow.
 package sandboxwarmpool

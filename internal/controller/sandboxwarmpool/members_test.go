@@ -27,7 +27,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/blueprint"
-	"github.com/kubox-dev/kubox/internal/controller/expectations"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -62,7 +62,7 @@ func observedTemplate(tpl *extv1beta1.SandboxTemplate) *observed {
 
 func newTestReconciler(c client.Client) *Reconciler {
 	clk := clocktesting.NewFakeClock(testNow)
-	return NewReconciler(c, testScheme(), events.NewFakeRecorder(16), clk, expectations.New(clk, time.Minute),
+	return NewReconciler(c, testScheme(), events.NewFakeRecorder(16), clk, inflight.NewExpectations(clk, time.Minute),
 		Settings{MaxBatchSize: 300, ReadinessGracePeriod: testGrace, UnschedulableRecheckInterval: time.Minute})
 }
 

@@ -17,8 +17,8 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/controller/expectations"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
 )
 
 // SetupWithManager registers the controller with mgr. It watches pools (every change, its own
@@ -84,7 +84,7 @@ func (r *Reconciler) orphanToPools(ctx context.Context, obj client.Object) []rec
 // is labelled for.
 type memberHandler struct {
 	owner, orphans handler.EventHandler
-	expectations   *expectations.Expectations
+	expectations   *inflight.Expectations
 }
 
 var _ handler.EventHandler = (*memberHandler)(nil)

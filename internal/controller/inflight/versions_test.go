@@ -1,9 +1,13 @@
-package cachelag
+package inflight
 
-import "testing"
+import (
+	"testing"
 
-func TestWrites(t *testing.T) {
-	w := New()
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestVersions(t *testing.T) {
+	w := NewVersions(clocktesting.NewFakeClock(start))
 	if w.Behind("a", "1") {
 		t.Error("Behind with no write recorded = true")
 	}

@@ -1,4 +1,4 @@
-package expectations
+package inflight
 
 import (
 	"sync"
@@ -140,7 +140,7 @@ func TestSatisfied(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(start)
-			e := New(clk, timeout)
+			e := NewExpectations(clk, timeout)
 			for _, s := range tc.steps {
 				s(e, clk)
 			}
@@ -156,7 +156,7 @@ func TestSatisfied(t *testing.T) {
 // not bring anything back.
 func TestExpiredStaysSatisfied(t *testing.T) {
 	clk := clocktesting.NewFakeClock(start)
-	e := New(clk, time.Minute)
+	e := NewExpectations(clk, time.Minute)
 	e.ExpectCreations(key, 1)
 	e.CreationSucceeded(key, "a")
 	clk.Step(time.Minute)
@@ -167,14 +167,14 @@ func TestExpiredStaysSatisfied(t *testing.T) {
 	if ok, _ := e.Satisfied(key); !ok {
 		t.Errorf("Satisfied() = false after a late observation; want true")
 	}
-	if n := len(e.records); n != 0 {
+	if n := e.store.Len(); n != 0 {
 		t.Errorf("%d records kept; want none", n)
 	}
 }
 
 // TestKeysAreIndependent checks that one object's expectations do not hold another's.
 func TestKeysAreIndependent(t *testing.T) {
-	e := New(clocktesting.NewFakeClock(start), time.Minute)
+	e := NewExpectations(clocktesting.NewFakeClock(start), time.Minute)
 	e.ExpectCreations("team-a/one", 1)
 	e.CreationSucceeded("team-a/one", "a")
 	e.CreationObserved("team-a/two", "a")
@@ -189,7 +189,7 @@ func TestKeysAreIndependent(t *testing.T) {
 // TestConcurrentObservations creates and observes from several goroutines, as a reconciler's
 // slow-start batch and an informer do, and checks that the books balance (run with -race).
 func TestConcurrentObservations(t *testing.T) {
-	e := New(clocktesting.NewFakeClock(start), time.Minute)
+	e := NewExpectations(clocktesting.NewFakeClock(start), time.Minute)
 	const n = 64
 	e.ExpectCreations(key, n)
 	var wg sync.WaitGroup

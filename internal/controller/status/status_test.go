@@ -1,0 +1,117 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// TestWrite writes the status of a Pod through a fake API server that
+// answers the status update as each case says, and checks the outcome, what the server holds and
+// which events were emitted.
+func TestWrite(t *testing.T) {
+	gone := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
+	cases := map[string]struct {
+		stored      corev1.PodPhase
+		desired     corev1.PodPhase
+		updateErr   error
+		wantOutcome Outcome
+		wantErr     bool
+		wantStored  corev1.PodPhase
+		wantEvents  int
+		wantUpdates int
+	}{
+		"unchanged writes nothing and emits": {stored: corev1.PodRunning, desired: corev1.PodRunning,
+			wantOutcome: Unchanged, wantStored: corev1.PodRunning, wantEvents: 1},
+		"changed writes once and emits": {stored: corev1.PodPending, desired: corev1.PodRunning,
+			wantOutcome: Written, wantStored: corev1.PodRunning, wantEvents: 1, wantUpdates: 1},
+		"conflict emits nothing": {stored: corev1.PodPending, desired: corev1.PodRunning, updateErr: conflict(),
+			wantOutcome: Conflict, wantStored: corev1.PodPending, wantUpdates: 1},
+		"gone emits nothing": {stored: corev1.PodPending, desired: corev1.PodRunning, updateErr: gone,
+			wantOutcome: Gone, wantStored: corev1.PodPending, wantUpdates: 1},
+		"other error fails": {stored: corev1.PodPending, desired: corev1.PodRunning, updateErr: errors.New("boom"),
+			wantOutcome: Failed, wantErr: true, wantStored: corev1.PodPending, wantUpdates: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Status: corev1.PodStatus{Phase: tc.stored}}
+			updates := 0
+			c := fake.NewClientBuilder().WithObjects(pod).WithStatusSubresource(pod).WithInterceptorFuncs(interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					updates++
+					if tc.updateErr != nil {
+						return tc.updateErr
+					}
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+			}).Build()
+			rec := events.NewFakeRecorder(4)
+			w := NewWriter(c, rec, "test-manager", "Pod")
+			read := &corev1.Pod{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), read); err != nil {
+				t.Fatal(err)
+			}
+			desired := *read.Status.DeepCopy()
+			desired.Phase = tc.desired
+			got, err := Write(context.Background(), w, read, &read.Status, desired,
+				Event{Type: corev1.EventTypeNormal, Reason: "Done", Action: "Test", Note: "done"})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Write() error = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.wantOutcome {
+				t.Errorf("Write() = %v, want %v", got, tc.wantOutcome)
+			}
+			stored := &corev1.Pod{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), stored); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantStored, stored.Status.Phase); diff != "" {
+				t.Errorf("stored phase (-want +got):\n%s", diff)
+			}
+			if updates != tc.wantUpdates {
+				t.Errorf("status updates = %d, want %d", updates, tc.wantUpdates)
+			}
+			if len(rec.Events) != tc.wantEvents {
+				t.Errorf("events = %d, want %d", len(rec.Events), tc.wantEvents)
+			}
+		})
+	}
+}
+
+// TestWriteCarriesResourceVersion checks that a write from a stale read loses to a newer version.
+func TestWriteCarriesResourceVersion(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	c := fake.NewClientBuilder().WithObjects(pod).WithStatusSubresource(pod).Build()
+	ctx := context.Background()
+	stale := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), stale); err != nil {
+		t.Fatal(err)
+	}
+	newer := stale.DeepCopy()
+	newer.Status.Phase = corev1.PodFailed
+	if err := c.Status().Update(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(c, events.NewFakeRecorder(1), "test-manager", "Pod")
+	got, err := Write(ctx, w, stale, &stale.Status, corev1.PodStatus{Phase: corev1.PodRunning})
+	if err != nil || got != Conflict {
+		t.Fatalf("Write() = %v, %v; want Conflict, nil", got, err)
+	}
+	if got.RequeueAfter() != ConflictRetry {
+		t.Errorf("RequeueAfter() = %v, want %v", got.RequeueAfter(), ConflictRetry)
+	}
+}
+
+func conflict() error {
+	return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("newer version"))
+}
