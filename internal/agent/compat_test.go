@@ -18,7 +18,7 @@ import (
 
 // compatCall sends method path to the compatibility port at base, with the token when token is
 // set, and returns the status and body.
-func compatCall(t *testing.T, method, base, path, token, contentType string, body io.Reader) (int, []byte) {
+func compatCall(t testing.TB, method, base, path, token, contentType string, body io.Reader) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, base+path, body)
 	if err != nil {
@@ -42,7 +42,7 @@ func compatCall(t *testing.T, method, base, path, token, contentType string, bod
 	return resp.StatusCode, b
 }
 
-func execute(t *testing.T, base, command string) (int, executeAnswer) {
+func execute(t testing.TB, base, command string) (int, executeAnswer) {
 	t.Helper()
 	payload, _ := json.Marshal(map[string]string{"command": command})
 	code, body := compatCall(t, http.MethodPost, base, "/execute", testToken, "application/json", bytes.NewReader(payload))

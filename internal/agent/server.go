@@ -4,6 +4,7 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -329,7 +330,10 @@ func (r runner) Run(ctx context.Context, argv []string, dir string, timeout time
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	var out [2][]byte // by process.Stdout, process.Stderr
+	// Each stream's output as the chunks it came in, copied once and joined once at the end: a
+	// slice grown by append would copy it about five times over.
+	var chunks [2][][]byte // by process.Stdout, process.Stderr
+	var size [2]int64
 	var over *pyruntime.OutputLimitError
 	err = p.Follow(ctx, 0, 0, true, func(ev process.Event) error {
 		switch {
@@ -338,11 +342,11 @@ func (r runner) Run(ctx context.Context, argv []string, dir string, timeout time
 			if s != process.Stdout && s != process.Stderr {
 				return fmt.Errorf("output on the unexpected stream %s", s)
 			}
-			if maxOutput > 0 && int64(len(out[s])+len(ev.Output.Data)) > maxOutput {
+			if size[s] += int64(len(ev.Output.Data)); maxOutput > 0 && size[s] > maxOutput {
 				over = &pyruntime.OutputLimitError{Stream: s.String(), Limit: maxOutput}
 				return errOutputLimit
 			}
-			out[s] = append(out[s], ev.Output.Data...)
+			chunks[s] = append(chunks[s], bytes.Clone(ev.Output.Data))
 		case ev.Dropped != nil:
 			// Flow control holds the command instead; never return output with a hole.
 			return fmt.Errorf("%d bytes of %s were lost", ev.Dropped.Length, ev.Dropped.Stream)
@@ -356,6 +360,11 @@ func (r runner) Run(ctx context.Context, argv []string, dir string, timeout time
 			return nil, nil, 0, over
 		}
 		return nil, nil, 0, fmt.Errorf("process %s was killed: %w", p.ID(), err)
+	}
+	var out [2][]byte
+	for s := range chunks {
+		out[s] = bytes.Join(chunks[s], nil)
+		chunks[s] = nil
 	}
 	exit := p.Exit()
 	switch {

@@ -83,12 +83,20 @@ func writeExecuteResponse(w http.ResponseWriter, stdout, stderr []byte, code int
 	_ = bw.Flush()
 }
 
+// controlEscapes are the JSON escapes of the control characters that have no short one, as
+// encoding/json writes them ("\u0000").
+var controlEscapes = func() (e [0x20]string) {
+	for c := range e {
+		e[c] = fmt.Sprintf(`\u%04x`, c)
+	}
+	return e
+}()
+
 // writeText writes output as a JSON string, decoded as Python's subprocess does in text mode
 // ("\r\n" and "\r" become "\n") except that each run of bytes that is not UTF-8 becomes one
 // U+FFFD (where Python would fail the command), and escaped as encoding/json escapes a string
 // without HTML escaping.
 func writeText(w *bufio.Writer, b []byte) {
-	const hex = "0123456789abcdef"
 	_ = w.WriteByte('"')
 	from := 0 // b[from:i] is still to be written as it is
 	for i := 0; i < len(b); {
@@ -113,10 +121,12 @@ func writeText(w *bufio.Writer, b []byte) {
 				_, _ = w.WriteString(`\b`)
 			case '\f':
 				_, _ = w.WriteString(`\f`)
-			case '"', '\\':
-				_, _ = w.Write([]byte{'\\', c})
+			case '"':
+				_, _ = w.WriteString(`\"`)
+			case '\\':
+				_, _ = w.WriteString(`\\`)
 			default:
-				_, _ = w.Write([]byte{'\\', 'u', '0', '0', hex[c>>4], hex[c&0xf]})
+				_, _ = w.WriteString(controlEscapes[c])
 			}
 			i++
 			from = i
@@ -132,8 +142,11 @@ func writeText(w *bufio.Writer, b []byte) {
 				i++
 			}
 			_, _ = w.WriteString("\uFFFD")
-		case r == '\u2028' || r == '\u2029':
-			_, _ = w.WriteString(`\u202` + string(hex[r&0xf]))
+		case r == '\u2028':
+			_, _ = w.WriteString(`\u2028`)
+			i += size
+		case r == '\u2029':
+			_, _ = w.WriteString(`\u2029`)
 			i += size
 		default:
 			_, _ = w.Write(b[i : i+size])
