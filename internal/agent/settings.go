@@ -26,7 +26,7 @@ const (
 
 // DefaultCompatMaxOutputBytes bounds each output stream of python-runtime's /execute unless
 // configured: 64 MiB, far beyond what a person reads, while an answer stays well within a
-// sandbox's memory (the output is held once, and streamed out).
+// sandbox's memory (the output is held, twice for a moment at the end, and streamed out).
 const DefaultCompatMaxOutputBytes = pyruntime.DefaultMaxOutputBytes
 
 // SizeFlag returns a flag value that sets *p to a size in bytes written as a Kubernetes
