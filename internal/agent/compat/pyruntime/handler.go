@@ -12,8 +12,9 @@
 // Paths are relative to the base directory (SANDBOX_BASE_DIR, default /app), leading slashes
 // dropped, and confined to it by a Resolver: a path that leaves it gets 403 {"message":"Access
 // denied"}. /execute splits its command like Python's shlex.split and runs it without a shell in
-// the base directory through a Runner; whatever goes wrong, it answers HTTP 200 with exit_code 1
-// and stderr "Failed to execute command: <reason>".
+// the base directory through a Runner; whatever goes wrong, it answers with exit_code 1 and
+// stderr "Failed to execute command: <reason>", with HTTP 200 as python-runtime does, except for
+// the two limits below (413, 507).
 //
 // Where kubox differs from python-runtime, it is on purpose: the /execute body is bounded (413
 // instead of unbounded memory); an upload streams to a temporary file and is renamed into place
