@@ -84,6 +84,8 @@ child, with the container's stdout and stderr; the agent keeps serving when it e
 	f.DurationVar(&o.cfg.SandboxdExecuteTimeout, "sandboxd-execute-timeout", 0, "longest a sandboxd Execute may run (0: only the caller's deadline)")
 	f.Int64Var(&o.cfg.SandboxdMaxExecuteOutput, "sandboxd-max-execute-output", sandboxd.DefaultMaxExecuteOutput, "most bytes per stream a sandboxd Execute returns; more fails the call instead of being cut")
 	f.IntVar(&o.cfg.MaxStreams, "max-streams", agent.DefaultMaxStreams, "most concurrent API calls, streams included")
+	f.Var(agent.SizeFlag(&o.cfg.CompatMaxOutputBytes), agent.FlagCompatMaxOutputBytes, "most output per stream of python-runtime's /execute, e.g. 256Mi; more fails the call (default $"+agent.EnvCompatMaxOutputBytes+", else 64Mi; 0: no limit)")
+	f.Var(agent.SizeFlag(&o.cfg.CompatMaxUploadBytes), agent.FlagCompatMaxUploadBytes, "largest python-runtime /upload, which streams to disk, e.g. 10Gi (default $"+agent.EnvCompatMaxUploadBytes+", else 0: no limit)")
 	f.DurationVar(&o.cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long processes get before SIGKILL")
 	cmd.AddCommand(newInstall())
 	return cmd

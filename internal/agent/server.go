@@ -4,12 +4,15 @@
 package agent
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -47,7 +50,8 @@ type Config struct {
 	Root, WorkDir string
 	// CompatBaseDir is python-runtime's base directory; SandboxdRoot is sandboxd's root.
 	CompatBaseDir, SandboxdRoot string
-	// ExecTimeout bounds python-runtime's /execute; 0 means its default (300 s).
+	// ExecTimeout bounds python-runtime's /execute; 0 means $SANDBOX_EXEC_TIMEOUT_SECONDS, as
+	// python-runtime reads it, or else its default (300 s).
 	ExecTimeout time.Duration
 	// SandboxdGRPCPort and SandboxdRESTPort serve sandboxd's gRPC and REST APIs (0: off), with
 	// the token when CompatAuth; SandboxdExecuteTimeout and SandboxdMaxExecuteOutput bound its
@@ -55,6 +59,15 @@ type Config struct {
 	SandboxdGRPCPort, SandboxdRESTPort int
 	SandboxdExecuteTimeout             time.Duration
 	SandboxdMaxExecuteOutput           int64
+	// CompatMaxOutputBytes bounds each output stream of a python-runtime /execute command; one
+	// that writes more is killed and answered with an error naming the limit. Nil means
+	// $KUBOX_COMPAT_MAX_OUTPUT_BYTES, or else DefaultCompatMaxOutputBytes; 0 means no limit.
+	CompatMaxOutputBytes *int64
+	// CompatMaxUploadBytes bounds a python-runtime /upload, which streams to disk. Nil means
+	// $KUBOX_COMPAT_MAX_UPLOAD_BYTES, or else no limit (as python-runtime); 0 means no limit.
+	CompatMaxUploadBytes *int64
+	// LookupEnv reads the environment variables above; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 	// MaxStreams bounds the concurrent Connect/gRPC calls (streams included).
 	MaxStreams int
 	// MaxMessageBytes bounds the body of a Connect/gRPC request (stdin chunks, paths).
@@ -93,6 +106,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.LookupEnv == nil {
+		cfg.LookupEnv = os.LookupEnv
 	}
 	cfg.Process.ShutdownGrace = cfg.ShutdownGrace
 	procs, err := process.New(cfg.Process)
@@ -143,11 +159,11 @@ func (a *Agent) mainHandler() (http.Handler, error) {
 		mux.Handle(path, streams.Wrap(limits.BodyLimit(a.cfg.MaxMessageBytes, h)))
 	}
 	mux.Handle(files.ContentPrefix, files.NewContentHandler(root)) // streamed: no body limit
-	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	})
-	return a.authenticate(mux, true), nil
+	mux.HandleFunc(HealthPath, health)
+	if a.cfg.Token == nil {
+		return mux, nil
+	}
+	return auth.Middleware(a.cfg.Token, mux, auth.Options{ExemptPaths: []string{HealthPath}}), nil
 }
 
 func (a *Agent) fileRoot() (*files.Root, error) {
@@ -157,8 +173,9 @@ func (a *Agent) fileRoot() (*files.Root, error) {
 	return files.NewHostRoot(a.cfg.WorkDir)
 }
 
-// compatHandler serves python-runtime's API and, for the paths it does not have, sandboxd's.
-// It is the server's handler itself: python-runtime's paths must not be cleaned by a ServeMux.
+// compatHandler serves python-runtime's API and, for the paths it does not have, sandboxd's, and
+// the agent's health at /healthz. It is the server's handler itself: python-runtime's paths must
+// not be cleaned by a ServeMux. The probe paths answer GET without a token (see withProbes).
 func (a *Agent) compatHandler() (http.Handler, error) {
 	sbRoot, err := files.NewRoot(a.cfg.SandboxdRoot)
 	if err != nil {
@@ -169,12 +186,27 @@ func (a *Agent) compatHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("python-runtime's base directory: %w", err)
 	}
-	py, err := pyruntime.New(pyruntime.Options{BaseDir: pyRoot.Dir(), Resolver: pyRoot, Runner: runner{a.procs},
-		ExecTimeout: a.cfg.ExecTimeout, NotFound: a.sandboxd})
+	opts, err := a.pyruntimeOptions()
 	if err != nil {
 		return nil, err
 	}
-	return a.authenticate(py, a.cfg.CompatAuth), nil
+	opts.BaseDir, opts.Resolver, opts.Runner, opts.NotFound = pyRoot.Dir(), pyRoot, runner{a.procs}, a.sandboxd
+	py, err := pyruntime.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	compat := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == HealthPath {
+			health(w, r)
+			return
+		}
+		py.ServeHTTP(w, r)
+	})
+	guarded := http.Handler(compat)
+	if a.cfg.CompatAuth && a.cfg.Token != nil {
+		guarded = auth.Middleware(a.cfg.Token, compat, auth.Options{}) // withProbes opens the probe paths, for GET only
+	}
+	return withProbes(compat, guarded, CompatProbePaths...), nil
 }
 
 // addSandboxd adds the servers of sandboxd's ports (see internal/agent/sandboxd): they need the
@@ -218,6 +250,59 @@ func (a *Agent) authenticate(h http.Handler, required bool, exempt ...string) ht
 		return h
 	}
 	return auth.Middleware(a.cfg.Token, h, auth.Options{ExemptPaths: append([]string{HealthPath}, exempt...)})
+}
+
+// pyruntimeOptions are python-runtime's timeout and limits from the configuration and the
+// environment.
+func (a *Agent) pyruntimeOptions() (pyruntime.Options, error) {
+	var env pyruntime.Options
+	if err := env.LoadEnv(a.cfg.LookupEnv); err != nil {
+		return env, err
+	}
+	output, err := compatLimit(a.cfg.CompatMaxOutputBytes, EnvCompatMaxOutputBytes, DefaultCompatMaxOutputBytes, a.cfg.LookupEnv)
+	if err != nil {
+		return env, fmt.Errorf("the /execute output limit: %w", err)
+	}
+	upload, err := compatLimit(a.cfg.CompatMaxUploadBytes, EnvCompatMaxUploadBytes, 0, a.cfg.LookupEnv)
+	if err != nil {
+		return env, fmt.Errorf("the /upload limit: %w", err)
+	}
+	return pyruntime.Options{
+		ExecTimeout:        cmp.Or(a.cfg.ExecTimeout, env.ExecTimeout),
+		MaxOutputBytes:     pyruntimeLimit(output),
+		MaxUploadBytes:     pyruntimeLimit(upload),
+		OutputLimitSetting: limitSetting(FlagCompatMaxOutputBytes, EnvCompatMaxOutputBytes),
+		UploadLimitSetting: limitSetting(FlagCompatMaxUploadBytes, EnvCompatMaxUploadBytes),
+	}, nil
+}
+
+// CompatProbePaths are the compatibility port's paths that answer GET (and HEAD) without a
+// token, because kubelet probes them without one: python-runtime's "/" (agent-sandbox's
+// templates probe GET / on 8888), the agent's /healthz and sandboxd's /v1/health. Each says only
+// that the agent serves (sandboxd's adds its uptime); every other path and method still needs
+// the token when compatibilityAuth is Required.
+var CompatProbePaths = []string{"/", HealthPath, files.SandboxdPrefix + "health"}
+
+// withProbes sends GET and HEAD requests for the probe paths to open, and every other request to
+// guarded.
+func withProbes(open, guarded http.Handler, paths ...string) http.Handler {
+	probe := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		probe[p] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if probe[r.URL.Path] && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			open.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
+}
+
+// health answers the agent's health endpoint.
+func health(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}`))
 }
 
 func newServer(host string, port int, h http.Handler) *http.Server {
@@ -296,16 +381,59 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 // waiting for every child of the agent.
 type runner struct{ m *process.Manager }
 
-func (r runner) Run(ctx context.Context, argv []string, dir string, timeout time.Duration) ([]byte, []byte, int, error) {
-	res, err := r.m.Run(ctx, process.Spec{Argv: argv, Dir: dir, Timeout: timeout, Tag: "python-runtime"}, nil, 0)
+// errOutputLimit stops following a command whose output passed the limit.
+var errOutputLimit = errors.New("output limit")
+
+// Run follows the command's output with flow control, so no byte is dropped whatever the size,
+// and keeps all of it up to maxOutput bytes per stream (when positive); past that it kills the
+// command's process group and returns a *pyruntime.OutputLimitError.
+func (r runner) Run(ctx context.Context, argv []string, dir string, timeout time.Duration, maxOutput int64) ([]byte, []byte, int, error) {
+	p, err := r.m.Start(process.Spec{Argv: argv, Dir: dir, Timeout: timeout, Tag: "python-runtime", FlowControl: true})
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	if res.Exit.TimedOut {
-		return res.Stdout, res.Stderr, 0, fmt.Errorf("%w after %s", pyruntime.ErrTimeout, timeout)
+	// Each stream's output as the chunks it came in, copied once and joined once at the end: a
+	// slice grown by append would copy it about five times over.
+	var chunks [2][][]byte // by process.Stdout, process.Stderr
+	var size [2]int64
+	var over *pyruntime.OutputLimitError
+	err = p.Follow(ctx, 0, 0, true, func(ev process.Event) error {
+		switch {
+		case ev.Output != nil:
+			s := ev.Output.Stream
+			if s != process.Stdout && s != process.Stderr {
+				return fmt.Errorf("output on the unexpected stream %s", s)
+			}
+			if size[s] += int64(len(ev.Output.Data)); maxOutput > 0 && size[s] > maxOutput {
+				over = &pyruntime.OutputLimitError{Stream: s.String(), Limit: maxOutput}
+				return errOutputLimit
+			}
+			chunks[s] = append(chunks[s], bytes.Clone(ev.Output.Data))
+		case ev.Dropped != nil:
+			// Flow control holds the command instead; never return output with a hole.
+			return fmt.Errorf("%d bytes of %s were lost", ev.Dropped.Length, ev.Dropped.Stream)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = p.Signal(syscall.SIGKILL) // fails only once the command has exited
+		<-p.Done()
+		if over != nil {
+			return nil, nil, 0, over
+		}
+		return nil, nil, 0, fmt.Errorf("process %s was killed: %w", p.ID(), err)
 	}
-	if res.Exit.Signal != 0 {
-		return res.Stdout, res.Stderr, -int(res.Exit.Signal), nil
+	var out [2][]byte
+	for s := range chunks {
+		out[s] = bytes.Join(chunks[s], nil)
+		chunks[s] = nil
 	}
-	return res.Stdout, res.Stderr, res.Exit.Code, nil
+	exit := p.Exit()
+	switch {
+	case exit.TimedOut:
+		return nil, nil, 0, fmt.Errorf("%w after %s", pyruntime.ErrTimeout, timeout)
+	case exit.Signal != 0:
+		return out[process.Stdout], out[process.Stderr], -int(exit.Signal), nil
+	}
+	return out[process.Stdout], out[process.Stderr], exit.Code, nil
 }

@@ -25,7 +25,7 @@ const testToken = "0123456789abcdef0123456789abcdef-test-token"
 // startAgent runs an agent with both servers on 127.0.0.1, ports chosen by the kernel, and stops
 // it when the test ends. It returns the agent and the base URLs of its port and its compatibility
 // port.
-func startAgent(t *testing.T, mutate func(*Config)) (*Agent, string, string) {
+func startAgent(t testing.TB, mutate func(*Config)) (*Agent, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := Config{Token: []byte(testToken), CompatAuth: true, CompatPort: 1, // non-zero: build the compatibility server
@@ -55,7 +55,7 @@ func startAgent(t *testing.T, mutate func(*Config)) (*Agent, string, string) {
 	return a, "http://" + addrs[0].String(), "http://" + addrs[1].String()
 }
 
-func mkdir(t *testing.T, parts ...string) string {
+func mkdir(t testing.TB, parts ...string) string {
 	t.Helper()
 	d := filepath.Join(parts...)
 	if err := os.MkdirAll(d, 0o755); err != nil {

@@ -144,9 +144,12 @@ type validationError struct {
 }
 
 // upload streams the multipart field "file" to the path its filename gives, creating the
-// directories on the way.
+// directories on the way. The content goes straight to disk (multipart's reader holds one
+// buffer), so its size costs no memory; only a configured limit bounds it.
 func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, h.maxUploadBytes)
+	if h.maxUploadBytes > 0 {
+		r.Body = http.MaxBytesReader(w, r.Body, h.maxUploadBytes)
+	}
 	mr, err := r.MultipartReader()
 	if err != nil {
 		writeJSON(w, http.StatusUnprocessableEntity, missingFile)
@@ -180,7 +183,8 @@ func (h *Handler) uploadReadFailed(w http.ResponseWriter, err error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		writeJSON(w, http.StatusRequestEntityTooLarge, message{fmt.Sprintf(
-			"File upload failed: the upload exceeds the limit of %d bytes", tooLarge.Limit)})
+			"File upload failed: the upload is larger than the limit of %s; raise %s, or upload the file in parts",
+			sizeString(tooLarge.Limit), h.uploadSetting)})
 		return
 	}
 	writeJSON(w, http.StatusBadRequest, detail{"There was an error parsing the body"})

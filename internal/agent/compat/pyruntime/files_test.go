@@ -2,12 +2,14 @@ package pyruntime
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,10 +250,10 @@ func TestUpload(t *testing.T) {
 	})
 	t.Run("over the limit leaves the old file", func(t *testing.T) {
 		fx := newFixture(t)
-		h := fx.handler(t, &fakeRunner{}, Options{MaxUploadBytes: 300})
+		h := fx.handler(t, &fakeRunner{}, Options{MaxUploadBytes: 300, UploadLimitSetting: "--the-setting"})
 		ct, body := multipartBody("file.txt", strings.Repeat("x", 1000))
-		checkResponse(t, post(h, "/upload", ct, body),
-			response{413, `{"message":"File upload failed: the upload exceeds the limit of 300 bytes"}`, jsonType})
+		checkResponse(t, post(h, "/upload", ct, body), response{413, `{"message":"File upload failed: the upload is ` +
+			`larger than the limit of 300 bytes; raise --the-setting, or upload the file in parts"}`, jsonType})
 		if b, _ := os.ReadFile(filepath.Join(fx.base, "file.txt")); string(b) != "hello\n" {
 			t.Errorf("file.txt now holds %q, want it unchanged", b)
 		}
@@ -259,44 +261,75 @@ func TestUpload(t *testing.T) {
 	})
 }
 
-// TestUploadStreams sends a chunked upload larger than any buffer the handler could keep in
-// memory through a real server, the way agent-sandbox's Go client's WriteReader does.
+// TestUploadStreams sends a chunked upload of 300 MiB, more than the 256 MiB kubox-agent once
+// refused and more than any buffer the handler could keep, through a real server the way
+// agent-sandbox's Go client's WriteReader does. With no limit configured (the default) it is
+// accepted, arrives byte for byte (SHA-256), and everything the process allocates meanwhile
+// (client, server and handler together) stays under a sixteenth of its size: it streams to disk.
 func TestUploadStreams(t *testing.T) {
 	fx := newFixture(t)
 	h := fx.handler(t, &fakeRunner{}, Options{})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	const size = 8 << 20
+	const size = 300 << 20
 	ct, framing := multipartBody("big.bin", "@content@")
 	// Stream the content in place of the placeholder.
 	before, after, _ := strings.Cut(framing.String(), "@content@")
-	body := io.MultiReader(strings.NewReader(before), io.LimitReader(zeros{}, size), strings.NewReader(after))
+	sent := sha256.New()
+	body := io.MultiReader(strings.NewReader(before), io.TeeReader(io.LimitReader(&counting{}, size), sent), strings.NewReader(after))
 	req, err := http.NewRequest(http.MethodPost, srv.URL+"/upload", body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", ct)
+	start := allocated()
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
+	alloc := allocated() - start
 	if resp.StatusCode != 200 || string(got) != `{"message":"File 'big.bin' uploaded successfully."}` {
 		t.Fatalf("answer %d %s", resp.StatusCode, got)
 	}
-	if st, err := os.Stat(filepath.Join(fx.base, "big.bin")); err != nil || st.Size() != size {
-		t.Errorf("big.bin: %v, %v; want %d bytes", st, err, size)
+	f, err := os.Open(filepath.Join(fx.base, "big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	written := sha256.New()
+	if n, err := io.Copy(written, f); err != nil || n != size {
+		t.Fatalf("big.bin has %d bytes (%v); want %d", n, err, size)
+	}
+	if !bytes.Equal(written.Sum(nil), sent.Sum(nil)) {
+		t.Error("big.bin differs from what was uploaded")
+	}
+	t.Logf("allocated during a %d MiB upload: %.1f MiB", size>>20, float64(alloc)/(1<<20))
+	if alloc > size/16 {
+		t.Errorf("the upload allocated %.1f MiB for a %d MiB file: it is buffering the file", float64(alloc)/(1<<20), size>>20)
 	}
 	srv.CloseClientConnections()
 }
 
-type zeros struct{}
+// counting yields the bytes 0, 1, ..., 250, 0, 1, ...: a misplaced or repeated block changes
+// the hash of what it yields.
+type counting struct{ n int }
 
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
+func (c *counting) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(c.n % 251)
+		c.n++
+	}
 	return len(p), nil
+}
+
+// allocated returns the bytes the whole process allocated so far.
+func allocated() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
 }
 
 func noTempFiles(t *testing.T, dir string) {

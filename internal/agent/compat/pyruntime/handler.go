@@ -12,14 +12,18 @@
 // Paths are relative to the base directory (SANDBOX_BASE_DIR, default /app), leading slashes
 // dropped, and confined to it by a Resolver: a path that leaves it gets 403 {"message":"Access
 // denied"}. /execute splits its command like Python's shlex.split and runs it without a shell in
-// the base directory through a Runner; whatever goes wrong, it answers HTTP 200 with exit_code 1
-// and stderr "Failed to execute command: <reason>".
+// the base directory through a Runner; whatever goes wrong, it answers with exit_code 1 and
+// stderr "Failed to execute command: <reason>", with HTTP 200 as python-runtime does, except for
+// the two limits below (413, 507).
 //
-// Where kubox differs from python-runtime, it is on purpose: request bodies are bounded
-// (413 instead of unbounded memory), an upload is written to a temporary file and renamed into
-// place (a failed upload leaves the old file intact), output that is not UTF-8 is passed with
-// replacement characters rather than failing the command, a malformed /execute body gets the
-// execute failure answer rather than FastAPI's 422, and a listing or file-system failure gets a
+// Where kubox differs from python-runtime, it is on purpose: the /execute body is bounded (413
+// instead of unbounded memory); an upload streams to a temporary file and is renamed into place
+// (a failed upload leaves the old file intact; no size limit unless one is configured, and then
+// 413 naming it); a command's output is returned whole up to a configured limit per stream, and
+// a command that passes it is killed and answered with HTTP 507 and a message naming the limit
+// and its setting, never with its output cut short; output that is not UTF-8 is passed with
+// replacement characters rather than failing the command; a malformed /execute body gets the
+// execute failure answer rather than FastAPI's 422; and a listing or file-system failure gets a
 // JSON message rather than a bare "Internal Server Error".
 //
 // Handler routes on the request's unescaped path itself and must not be mounted under an
@@ -35,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
@@ -47,10 +52,20 @@ const (
 	DefaultExecTimeout = 300 * time.Second
 	// DefaultMaxJSONBytes bounds the body of POST /execute.
 	DefaultMaxJSONBytes = 1 << 20
-	// DefaultMaxUploadBytes bounds the body of POST /upload; agent-sandbox's Go client refuses
-	// larger uploads by default too.
-	DefaultMaxUploadBytes = 256 << 20
+	// DefaultMaxOutputBytes bounds what /execute keeps of each of a command's output streams.
+	// python-runtime keeps everything (bounded by the container's memory); a limit that fails
+	// loudly is the difference.
+	DefaultMaxOutputBytes int64 = 64 << 20
+	// DefaultMaxUploadBytes is no limit: an upload streams to disk, so the file system bounds it,
+	// as in python-runtime.
+	DefaultMaxUploadBytes int64 = -1
 )
+
+// StatusOutputTooLarge is the HTTP status of an /execute whose command wrote more than the
+// limit: 507 Insufficient Storage, the agent could not hold the answer. It is an error status,
+// so clients raise it, and not one of the 5xx that agent-sandbox's clients retry (500, 502, 503,
+// 504), so the command is not run again.
+const StatusOutputTooLarge = http.StatusInsufficientStorage
 
 // Resolver maps a path relative to the base directory to the real path of the file it names. It
 // resolves symbolic links in the part that exists, accepts paths whose last components do not
@@ -63,16 +78,42 @@ type Resolver interface {
 // Runner runs a command to completion: argv without a shell, in dir, in a process group of its
 // own, killed (the whole group) after timeout. It returns the command's output and exit code (a
 // negative signal number when a signal ended it, as Python reports); err is for a command that
-// could not start, or that was killed at the timeout, in which case err wraps ErrTimeout.
+// could not start, that was killed at the timeout, in which case err wraps ErrTimeout, or that
+// wrote more than maxOutput bytes (when positive) to stdout or to stderr, in which case the
+// Runner kills it and err is an *OutputLimitError. A Runner never returns output cut short.
 //
 // kubox-agent's process manager implements it: one reaper owns wait() for every child of the
 // agent, so this package never waits for a process itself.
 type Runner interface {
-	Run(ctx context.Context, argv []string, dir string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error)
+	Run(ctx context.Context, argv []string, dir string, timeout time.Duration, maxOutput int64) (stdout, stderr []byte, exitCode int, err error)
 }
 
 // ErrTimeout is wrapped by a Runner's error when the command ran out of time.
 var ErrTimeout = errors.New("the command timed out")
+
+// OutputLimitError is a Runner's error for a command that wrote more than the limit to one of
+// its output streams.
+type OutputLimitError struct {
+	// Stream is "stdout" or "stderr".
+	Stream string
+	// Limit is the limit in bytes.
+	Limit int64
+}
+
+func (e *OutputLimitError) Error() string {
+	return fmt.Sprintf("the command wrote more than the limit of %s to %s", sizeString(e.Limit), e.Stream)
+}
+
+// sizeString writes n bytes for people: "67108864 bytes (64 MiB)".
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d bytes (%d KiB)", n, n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // Options configures a Handler.
 type Options struct {
@@ -87,8 +128,20 @@ type Options struct {
 	ExecTimeout time.Duration
 	// MaxJSONBytes bounds the body of /execute. Default: DefaultMaxJSONBytes.
 	MaxJSONBytes int64
-	// MaxUploadBytes bounds the body of /upload. Default: DefaultMaxUploadBytes.
+	// MaxOutputBytes bounds each output stream of an /execute command; a command that writes
+	// more is killed and its answer is an error naming the limit. Zero means
+	// DefaultMaxOutputBytes, a negative value no limit (the container's memory bounds it).
+	MaxOutputBytes int64
+	// MaxUploadBytes bounds the body of /upload; a larger upload gets 413 naming the limit.
+	// Zero means DefaultMaxUploadBytes (no limit), a negative value no limit.
 	MaxUploadBytes int64
+	// OutputLimitSetting and UploadLimitSetting name, in the error a limit causes, the settings
+	// that change MaxOutputBytes and MaxUploadBytes (kubox-agent's flags and variables).
+	OutputLimitSetting, UploadLimitSetting string
+	// Path is the list of directories in which /execute looks up a program named without a
+	// slash, to report a missing one as Python does. Default: $PATH, or Python's "/bin:/usr/bin"
+	// when it is not set.
+	Path string
 	// NotFound serves the paths python-runtime does not have. Default: FastAPI's 404
 	// {"detail":"Not Found"}.
 	NotFound http.Handler
@@ -101,7 +154,11 @@ type Handler struct {
 	runner         Runner
 	execTimeout    time.Duration
 	maxJSONBytes   int64
-	maxUploadBytes int64
+	maxOutputBytes int64 // 0: no limit
+	maxUploadBytes int64 // 0: no limit
+	outputSetting  string
+	uploadSetting  string
+	path           string
 	notFound       http.Handler
 }
 
@@ -110,9 +167,13 @@ func New(opts Options) (*Handler, error) {
 	if opts.Resolver == nil || opts.Runner == nil {
 		return nil, errors.New("the python-runtime API needs a Resolver and a Runner")
 	}
-	if opts.ExecTimeout < 0 || opts.MaxJSONBytes < 0 || opts.MaxUploadBytes < 0 {
-		return nil, fmt.Errorf("the python-runtime API's timeout (%s) and body limits (%d, %d) must not be negative",
-			opts.ExecTimeout, opts.MaxJSONBytes, opts.MaxUploadBytes)
+	if opts.ExecTimeout < 0 || opts.MaxJSONBytes < 0 {
+		return nil, fmt.Errorf("the python-runtime API's timeout (%s) and body limit (%d) must not be negative",
+			opts.ExecTimeout, opts.MaxJSONBytes)
+	}
+	path, ok := os.LookupEnv("PATH")
+	if !ok {
+		path = pythonDefaultPath
 	}
 	h := &Handler{
 		baseDir:        orDefault(opts.BaseDir, DefaultBaseDir),
@@ -120,7 +181,11 @@ func New(opts Options) (*Handler, error) {
 		runner:         opts.Runner,
 		execTimeout:    orDefault(opts.ExecTimeout, DefaultExecTimeout),
 		maxJSONBytes:   orDefault(opts.MaxJSONBytes, DefaultMaxJSONBytes),
-		maxUploadBytes: orDefault(opts.MaxUploadBytes, DefaultMaxUploadBytes),
+		maxOutputBytes: max(orDefault(opts.MaxOutputBytes, DefaultMaxOutputBytes), 0),
+		maxUploadBytes: max(orDefault(opts.MaxUploadBytes, DefaultMaxUploadBytes), 0),
+		outputSetting:  orDefault(opts.OutputLimitSetting, "the agent's output limit"),
+		uploadSetting:  orDefault(opts.UploadLimitSetting, "the agent's upload limit"),
+		path:           orDefault(opts.Path, path),
 		notFound:       opts.NotFound,
 	}
 	if h.notFound == nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,9 +137,29 @@ func TestExecute(t *testing.T) {
 			want:     response{200, `{"stdout":"","stderr":"","exit_code":0}`, jsonType},
 		},
 		"runner error": {
-			body: `{"command":"nope"}`, runner: &fakeRunner{err: errors.New(`exec: "nope": executable file not found in $PATH`)},
-			wantArgv: []string{"nope"},
-			want:     response{200, `{"stdout":"","stderr":"Failed to execute command: exec: \"nope\": executable file not found in $PATH","exit_code":1}`, jsonType},
+			body: `{"command":"sh -c true"}`, runner: &fakeRunner{err: errors.New(`the agent is shutting down`)},
+			wantArgv: []string{"sh", "-c", "true"},
+			want:     response{200, `{"stdout":"","stderr":"Failed to execute command: the agent is shutting down","exit_code":1}`, jsonType},
+		},
+		"program not found, as Python says it": {
+			body: `{"command":"kubox-nope --flag"}`, runner: &fakeRunner{err: errors.New(`spec.argv[0]: not found`)},
+			wantArgv: []string{"kubox-nope", "--flag"},
+			want: response{200, `{"stdout":"","stderr":"Failed to execute command: [Errno 2] No such file or directory: ` +
+				`'kubox-nope'","exit_code":1}`, jsonType},
+		},
+		"output over the limit": {
+			body: `{"command":"x"}`, runner: &fakeRunner{stdout: "partial", err: &OutputLimitError{Stream: "stderr", Limit: 3 << 20}},
+			opts:     Options{MaxOutputBytes: 3 << 20, OutputLimitSetting: "--the-setting"},
+			wantArgv: []string{"x"},
+			want: response{507, `{"stdout":"","stderr":"Failed to execute command: the command wrote more than the ` +
+				`limit of 3145728 bytes (3 MiB) to stderr, so it was killed and none of its output is returned ` +
+				`(never a part of it): raise --the-setting, or have the command write its output to a file and ` +
+				`download that","exit_code":1}`, jsonType},
+		},
+		"no output limit": {
+			body: `{"command":"x"}`, opts: Options{MaxOutputBytes: -1},
+			wantArgv: []string{"x"},
+			want:     response{200, `{"stdout":"","stderr":"","exit_code":0}`, jsonType},
 		},
 		"timeout": {
 			body: `{"command":"sleep 'it''s' infinity"}`, runner: &fakeRunner{stdout: "partial", err: ErrTimeout},
@@ -205,7 +227,11 @@ func TestExecute(t *testing.T) {
 				if timeout == 0 {
 					timeout = DefaultExecTimeout
 				}
-				want = []runCall{{Argv: tc.wantArgv, Dir: fx.base, Timeout: timeout}}
+				maxOutput := max(tc.opts.MaxOutputBytes, 0)
+				if tc.opts.MaxOutputBytes == 0 {
+					maxOutput = DefaultMaxOutputBytes
+				}
+				want = []runCall{{Argv: tc.wantArgv, Dir: fx.base, Timeout: timeout, MaxOutput: maxOutput}}
 			}
 			if diff := cmp.Diff(want, runner.Calls()); diff != "" {
 				t.Errorf("runner calls (-want +got):\n%s", diff)
@@ -259,16 +285,25 @@ func TestExecuteRuns(t *testing.T) {
 			checkResponse(t, w, response{200, tc.want, nil})
 		})
 	}
-	t.Run("command not found", func(t *testing.T) {
-		h := fx.handler(t, execRunner{}, Options{})
-		w := post(h, "/execute", "application/json", strings.NewReader(`{"command":"kubox-no-such-command --flag"}`))
-		var got ExecuteResponse
-		decodeStrict(t, w.Body.Bytes(), &got)
-		if got.ExitCode != 1 || got.Stdout != "" || !strings.HasPrefix(got.Stderr, "Failed to execute command: ") ||
-			!strings.Contains(got.Stderr, "kubox-no-such-command") {
-			t.Errorf("answer %+v, want exit_code 1 and stderr naming the failure", got)
-		}
-	})
+	// What Python's subprocess raises when it cannot start the program, str()-ed.
+	if err := os.WriteFile(filepath.Join(fx.base, "script.sh"), []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for command, oserror := range map[string]string{
+		"kubox-no-such-command --flag": "[Errno 2] No such file or directory: 'kubox-no-such-command'",
+		"./missing":                    "[Errno 2] No such file or directory: './missing'",
+		"/kubox/no/such/program":       "[Errno 2] No such file or directory: '/kubox/no/such/program'",
+		"./script.sh":                  "[Errno 13] Permission denied: './script.sh'",
+		"sub":                          "[Errno 2] No such file or directory: 'sub'", // not looked up in the base directory
+		"./sub":                        "[Errno 13] Permission denied: './sub'",
+		"./file.txt/x":                 "[Errno 20] Not a directory: './file.txt/x'",
+	} {
+		t.Run(command, func(t *testing.T) {
+			h := fx.handler(t, execRunner{}, Options{})
+			w := post(h, "/execute", "application/json", strings.NewReader(`{"command":`+jsonString(command)+`}`))
+			checkResponse(t, w, response{200, `{"stdout":"","stderr":` + jsonString("Failed to execute command: "+oserror) + `,"exit_code":1}`, nil})
+		})
+	}
 }
 
 func TestNew(t *testing.T) {
@@ -279,17 +314,25 @@ func TestNew(t *testing.T) {
 	if _, err := New(Options{Resolver: fx.resolver}); err == nil {
 		t.Error("New without a Runner: no error")
 	}
-	if _, err := New(Options{Resolver: fx.resolver, Runner: &fakeRunner{}, MaxUploadBytes: -1}); err == nil {
-		t.Error("New with a negative upload limit: no error")
+	if _, err := New(Options{Resolver: fx.resolver, Runner: &fakeRunner{}, MaxJSONBytes: -1}); err == nil {
+		t.Error("New with a negative body limit: no error")
 	}
 	h, err := New(Options{Resolver: fx.resolver, Runner: &fakeRunner{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []any{h.baseDir, h.execTimeout, h.maxJSONBytes, h.maxUploadBytes}
-	want := []any{"/app", 300 * time.Second, int64(1 << 20), int64(256 << 20)}
+	// 0 stands for no limit inside the Handler.
+	got := []any{h.baseDir, h.execTimeout, h.maxJSONBytes, h.maxOutputBytes, h.maxUploadBytes}
+	want := []any{"/app", 300 * time.Second, int64(1 << 20), int64(64 << 20), int64(0)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	h, err = New(Options{Resolver: fx.resolver, Runner: &fakeRunner{}, MaxOutputBytes: -1, MaxUploadBytes: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.maxOutputBytes != 0 || h.maxUploadBytes != 5 {
+		t.Errorf("limits -1 and 5 became %d and %d; want 0 (none) and 5", h.maxOutputBytes, h.maxUploadBytes)
 	}
 }
 

@@ -80,7 +80,7 @@ func (d dirResolver) Resolve(p string) (string, error) {
 // runs them, as the only waiter on the agent's children.
 type execRunner struct{}
 
-func (execRunner) Run(ctx context.Context, argv []string, dir string, timeout time.Duration) ([]byte, []byte, int, error) {
+func (execRunner) Run(ctx context.Context, argv []string, dir string, timeout time.Duration, maxOutput int64) ([]byte, []byte, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -91,6 +91,11 @@ func (execRunner) Run(ctx context.Context, argv []string, dir string, timeout ti
 	err := cmd.Run()
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, nil, 0, fmt.Errorf("killed after %s: %w", timeout, ErrTimeout)
+	}
+	for name, b := range map[string]*bytes.Buffer{"stdout": &stdout, "stderr": &stderr} {
+		if maxOutput > 0 && int64(b.Len()) > maxOutput {
+			return nil, nil, 0, &OutputLimitError{Stream: name, Limit: maxOutput}
+		}
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
@@ -117,14 +122,15 @@ type fakeRunner struct {
 }
 
 type runCall struct {
-	Argv    []string
-	Dir     string
-	Timeout time.Duration
+	Argv      []string
+	Dir       string
+	Timeout   time.Duration
+	MaxOutput int64
 }
 
-func (f *fakeRunner) Run(ctx context.Context, argv []string, dir string, timeout time.Duration) ([]byte, []byte, int, error) {
+func (f *fakeRunner) Run(ctx context.Context, argv []string, dir string, timeout time.Duration, maxOutput int64) ([]byte, []byte, int, error) {
 	f.mu.Lock()
-	f.calls = append(f.calls, runCall{append([]string(nil), argv...), dir, timeout})
+	f.calls = append(f.calls, runCall{append([]string(nil), argv...), dir, timeout, maxOutput})
 	f.mu.Unlock()
 	if f.running != nil {
 		close(f.running)
