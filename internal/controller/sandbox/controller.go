@@ -135,7 +135,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox
 	now := metav1.NewTime(r.clock.Now())
 	st := computeStatus(sb, obs, r.clusterDomain, now)
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
-	out, err := status.Write(ctx, r.status, sb, &sb.Status, st, obs.events...)
+	evs := append(obs.events, transitionEvents(&sb.Status, &st)...)
+	out, err := status.Write(ctx, r.status, sb, &sb.Status, st, evs...)
 	if out != status.Written {
 		return out, err
 	}

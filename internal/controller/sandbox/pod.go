@@ -115,8 +115,11 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	case err == nil:
 		obs.pod = pod
 		obs.ownedPods = 1
+		obs.record(pod, corev1.EventTypeNormal, EventPodCreated, "CreatePod", "Created Pod "+pod.Name)
 		return r.recordPodName(ctx, sb)
 	case !apierrors.IsAlreadyExists(err):
+		obs.record(nil, corev1.EventTypeWarning, EventPodCreateFailed, "CreatePod",
+			fmt.Sprintf("Creating Pod %s failed: %v", sb.Name, err))
 		return fmt.Errorf("creating Pod %s: %w", sb.Name, err)
 	}
 	existing := &corev1.Pod{}

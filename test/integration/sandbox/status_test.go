@@ -12,6 +12,7 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/router/preview"
+	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -165,6 +166,7 @@ func TestPodFailed(t *testing.T) {
 		finishedCond(sandboxv1beta1.SandboxReasonPodFailed, "Pod failed"),
 		notSuspended,
 	)
+	env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeWarning, sandbox.EventPodFailed, "Pod failed")
 	got := waitForPod(t, ns, name)
 	if got.UID != pod.UID {
 		t.Errorf("Pod %s was replaced after it failed (uid %s, now %s); want the failed Pod kept", name, pod.UID, got.UID)
@@ -205,4 +207,5 @@ func TestInvalidPodIsInvalidConfiguration(t *testing.T) {
 			strings.Contains(c.Message, `name: Invalid value: "Not_A_DNS_Label"`)
 		return ok, describe(sb)
 	})
+	env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeWarning, sandbox.EventPodCreateFailed, "Not_A_DNS_Label")
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -29,6 +30,9 @@ func TestSuspendAndResume(t *testing.T) {
 		notSuspended)
 	svc := framework.WaitForObject(t, env, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil)
 	pvc := framework.WaitForObject(t, env, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pvcName}}, nil)
+	// agent-sandbox v1's lifecycle events.
+	env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeNormal, sandbox.EventPodCreated, "Created Pod "+name)
+	env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeNormal, sandbox.EventReady, "Pod is Ready")
 
 	t.Log("Suspend: the Pod is deleted and, bound to a node, terminates gracefully")
 	updateSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) { sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended })
@@ -49,6 +53,7 @@ func TestSuspendAndResume(t *testing.T) {
 		suspendedCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod has been terminated. Sandbox is suspended"),
 		absent(sandboxv1beta1.SandboxConditionPodScheduled),
 		absent(sandboxv1beta1.SandboxConditionFinished))
+	env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeNormal, sandbox.EventSuspended, "Sandbox is suspended")
 	if len(sb.Status.PodIPs) != 0 || sb.Status.NodeName != "" {
 		t.Errorf("Suspended Sandbox reports podIPs %v and nodeName %q; want neither", sb.Status.PodIPs, sb.Status.NodeName)
 	}
