@@ -112,6 +112,9 @@ func setExtensionDefaults(c *Controllers) {
 	if c.SandboxClaim.Events == nil {
 		c.SandboxClaim.Events = ptr.To(true)
 	}
+	if c.SandboxClaim.ObservabilityAnnotations == nil {
+		c.SandboxClaim.ObservabilityAnnotations = ptr.To(true)
+	}
 	if c.SandboxClaim.AllowedLabelDomains == nil {
 		c.SandboxClaim.AllowedLabelDomains = []string{DefaultAllowedLabelDomain}
 	}

@@ -32,6 +32,7 @@ func defaulted() *ControllerConfiguration {
 				AllowedLabelDomains:      []string{"sandbox.users.io"},
 				AllowedAnnotationDomains: []string{"sandbox.users.io"},
 				Events:                   ptr.To(true),
+				ObservabilityAnnotations: ptr.To(true),
 			},
 		},
 		Metrics:        Metrics{BindAddress: ":8080"},

@@ -152,6 +152,15 @@ type ClaimSettings struct {
 	// (whose --disable-claim-events flag sets it to false here too).
 	// +optional
 	Events *bool `json:"events,omitempty"`
+
+	// observabilityAnnotations says whether the controller writes agent-sandbox's annotations
+	// agents.x-k8s.io/sandbox-name (the bound sandbox) and
+	// agents.x-k8s.io/controller-first-observed-at (when it first saw the claim) on a claim once it
+	// is bound: one merge patch per claim, after the claim is bound, so off its critical path.
+	// Default: true, as agent-sandbox (whose --disable-claim-observability-annotations flag sets
+	// it to false here too); false saves the write.
+	// +optional
+	ObservabilityAnnotations *bool `json:"observabilityAnnotations,omitempty"`
 }
 
 // NetworkPolicySettings configures the secure-default NetworkPolicy of a SandboxTemplate.

@@ -59,6 +59,8 @@ type Reconciler struct {
 	memory       *claimMemory
 	timeline     *timeline
 	hashes       *templateHashes
+	// annotate: write agent-sandbox's observability annotations on bound claims (annotations.go).
+	annotate bool
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -95,6 +97,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), recorder,
 		clock.RealClock{}, otel.GetTracerProvider(),
 		cfg.Controllers.SandboxClaim.AllowedLabelDomains, cfg.Controllers.SandboxClaim.AllowedAnnotationDomains)
+	r.annotate = ptr.Deref(cfg.Controllers.SandboxClaim.ObservabilityAnnotations, true)
 	if err := r.SetupWithManager(mgr, opts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}
@@ -200,6 +203,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxC
 		if !wasReady && isReady(st.Conditions) {
 			r.recordFirstReady(claim, obs.sandbox, r.clock.Now())
 		}
+	}
+	if err == nil && r.annotate && st.Sandbox.Name != "" {
+		err = r.annotateBound(ctx, claim, st.Sandbox.Name)
 	}
 	return ctrl.Result{RequeueAfter: obs.requeueAfter}, err
 }

@@ -77,6 +77,19 @@ func (t *timeline) reconciled(claim *extv1beta1.SandboxClaim) {
 	})
 }
 
+// firstSeen returns when this process first saw the claim: when the informer delivered it, or
+// else when its first pass started; zero when neither was seen.
+func (t *timeline) firstSeen(uid types.UID) time.Time {
+	var at time.Time
+	t.update(uid, func(e *claimTimes) {
+		at = e.observed
+		if at.IsZero() {
+			at = e.reconciled
+		}
+	})
+	return at
+}
+
 // bound records when the claim got its sandbox.
 func (t *timeline) bound(uid types.UID, at time.Time) {
 	t.update(uid, func(e *claimTimes) { e.bound = at })

@@ -11,11 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
 	"github.com/kubox-dev/kubox/internal/testutil"
@@ -94,15 +96,26 @@ func countingClient(log *writeLog) client.NewClientFunc {
 	}
 }
 
-// TestWarmClaimCostsTwoWrites checks the warm path's budget: the claim controller writes twice
-// for a warm claim (the bind and the claim's status), and never again once it is Ready. The other
-// controllers' writes it causes (the Sandbox's status and Pod labels, the pool's refill) are off
-// the claim's critical path; the test logs them.
-func TestWarmClaimCostsTwoWrites(t *testing.T) {
+// TestWarmClaimWrites checks the warm path's budget: the claim controller writes twice for a
+// warm claim on its way to Ready (the bind and the claim's status), plus, once it is bound and
+// unless turned off, the one merge patch of agent-sandbox's observability annotations; never again
+// once it is Ready. The other controllers' writes it causes (the Sandbox's status and Pod labels,
+// the pool's refill) are off the claim's critical path; the test logs them.
+func TestWarmClaimWrites(t *testing.T) {
+	for _, annotate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("observabilityAnnotations=%t", annotate), func(t *testing.T) {
+			testWarmClaimWrites(t, annotate)
+		})
+	}
+}
+
+func testWarmClaimWrites(t *testing.T, annotate bool) {
 	ns := env.NewNamespace(t)
 	env.StartKubelet(t, ns)
 	log := &writeLog{}
-	env.StartKubox(t, ns, nil, func(o *ctrl.Options) { o.NewClient = countingClient(log) })
+	env.StartKubox(t, ns, func(c *configv1alpha1.ControllerConfiguration) {
+		c.Controllers.SandboxClaim.ObservabilityAnnotations = ptr.To(annotate)
+	}, func(o *ctrl.Options) { o.NewClient = countingClient(log) })
 	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
 	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
 	waitForPoolReady(t, ns, "pool", 1)
@@ -128,8 +141,24 @@ func TestWarmClaimCostsTwoWrites(t *testing.T) {
 		"PATCH Sandbox/" + claim.Status.Sandbox.Name + " by " + sandboxclaim.FieldManager,
 		"UPDATE SandboxClaim/c1/status by " + sandboxclaim.FieldManager,
 	}
+	if annotate {
+		want = append(want, "PATCH SandboxClaim/c1 by "+sandboxclaim.FieldManager)
+	}
 	if diff := cmp.Diff(want, byClaimController); diff != "" {
 		t.Errorf("claim controller writes for one warm claim mismatch (-want +got):\n%s", diff)
+	}
+	claim = framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")
+	name, seen := claim.Annotations[extv1beta1.SandboxNameAnnotation], claim.Annotations[extv1beta1.ControllerFirstObservedAtAnnotation]
+	switch {
+	case annotate && name != claim.Status.Sandbox.Name:
+		t.Errorf("Annotation %s = %q; want the bound sandbox %q", extv1beta1.SandboxNameAnnotation, name, claim.Status.Sandbox.Name)
+	case annotate:
+		if at, err := time.Parse(time.RFC3339Nano, seen); err != nil || at.Before(claim.CreationTimestamp.Add(-time.Second)) {
+			t.Errorf("Annotation %s = %q (%v); want an RFC 3339 time after the claim's creation %v",
+				extv1beta1.ControllerFirstObservedAtAnnotation, seen, err, claim.CreationTimestamp)
+		}
+	case name != "" || seen != "":
+		t.Errorf("Annotations %q, %q written with observabilityAnnotations off", name, seen)
 	}
 	slices.Sort(others)
 	t.Logf("Writes by the other controllers, off the claim's critical path (%d): %v", len(others), others)

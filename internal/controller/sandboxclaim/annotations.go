@@ -1,0 +1,50 @@
+package sandboxclaim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+)
+
+// annotateBound writes agent-sandbox's observability annotations on a bound claim, once: the
+// name of its sandbox and when the controller first saw it. It is one merge patch per claim,
+// sent after the status write that bound the claim, so the claim's way to its sandbox does not
+// wait on it; clients that read the annotations (agent-sandbox's tooling) find them as there.
+// Settings: controllers.sandboxClaim.observabilityAnnotations.
+func (r *Reconciler) annotateBound(ctx context.Context, claim *extv1beta1.SandboxClaim, sandbox string) error {
+	patch := boundAnnotations(claim, sandbox, r.timeline.firstSeen(claim.UID))
+	if patch == nil {
+		return nil
+	}
+	err := r.client.Patch(ctx, claim, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+	if err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("annotating SandboxClaim %s with its sandbox: %w", claim.Name, err))
+	}
+	return nil
+}
+
+// boundAnnotations returns the merge patch of the annotations claim lacks, bound to sandbox and
+// first seen at seen (zero: not seen by this process, left out), or nil when it has them.
+func boundAnnotations(claim *extv1beta1.SandboxClaim, sandbox string, seen time.Time) []byte {
+	want := map[string]string{}
+	if sandbox != "" && claim.Annotations[extv1beta1.SandboxNameAnnotation] != sandbox {
+		want[extv1beta1.SandboxNameAnnotation] = sandbox
+	}
+	if _, ok := claim.Annotations[extv1beta1.ControllerFirstObservedAtAnnotation]; !ok && !seen.IsZero() {
+		want[extv1beta1.ControllerFirstObservedAtAnnotation] = seen.UTC().Format(time.RFC3339Nano)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want}})
+	if err != nil {
+		panic(fmt.Sprintf("marshalling a map of strings cannot fail: %v", err))
+	}
+	return b
+}
