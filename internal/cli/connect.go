@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kubox-dev/kubox/internal/devenv"
+	"github.com/kubox-dev/kubox/api/contract"
 	kubox "github.com/kubox-dev/kubox/sdk/go"
 )
 
@@ -72,7 +72,7 @@ func (g *globalOptions) kubeconfigRouterURL() string {
 	if kc == nil {
 		return ""
 	}
-	return routerURLOf(kc.Extensions[devenv.RouterExtension])
+	return routerURLOf(kc.Extensions[contract.RouterKubeconfigExtension])
 }
 
 // routerURLOf reads the url of a kubox.dev/router extension.

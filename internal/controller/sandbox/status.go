@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/router/preview"
 )
 
 // observed is what one reconcile pass saw of a Sandbox's children and what went wrong.
@@ -34,7 +34,7 @@ type observed struct {
 func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain string, now metav1.Time) sandboxv1beta1.SandboxStatus {
 	st := sandboxv1beta1.SandboxStatus{
 		ObservedGeneration: sb.Generation,
-		PreviewID:          preview.ID(sb.UID),
+		PreviewID:          contract.PreviewID(sb.UID),
 		Conditions:         append([]metav1.Condition(nil), sb.Status.Conditions...),
 	}
 	gen := sb.Generation
