@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubox-dev/kubox/api/contract"
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 // session is a connection to the cluster for one command: the SDK's client and the namespace.

@@ -16,7 +16,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 func main() {
