@@ -16,6 +16,11 @@ BUF_DIR         = $(shell $(TOOLS) dir buf)
 GO_TEST        ?= go test
 # Generated paths: `make verify` fails when any of them differs from what `make generate manifests chart` writes.
 GENERATED      := api config/crd config/rbac proto charts/kubox
+# The repository's Go modules (each with its go.mod): the root module, the API types, the agent's generated
+# wire code and the Go SDK. `go list ./...` in one does not see the others, so Go targets loop over them.
+MODULES        := . api proto sdk/go
+# in-modules runs a shell command in each of MODULES, stopping at the first that fails.
+in-modules      = for m in $(MODULES); do echo "== module $$m"; (cd $$m && $(1)) || exit 1; done
 
 ##@ General
 .PHONY: help
@@ -69,7 +74,7 @@ fmt: ## gofmt the tree
 .PHONY: lint
 lint: ## Run golangci-lint
 	$(TOOLS) golangci-lint
-	$(GOLANGCI_LINT) run ./...
+	$(call in-modules,$(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...)
 
 .PHONY: verify
 verify: generate manifests chart lint chart-lint python-lint ## Regenerate, lint, and fail when generated files are stale or untracked
@@ -82,6 +87,7 @@ verify: generate manifests chart lint chart-lint python-lint ## Regenerate, lint
 .PHONY: build
 build: ## Build every binary into bin/
 	CGO_ENABLED=0 go build -trimpath -o bin/ ./cmd/...
+	$(call in-modules,go build ./... && go vet ./...)
 
 ##@ Test
 .PHONY: test
@@ -90,7 +96,7 @@ test: test-unit test-conformance test-integration test-e2e ## Run every test tie
 .PHONY: test-unit
 test-unit: python-deps ## Unit tests (no API server): Go, and the Python SDK's against a local kubox-agent
 	$(TOOLS) kubernetes helm # hack/chart's tests render the chart with the cached kubectl and helm
-	$(GO_TEST) -race -count=1 $$(go list ./... | grep -v /test/)
+	$(call in-modules,$(GO_TEST) -race -count=1 $$(go list ./... | grep -v /test/))
 	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests/unit
 
 .PHONY: test-conformance

@@ -2,12 +2,23 @@ module github.com/kubox-dev/kubox
 
 go 1.26.0
 
+// api, proto and sdk/go are modules of their own, so that users of the API types and of the Go SDK
+// pin a small dependency set; in this repository they are used from the working tree.
+replace (
+	github.com/kubox-dev/kubox/api => ./api
+	github.com/kubox-dev/kubox/proto => ./proto
+	github.com/kubox-dev/kubox/sdk/go => ./sdk/go
+)
+
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
+	github.com/kubox-dev/kubox/api v0.0.0-00010101000000-000000000000
+	github.com/kubox-dev/kubox/proto v0.0.0-00010101000000-000000000000
+	github.com/kubox-dev/kubox/sdk/go v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/spf13/cobra v1.10.2

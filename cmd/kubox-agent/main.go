@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/agent/sandboxd"
@@ -68,10 +69,10 @@ child, with the container's stdout and stderr; the agent keeps serving when it e
 	cmd.SetVersionTemplate("{{.Version}}\n")
 	f := cmd.Flags()
 	f.StringVar(&o.cfg.Host, "host", "", "address to listen on (empty: every interface)")
-	f.IntVar(&o.cfg.Port, "port", 7070, "port of the agent's API")
-	f.IntVar(&o.cfg.CompatPort, "compat-port", 8888, "port of agent-sandbox's runtime APIs; 0 turns them off")
+	f.IntVar(&o.cfg.Port, "port", contract.DefaultAgentPort, "port of the agent's API")
+	f.IntVar(&o.cfg.CompatPort, "compat-port", contract.DefaultAgentCompatibilityPort, "port of agent-sandbox's runtime APIs; 0 turns them off")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the agent token (the controller mounts it at /.kubox/token/token)")
-	f.StringVar(&o.tokenEnv, "token-env", "KUBOX_AGENT_TOKEN", "environment variable holding the agent token, when --token-file is not given")
+	f.StringVar(&o.tokenEnv, "token-env", contract.AgentTokenEnv, "environment variable holding the agent token, when --token-file is not given")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve without a token: anyone who can reach the ports controls the sandbox")
 	f.StringVar(&o.compatAuth, "compat-auth", "required", `"required": the compatibility port needs the token too; "disabled": it needs none (safe only behind a NetworkPolicy that admits only the router)`)
 	f.StringVar(&o.cfg.Root, "root", "", "confine the agent's file APIs to this directory (default: the whole container)")

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/agent/compat/pyruntime"
 	"github.com/kubox-dev/kubox/internal/agent/files"
@@ -27,7 +28,7 @@ import (
 )
 
 // HealthPath answers 200 without a token while the agent serves (kubelet's readiness probe).
-const HealthPath = "/healthz"
+const HealthPath = contract.AgentHealthPath
 
 // Defaults of Config's limits.
 const (

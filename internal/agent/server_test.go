@@ -15,7 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/api/contract"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
@@ -67,7 +67,7 @@ func mkdir(t testing.TB, parts ...string) string {
 func TestAgentRunsCommandsForTheTokenOnly(t *testing.T) {
 	_, base, _ := startAgent(t, nil)
 	run := func(token string) (*connect.Response[agentv1.RunProcessResponse], error) {
-		c := agentv1connect.NewProcessServiceClient(auth.Client(token), base)
+		c := agentv1connect.NewProcessServiceClient(contract.BearerClient(token), base)
 		return c.RunProcess(t.Context(), connect.NewRequest(&agentv1.RunProcessRequest{
 			Spec: &agentv1.ProcessSpec{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}}}))
 	}
@@ -198,7 +198,7 @@ func TestAgentRunsTheMainCommandAndStopsItOnShutdown(t *testing.T) {
 // its deadline; the process gets SIGTERM (not SIGKILL) and the stream ends with it.
 func TestShutdownWithAnOpenStream(t *testing.T) {
 	a, base, _ := startAgent(t, nil)
-	client := agentv1connect.NewProcessServiceClient(auth.Client(testToken), base)
+	client := agentv1connect.NewProcessServiceClient(contract.BearerClient(testToken), base)
 	stream, err := client.StartProcess(t.Context(), connect.NewRequest(&agentv1.StartProcessRequest{
 		Spec: &agentv1.ProcessSpec{Argv: []string{"sleep", "1000"}}}))
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kubox-dev/kubox/internal/devenv"
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 // session is a connection to the cluster for one command: the SDK's client and the namespace.
@@ -72,7 +72,7 @@ func (g *globalOptions) kubeconfigRouterURL() string {
 	if kc == nil {
 		return ""
 	}
-	return routerURLOf(kc.Extensions[devenv.RouterExtension])
+	return routerURLOf(kc.Extensions[contract.RouterKubeconfigExtension])
 }
 
 // routerURLOf reads the url of a kubox.dev/router extension.

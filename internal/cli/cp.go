@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubox-dev/kubox/internal/atomicfile"
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 // location is one side of kubox cp: a file in a sandbox (NAME:/path), a local file, or "-"

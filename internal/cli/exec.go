@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 // interruptGrace is how long a remote process has to exit after kubox, interrupted, sends it

@@ -16,13 +16,14 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
 // Environment variables that give the connection flags their defaults.
 const (
-	envRouterURL = "KUBOX_ROUTER_URL"
+	envRouterURL = contract.RouterURLEnv
 	envToken     = "KUBOX_TOKEN"
 )
 
@@ -61,8 +62,8 @@ func (g *globalOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&g.connection, "connection", "auto",
 		"how to reach a sandbox's agent: auto (--router-url if set; inside a Pod the router Service; else a port-forward to it), "+
 			"router, direct (pod IP and the agent token Secret; in-cluster) or port-forward")
-	fs.StringVar(&g.routerNamespace, "router-namespace", "kubox-system", "namespace of kubox-router's Service")
-	fs.StringVar(&g.routerService, "router-service", "sandbox-router-svc", "name of kubox-router's Service")
+	fs.StringVar(&g.routerNamespace, "router-namespace", contract.DefaultRouterNamespace, "namespace of kubox-router's Service")
+	fs.StringVar(&g.routerService, "router-service", contract.DefaultRouterService, "name of kubox-router's Service")
 	fs.StringVar(&g.token, "token", os.Getenv(envToken),
 		"bearer token for kubox-router (a claim token or the router's shared token) instead of the kubeconfig's credentials (default $"+envToken+")")
 	fs.DurationVar(&g.readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for a claim or sandbox to become Ready")

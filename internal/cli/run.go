@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 // releaseTimeout bounds the deletion of run's claim, which happens after ctx may have ended.

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 // terminal is the local terminal of an interactive exec: raw mode while the remote process runs,

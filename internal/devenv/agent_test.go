@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
-	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 func TestRenderControllerConfigLoads(t *testing.T) {
@@ -33,7 +33,7 @@ func TestEnsureKey(t *testing.T) {
 	if err := EnsureKey(path); err != nil {
 		t.Fatal(err)
 	}
-	first, err := token.LoadKey(path)
+	first, err := contract.LoadAgentTokenKey(path)
 	if err != nil {
 		t.Fatalf("the controller rejects the key: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestEnsureKey(t *testing.T) {
 	if err := EnsureKey(path); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := token.LoadKey(path); string(again) != string(first) {
+	if again, _ := contract.LoadAgentTokenKey(path); string(again) != string(first) {
 		t.Error("a second EnsureKey replaced the key: running sandboxes' tokens would stop matching")
 	}
 }

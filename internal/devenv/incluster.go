@@ -16,12 +16,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // What config/ installs and config/dev runs on the local node.
 const (
 	// KuboxNamespace holds the controller, the router and the Secret they share.
-	KuboxNamespace = "kubox-system"
+	KuboxNamespace = contract.DefaultRouterNamespace
 	// AgentTokenKeySecret is the Secret (key "key") holding the key the controller and the router
 	// share; `kubectl apply -k` does not create it (kustomize cannot make a random key).
 	AgentTokenKeySecret = "kubox-agent-token-key"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // SandboxImage is the pause image every pod sandbox uses; it is built locally (images.go).
@@ -174,10 +176,6 @@ contexts:
 current-context: kubox-dev
 `))
 
-// RouterExtension names the kubeconfig cluster extension that holds the URL of the cluster's
-// kubox-router ({"url": "http://..."}); the kubox CLI reads it when no router URL is given.
-const RouterExtension = "kubox.dev/router"
-
 // RenderKubeconfig renders an admin kubeconfig: a client certificate in system:masters for the
 // API server, the same identity's bearer token (the static token file, RenderTokenAuthFile) for
 // kubox-router, which authenticates callers with TokenReview, and the router's URL.
@@ -186,7 +184,7 @@ func RenderKubeconfig(c Config, caPEM, certPEM, keyPEM []byte, token string) str
 	return execute(kubeconfigTmpl, map[string]string{
 		"Server": fmt.Sprintf("https://127.0.0.1:%d", c.Ports.APIServer),
 		"CA":     b64(caPEM), "Cert": b64(certPEM), "Key": b64(keyPEM), "Token": token,
-		"RouterExtension": RouterExtension, "Router": c.RouterURL(),
+		"RouterExtension": contract.RouterKubeconfigExtension, "Router": c.RouterURL(),
 	})
 }
 

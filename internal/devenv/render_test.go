@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 func testEnv() (Config, Layout, Tools) {
@@ -110,7 +112,7 @@ func TestRenderKubeconfig(t *testing.T) {
 	if u := cfg.AuthInfos["kubox-admin"]; u == nil || u.Token != "s3cret" || len(u.ClientCertificateData) == 0 {
 		t.Errorf("admin user = %+v, want the client certificate and the token", u)
 	}
-	ext, ok := cfg.Clusters["kubox-dev"].Extensions[RouterExtension].(*runtime.Unknown)
+	ext, ok := cfg.Clusters["kubox-dev"].Extensions[contract.RouterKubeconfigExtension].(*runtime.Unknown)
 	if !ok || !strings.Contains(string(ext.Raw), `"url":"http://127.0.0.1:16090"`) {
 		t.Errorf("router extension = %#v, want the router's URL", cfg.Clusters["kubox-dev"].Extensions)
 	}

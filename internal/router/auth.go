@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/router/authn"
@@ -14,7 +15,7 @@ import (
 )
 
 // tokenCookie carries a bearer token on preview hosts, where browsers cannot set headers.
-const tokenCookie = "kubox-token"
+const tokenCookie = contract.RouterTokenCookie
 
 // The kinds of principal, as the access log names them.
 const (
@@ -48,7 +49,7 @@ func (p *principal) name() string {
 // kubox-token cookie, and then fromCookie says where the token came from. More than one
 // Authorization header, another scheme, or more than one kubox-token cookie is an error.
 func bearer(r *http.Request, cookie bool) (tok string, fromCookie bool, herr *httpError) {
-	values := r.Header.Values("Authorization")
+	values := r.Header.Values(contract.AuthorizationHeader)
 	if len(values) > 1 {
 		return "", false, errorf(http.StatusUnauthorized, "the request has more than one Authorization header; send one: Authorization: Bearer <token>")
 	}

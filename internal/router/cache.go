@@ -16,13 +16,13 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
-	"github.com/kubox-dev/kubox/internal/router/preview"
 )
 
-// previewIDField indexes Sandboxes by preview.ID of their UID.
+// previewIDField indexes Sandboxes by contract.PreviewID of their UID.
 const previewIDField = "kubox.router.previewID"
 
 func newScheme() *k8sruntime.Scheme {
@@ -56,7 +56,7 @@ func (rt *Router) newCache(restConfig *rest.Config) (crcache.Cache, error) {
 	}
 	ctx := context.Background()
 	if err := c.IndexField(ctx, &sandboxv1beta1.Sandbox{}, previewIDField, func(o client.Object) []string {
-		return []string{preview.ID(o.GetUID())}
+		return []string{contract.PreviewID(o.GetUID())}
 	}); err != nil {
 		return nil, fmt.Errorf("indexing Sandboxes by preview id: %w", err)
 	}

@@ -4,19 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/router/authn"
 )
 
 // Defaults of Config, shared with cmd/kubox-router's flags.
 const (
-	DefaultHTTPAddr                = ":8080"
 	DefaultMetricsAddr             = ":9090"
 	DefaultHealthAddr              = ":8081"
-	DefaultHeaderPort              = 8888
+	DefaultHeaderPort              = contract.DefaultAgentCompatibilityPort
 	DefaultProxyTimeout            = 180 * time.Second
 	DefaultMaxRequestBodyBytes     = 1 << 30
 	DefaultMaxConnectionsPerClient = 64
@@ -30,6 +30,9 @@ const (
 	DefaultUpstreamRetryDelay      = 200 * time.Millisecond
 	DefaultShutdownTimeout         = 30 * time.Second
 )
+
+// DefaultHTTPAddr is where the router serves, contract.DefaultRouterPort on every address.
+var DefaultHTTPAddr = ":" + strconv.Itoa(contract.DefaultRouterPort)
 
 // Config is kubox-router's configuration; cmd/kubox-router fills it from flags of the same
 // meaning. Start DefaultConfig and change what differs.
@@ -119,9 +122,9 @@ func DefaultConfig() Config {
 // validate reports every setting that cannot work.
 func (c *Config) validate() error {
 	var errs []error
-	if len(c.AgentTokenKey) < token.MinKeyBytes {
+	if len(c.AgentTokenKey) < contract.MinAgentTokenKeyBytes {
 		errs = append(errs, fmt.Errorf("the agent token key has %d bytes; it needs at least %d: give the key the controller "+
-			"uses (--agent-token-key-file), or make one with: head -c 48 /dev/urandom | base64 > key", len(c.AgentTokenKey), token.MinKeyBytes))
+			"uses (--agent-token-key-file), or make one with: head -c 48 /dev/urandom | base64 > key", len(c.AgentTokenKey), contract.MinAgentTokenKeyBytes))
 	}
 	for name, d := range map[string]time.Duration{"proxy timeout": c.ProxyTimeout, "claim token max TTL": c.ClaimTokenMaxTTL} {
 		if d <= 0 {

@@ -7,7 +7,7 @@
 // A request is routed by the first of these that applies:
 //
 //   - Host "{port}-{id}.{Config.PreviewDomain}": that port of the sandbox whose preview id
-//     (preview.ID of its UID) is id; path and Host forwarded unchanged.
+//     (contract.PreviewID of its UID) is id; path and Host forwarded unchanged.
 //   - Header X-Sandbox-ID (agent-sandbox's contract; X-Sandbox-Namespace, default "default";
 //     X-Sandbox-Port, default 8888): path forwarded unchanged.
 //   - GET /healthz, GET /readyz, POST /v1/claims/{ns}/{name}/token (mints a claim token).
@@ -27,7 +27,7 @@
 // see internal/router/authn. With Config.AllowUnauthenticatedHeaderRouting, X-Sandbox-ID requests
 // need none. The sandbox never sees the client's credentials: the router removes Authorization,
 // the kubox-token cookie, X-Sandbox-* and hop-by-hop headers and, for the agent's own ports,
-// sends the sandbox's agent token (internal/agent/token).
+// sends the sandbox's agent token (api/contract.DeriveAgentToken).
 //
 // # In-process use
 //

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
 )
 
@@ -142,15 +143,15 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.SetXForwarded()
 	h := pr.Out.Header
-	h.Del("Authorization")
+	h.Del(contract.AuthorizationHeader)
 	for k := range h {
-		if strings.HasPrefix(k, "X-Sandbox-") {
+		if strings.HasPrefix(k, contract.SandboxHeaderPrefix) {
 			delete(h, k)
 		}
 	}
 	stripTokenCookie(h)
 	if t.agentToken != "" {
-		h.Set("Authorization", "Bearer "+t.agentToken)
+		h.Set(contract.AuthorizationHeader, contract.BearerScheme+" "+t.agentToken)
 	}
 }
 

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/provenance"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
@@ -124,7 +124,7 @@ func (rt *Router) resolveTarget(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 	}
 	t := &target{sandbox: sb, addr: net.JoinHostPort(ip.String(), itoa(port))}
 	if isAgentPort(agent, port) {
-		t.agentToken = token.Derive(rt.cfg.AgentTokenKey, sb.UID)
+		t.agentToken = contract.DeriveAgentToken(rt.cfg.AgentTokenKey, sb.UID)
 	}
 	return t, nil
 }

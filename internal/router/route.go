@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubox-dev/kubox/internal/router/preview"
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // Route kinds, also the "route" field of the access log.
@@ -22,10 +22,10 @@ const (
 
 // agent-sandbox's routing headers.
 const (
-	headerID        = "X-Sandbox-Id"
-	headerNamespace = "X-Sandbox-Namespace"
-	headerPort      = "X-Sandbox-Port"
-	headerTimeout   = "X-Sandbox-Timeout"
+	headerID        = contract.SandboxIDHeader
+	headerNamespace = contract.SandboxNamespaceHeader
+	headerPort      = contract.SandboxPortHeader
+	headerTimeout   = contract.SandboxTimeoutHeader
 )
 
 // route is where a request goes, before the router looks anything up.
@@ -49,7 +49,7 @@ func (rt *Router) parseProxyRoute(r *http.Request) (*route, *httpError) {
 	var herr *httpError
 	switch {
 	case rt.isPreviewHost(r.Host):
-		port, id, _ := preview.ParseHost(r.Host, rt.cfg.PreviewDomain)
+		port, id, _ := contract.ParsePreviewHost(r.Host, rt.cfg.PreviewDomain)
 		rte = &route{kind: kindPreview, previewID: id, port: port, path: r.URL.Path, rawPath: r.URL.RawPath}
 	case r.Header.Get(headerID) != "":
 		rte, herr = parseHeaderRoute(r)
@@ -66,7 +66,7 @@ func (rt *Router) parseProxyRoute(r *http.Request) (*route, *httpError) {
 }
 
 func (rt *Router) isPreviewHost(host string) bool {
-	_, _, ok := preview.ParseHost(host, rt.cfg.PreviewDomain)
+	_, _, ok := contract.ParsePreviewHost(host, rt.cfg.PreviewDomain)
 	return ok
 }
 

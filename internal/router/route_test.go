@@ -8,12 +8,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubox-dev/kubox/internal/router/preview"
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 func TestParseProxyRoute(t *testing.T) {
 	rt := &Router{cfg: Config{ProxyTimeout: time.Minute, PreviewDomain: "preview.test"}}
-	id := preview.ID("uid-1")
+	id := contract.PreviewID("uid-1")
 	cases := map[string]struct {
 		target  string
 		headers map[string]string

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // Python is the interpreter that runs the Python SDK's tests: Debian's, where `make python-deps`
@@ -35,7 +37,7 @@ func RunPytest(t *testing.T, root, dir string, env ...string) {
 	RequirePytest(t)
 	cmd := exec.CommandContext(t.Context(), Python, "-m", "pytest", "-q", "-p", "no:cacheprovider", dir)
 	cmd.Dir = root
-	cmd.Env = append(environWithout("KUBOX_ROUTER_URL"),
+	cmd.Env = append(environWithout(contract.RouterURLEnv),
 		"PYTHONPATH="+filepath.Join(root, "sdk", "python", "src"),
 		"PYTHONDONTWRITEBYTECODE=1")
 	cmd.Env = append(cmd.Env, env...)

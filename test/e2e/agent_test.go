@@ -16,8 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubox-dev/kubox/internal/agent/auth"
-	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/api/contract"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
@@ -37,11 +36,11 @@ func agentEndpoint(t *testing.T, ns, name string) (string, string) {
 	if len(ips) == 0 {
 		t.Fatalf("Sandbox %s is Ready without status.podIPs", name)
 	}
-	key, err := token.LoadKey(filepath.Join(stateDir, "etc", "agent-token-key"))
+	key, err := contract.LoadAgentTokenKey(filepath.Join(stateDir, "etc", "agent-token-key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ips[0], token.Derive(key, sb.GetUID())
+	return ips[0], contract.DeriveAgentToken(key, sb.GetUID())
 }
 
 // TestAgentMakesAPlainImageASandbox runs kubox.local/python:dev (no agent inside the image)
@@ -55,7 +54,7 @@ func TestAgentMakesAPlainImageASandbox(t *testing.T) {
 	ip, tok := agentEndpoint(t, ns, "agent-py")
 	base := "http://" + ip + ":7070"
 
-	procs := agentv1connect.NewProcessServiceClient(auth.Client(tok), base)
+	procs := agentv1connect.NewProcessServiceClient(contract.BearerClient(tok), base)
 	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{
 		Spec: &agentv1.ProcessSpec{Argv: []string{"python3", "-c", pythonProbe}}}))
 	if err != nil {

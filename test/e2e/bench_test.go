@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubox-dev/kubox/internal/testutil"
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 // BenchmarkPodRunning measures pod created → Running and Ready, per RuntimeClass, and reports

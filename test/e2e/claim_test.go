@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/api/contract"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
@@ -88,7 +88,7 @@ func TestClaimPythonFromWarmPool(t *testing.T) {
 	// The template asks for kubox-agent: the claimed member runs Python through it too, with the
 	// token the controller derived for that member when the pool created it.
 	ip, tok := agentEndpoint(t, ns, sandbox)
-	procs := agentv1connect.NewProcessServiceClient(auth.Client(tok), "http://"+ip+":7070")
+	procs := agentv1connect.NewProcessServiceClient(contract.BearerClient(tok), "http://"+ip+":7070")
 	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{
 		Spec: &agentv1.ProcessSpec{Argv: []string{"python3", "-c", "import os; print(os.getcwd(), 6*7)"}}}))
 	if err != nil {

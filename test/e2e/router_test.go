@@ -13,7 +13,7 @@ import (
 	"connectrpc.com/connect"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/devenv"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
@@ -37,7 +37,7 @@ func serviceAccountWithConnect(t *testing.T, ns, name string, sandboxNames ...st
 func runThroughRouter(ns, sandbox, tok string, argv ...string) (*agentv1.RunProcessResponse, error) {
 	httpc := http.DefaultClient
 	if tok != "" {
-		httpc = auth.Client(tok)
+		httpc = contract.BearerClient(tok)
 	}
 	procs := agentv1connect.NewProcessServiceClient(httpc, fmt.Sprintf("%s/sandboxes/%s/%s", routerURL, ns, sandbox))
 	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{

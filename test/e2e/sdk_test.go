@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kubox-dev/kubox/internal/testutil"
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 // TestPythonSDK runs the Python SDK's end-to-end tests (sdk/python/tests/e2e) in a namespace

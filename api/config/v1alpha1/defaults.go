@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // Defaults of ControllerConfiguration.
@@ -26,10 +28,10 @@ const (
 	DefaultWarmPoolUnschedulableRecheckInterval       = time.Minute
 	DefaultAllowedLabelDomain                         = "sandbox.users.io"
 	DefaultAllowedAnnotationDomain                    = "sandbox.users.io"
-	DefaultRouterNamespace                            = "kubox-system"
+	DefaultRouterNamespace                            = contract.DefaultRouterNamespace
 	DefaultClusterDNSNamespace                        = "kube-system"
-	DefaultAgentPort                            int32 = 7070
-	DefaultAgentCompatibilityPort               int32 = 8888
+	DefaultAgentPort                            int32 = contract.DefaultAgentPort
+	DefaultAgentCompatibilityPort               int32 = contract.DefaultAgentCompatibilityPort
 )
 
 // DefaultRouterPodLabels and DefaultClusterDNSPodLabels select the router's and the cluster DNS's

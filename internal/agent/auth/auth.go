@@ -1,7 +1,7 @@
 // Package auth checks the per-sandbox bearer token kubox-agent requires of every request.
 //
 // The controller derives each sandbox's token from a key it shares with the router (see
-// internal/agent/token) and writes it into a Secret the sandbox's Pod mounts; the agent loads it
+// api/contract.DeriveAgentToken) and writes it into a Secret the sandbox's Pod mounts; the agent loads it
 // at start (LoadToken) and Middleware rejects any request that does not carry it as
 // `Authorization: Bearer <token>`. gRPC and Connect clients send the same header, so one check
 // covers plain HTTP, gRPC and Connect alike; they read the 401 as the Unauthenticated code.
@@ -21,6 +21,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // MinTokenBytes is the shortest token accepted. Tokens the controller derives have 43 bytes.
@@ -112,7 +114,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.next.ServeHTTP(w, r)
 		return
 	}
-	if problem := m.check(r.Header.Values("Authorization")); problem != "" {
+	if problem := m.check(r.Header.Values(contract.AuthorizationHeader)); problem != "" {
 		unauthenticated(w, problem, problem == msgWrongToken)
 		return
 	}
@@ -139,7 +141,7 @@ func (m *middleware) check(values []string) string {
 		return msgMany
 	}
 	scheme, tok, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
-	if !strings.EqualFold(scheme, "Bearer") {
+	if !strings.EqualFold(scheme, contract.BearerScheme) {
 		if !isSchemeName(scheme) {
 			// Perhaps a bare token: say nothing of its bytes.
 			return "the Authorization header does not start with the Bearer scheme" + hint

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 func TestTransportAuthenticatesAgainstMiddleware(t *testing.T) {
@@ -16,7 +18,7 @@ func TestTransportAuthenticatesAgainstMiddleware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := Client(string(tok)).Do(req)
+	resp, err := contract.BearerClient(string(tok)).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestTransportAuthenticatesAgainstMiddleware(t *testing.T) {
 	if req.Header.Get("Authorization") != "" {
 		t.Error("Transport changed the caller's request")
 	}
-	resp, err = Client("wrong-token-wrong-token-wrong-token").Do(req.Clone(t.Context()))
+	resp, err = contract.BearerClient("wrong-token-wrong-token-wrong-token").Do(req.Clone(t.Context()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
@@ -196,7 +196,7 @@ func AgentOptions(a *configv1alpha1.AgentSettings) (sandbox.AgentOptions, error)
 	if a.TokenKeyFile == "" {
 		return o, nil
 	}
-	key, err := token.LoadKey(a.TokenKeyFile)
+	key, err := contract.LoadAgentTokenKey(a.TokenKeyFile)
 	if err != nil {
 		return o, fmt.Errorf("agent.tokenKeyFile: %w", err)
 	}

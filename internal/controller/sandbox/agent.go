@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 )
 
 // Where kubox-agent lives in a sandbox's Pod.
@@ -43,8 +43,6 @@ const (
 	// AgentPortName and AgentCompatibilityPortName name the agent's container ports.
 	AgentPortName              = "kubox-agent"
 	AgentCompatibilityPortName = "kubox-compat"
-	// AgentHealthPath is the agent's unauthenticated health endpoint, its readiness probe.
-	AgentHealthPath = "/healthz"
 	// DefaultContainerAnnotation is kubectl's annotation naming the container that exec and logs
 	// use when none is given; the controller sets it to the agent's container.
 	DefaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
@@ -122,7 +120,7 @@ func (r *Reconciler) agentSecret(sb *sandboxv1beta1.Sandbox) *corev1.Secret {
 			},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{AgentTokenKey: []byte(token.Derive(r.agent.TokenKey, sb.UID))},
+		Data: map[string][]byte{AgentTokenKey: []byte(contract.DeriveAgentToken(r.agent.TokenKey, sb.UID))},
 	}
 }
 
@@ -164,7 +162,7 @@ func (r *Reconciler) injectAgent(pod *corev1.Pod, spec *sandboxv1beta1.AgentSpec
 	}
 	if c.ReadinessProbe == nil {
 		c.ReadinessProbe = &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: AgentHealthPath, Port: intstr.FromInt32(port)}},
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: contract.AgentHealthPath, Port: intstr.FromInt32(port)}},
 			PeriodSeconds: 1, FailureThreshold: 3,
 		}
 	}

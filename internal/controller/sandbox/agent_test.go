@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -197,7 +197,7 @@ func TestAgentSecret(t *testing.T) {
 	if s.Name != "my-sandbox-kubox-agent" || s.Namespace != testNS {
 		t.Errorf("Secret %s/%s, want %s/my-sandbox-kubox-agent", s.Namespace, s.Name, testNS)
 	}
-	if got, want := string(s.Data[AgentTokenKey]), token.Derive(testAgent.TokenKey, "sandbox-uid"); got != want {
+	if got, want := string(s.Data[AgentTokenKey]), contract.DeriveAgentToken(testAgent.TokenKey, "sandbox-uid"); got != want {
 		t.Errorf("token %q, want the one derived from the key and the sandbox UID, %q", got, want)
 	}
 }

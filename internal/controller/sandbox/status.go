@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/status"
-	"github.com/kubox-dev/kubox/internal/router/preview"
 )
 
 // observed is what one reconcile pass saw of a Sandbox's children and what went wrong.
@@ -45,7 +45,7 @@ func (o *observed) record(related runtime.Object, eventType, reason, action, not
 func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain string, now metav1.Time) sandboxv1beta1.SandboxStatus {
 	st := sandboxv1beta1.SandboxStatus{
 		ObservedGeneration: sb.Generation,
-		PreviewID:          preview.ID(sb.UID),
+		PreviewID:          contract.PreviewID(sb.UID),
 		Conditions:         append([]metav1.Condition(nil), sb.Status.Conditions...),
 		// Once set, the selector stays while no Pod exists (suspended, expired, between Pods),
 		// as agent-sandbox v1 keeps it: clients find the sandbox's Pods by it at any time.

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/router/preview"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -745,7 +745,7 @@ func TestComputeStatusPreviewID(t *testing.T) {
 	sb := withMeta(testSandbox().Obj())
 	sb.UID = "0b6f3c2e-5f57-4e0b-9a55-6a0c1b7d9e11"
 	got := computeStatus(sb, &observed{}, testDomain, testNow)
-	if want := preview.ID(sb.UID); got.PreviewID != want || len(want) != preview.IDLength {
+	if want := contract.PreviewID(sb.UID); got.PreviewID != want || len(want) != contract.PreviewIDLength {
 		t.Errorf("previewID = %q, want %q", got.PreviewID, want)
 	}
 	sb.UID = "7d1e0f4a-2c3b-4d5e-8f60-718293a4b5c6"

@@ -5,7 +5,7 @@
 // A token is "kbx1.<payload>.<signature>": the payload is the unpadded base64url encoding of the
 // JSON {"ns","claim","uid","exp"}, the signature the unpadded base64url encoding of
 // HMAC-SHA256(key, domain || "kbx1." || payload). The key is the one the router shares with the
-// controller for agent tokens (internal/agent/token); a domain string of its own keeps the two
+// controller for agent tokens (api/contract.DeriveAgentToken); a domain string of its own keeps the two
 // kinds of MAC apart, so no claim token is ever an agent token and the reverse.
 //
 // Verify checks only the signature and the expiry. Whether the claim still exists with that UID,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 var (
@@ -60,7 +60,7 @@ func TestVerifyRejects(t *testing.T) {
 		"other prefix":      {tok: "kbx2." + payload + "." + sig, key: key, now: now, want: ErrMalformed},
 		"empty":             {tok: "", key: key, now: now, want: ErrMalformed},
 		"huge":              {tok: Prefix + strings.Repeat("a", 5000) + "." + sig, key: key, now: now, want: ErrMalformed},
-		"agent token":       {tok: Prefix + payload + "." + token.Derive(key, "uid-1"), key: key, now: now, want: ErrSignature},
+		"agent token":       {tok: Prefix + payload + "." + contract.DeriveAgentToken(key, "uid-1"), key: key, now: now, want: ErrSignature},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kubox-dev/kubox/internal/agent/token"
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/router"
 	"github.com/kubox-dev/kubox/internal/version"
 )
@@ -140,7 +140,7 @@ func (o *options) complete(log *slog.Logger) error {
 		return errors.New("--agent-token-key-file is required: give the file holding the key kubox-controller uses " +
 			"(its agent.tokenKeyFile); for a new installation make one with: head -c 48 /dev/urandom | base64 > agent-token-key")
 	}
-	key, err := token.LoadKey(o.keyFile)
+	key, err := contract.LoadAgentTokenKey(o.keyFile)
 	if err != nil {
 		return fmt.Errorf("--agent-token-key-file: %w", err)
 	}

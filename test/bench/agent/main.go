@@ -22,7 +22,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/api/contract"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 	"github.com/kubox-dev/kubox/test/bench/harness"
@@ -70,7 +70,7 @@ func run(o options) error {
 	fmt.Printf("| agent binary (static, stripped) | %.1f MiB |\n", harness.FileMiB(a.bin))
 	fmt.Printf("| RSS idle | %.1f MiB |\n", float64(idle)/1024)
 	ctx := context.Background()
-	client := agentv1connect.NewProcessServiceClient(auth.Client(a.token), a.base)
+	client := agentv1connect.NewProcessServiceClient(contract.BearerClient(a.token), a.base)
 	lat, err := execLatencies(ctx, client, o.execs)
 	if err != nil {
 		return err

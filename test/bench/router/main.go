@@ -33,9 +33,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/auth"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 	"github.com/kubox-dev/kubox/test/bench/harness"
@@ -102,7 +101,7 @@ func run(o options) error {
 	files := make([]agentv1connect.FilesystemServiceClient, len(paths))
 	for i, p := range paths {
 		// Keep-alive connections for every client, as a real client's pool would keep them.
-		httpc := &http.Client{Transport: &auth.Transport{Token: p.token,
+		httpc := &http.Client{Transport: &contract.BearerTransport{Token: p.token,
 			Base: &http.Transport{MaxIdleConnsPerHost: o.clients, MaxConnsPerHost: o.clients}}}
 		procs[i] = agentv1connect.NewProcessServiceClient(httpc, p.base)
 		files[i] = agentv1connect.NewFilesystemServiceClient(httpc, p.base)
@@ -153,7 +152,7 @@ func (b *bench) start() error {
 	if err != nil {
 		return err
 	}
-	b.agentToken = token.Derive([]byte(key), sb.UID)
+	b.agentToken = contract.DeriveAgentToken([]byte(key), sb.UID)
 	if err := b.startAgent(sb); err != nil {
 		return err
 	}

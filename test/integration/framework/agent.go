@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 )
 
 // LoopbackIP is where the tests' agents listen: the Pod IP of the sandboxes they serve
@@ -28,8 +28,8 @@ type Agent struct {
 }
 
 // AgentToken is the token kubox-controller derives with key for the Sandbox whose UID is uid
-// (token.Derive), which the Sandbox's agent requires.
-func AgentToken(key []byte, uid types.UID) []byte { return []byte(token.Derive(key, uid)) }
+// (contract.DeriveAgentToken), which the Sandbox's agent requires.
+func AgentToken(key []byte, uid types.UID) []byte { return []byte(contract.DeriveAgentToken(key, uid)) }
 
 // StartAgent starts a kubox-agent with cfg on LoopbackIP and returns once it listens. cfg.Port
 // (and cfg.CompatPort, when set), cfg.Token and cfg.Root (empty: the whole file system, as in a

@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/devenv"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -161,7 +161,7 @@ func (e *pyEnv) writeKubeconfig(t *testing.T) string {
 	}
 	cluster := &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData,
 		InsecureSkipTLSVerify: len(env.Config.CAData) == 0,
-		Extensions:            map[string]runtime.Object{devenv.RouterExtension: &runtime.Unknown{Raw: router, ContentType: runtime.ContentTypeJSON}}}
+		Extensions:            map[string]runtime.Object{contract.RouterKubeconfigExtension: &runtime.Unknown{Raw: router, ContentType: runtime.ContentTypeJSON}}}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["kubox-test"] = cluster
 	cfg.AuthInfos["dev"] = &clientcmdapi.AuthInfo{Token: e.devToken}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/router"
 )
 
@@ -219,7 +219,7 @@ func TestTheSandboxSeesOnlyTheRoutersCredentials(t *testing.T) {
 		"Cookie: kubox-token=secret; session=abc", "Connection: X-Private", "X-Private: hop", "Keep-Alive: timeout=5",
 		"X-Forwarded-For: 203.0.113.9", "X-Custom: kept")
 	got := fake.lastRequest(t)
-	if want := "Bearer " + token.Derive(key, sb.UID); got.Header.Get("Authorization") != want {
+	if want := "Bearer " + contract.DeriveAgentToken(key, sb.UID); got.Header.Get("Authorization") != want {
 		t.Errorf("Authorization at the agent %q, want the sandbox's derived agent token", got.Header.Get("Authorization"))
 	}
 	if got.URL.RequestURI() != "/some/path?x=1" {

@@ -12,10 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/router"
-	"github.com/kubox-dev/kubox/internal/router/preview"
 )
 
 // startHostileServer serves handler on 127.0.0.1, over HTTP/1.1 and h2c.
@@ -84,7 +83,7 @@ func smallHeaderClient(h2c bool) *http.Client {
 	} else {
 		tr.Protocols.SetHTTP1(true)
 	}
-	return &http.Client{Transport: &auth.Transport{Token: sharedToken, Base: tr}}
+	return &http.Client{Transport: &contract.BearerTransport{Token: sharedToken, Base: tr}}
 }
 
 // previewSetup is a router with preview hosts and a sandbox with a kubox-agent, plus an app.
@@ -110,7 +109,7 @@ func newPreviewSetup(t *testing.T) *previewSetup {
 }
 
 func (s *previewSetup) host(port int) string {
-	return preview.Host(port, preview.ID(s.agent.sb.UID), previewDomain) + ":8080"
+	return contract.PreviewHost(port, contract.PreviewID(s.agent.sb.UID), previewDomain) + ":8080"
 }
 
 // TestPreviewHostRefusesAgentPorts is the first attack of issue #6: a page POSTs /execute to the
@@ -156,7 +155,7 @@ func TestPreviewHostRefusesAgentPorts(t *testing.T) {
 func TestPreviewCookieRefusesCrossSite(t *testing.T) {
 	s := newPreviewSetup(t)
 	self := "http://" + s.appHost
-	other := "http://" + preview.Host(3000, "abcdefghijkl", previewDomain) + ":8080"
+	other := "http://" + contract.PreviewHost(3000, "abcdefghijkl", previewDomain) + ":8080"
 	cookie := "Cookie: kubox-token=" + sharedToken
 	for _, tc := range []struct {
 		name    string
@@ -234,7 +233,7 @@ func TestSandboxCannotSetTokenCookie(t *testing.T) {
 	})
 	sb := createSandbox(t, ns, "web", nil)
 	markReady(t, sb, "127.0.0.1")
-	host := preview.Host(port, preview.ID(sb.UID), previewDomain) + ":8080"
+	host := contract.PreviewHost(port, contract.PreviewID(sb.UID), previewDomain) + ":8080"
 	eventuallyStatus(t, http.StatusOK, http.MethodGet, rt.url+"/", "", "Host: "+host, bearer(sharedToken))
 
 	for _, route := range []struct{ name, url, host string }{

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/router"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -280,7 +280,7 @@ func runParallel(t *testing.T, tc hostileCase, url string, n int) map[string]int
 		return c, err
 	}
 	defer conns.Range(func(c, _ any) bool { _ = c.(net.Conn).Close(); return true })
-	c := &http.Client{Transport: &auth.Transport{Token: sharedToken, Base: tr},
+	c := &http.Client{Transport: &contract.BearerTransport{Token: sharedToken, Base: tr},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var mu sync.Mutex
 	codes := map[string]int{}

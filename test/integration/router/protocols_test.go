@@ -17,9 +17,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/auth"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
@@ -34,7 +33,7 @@ func httpClient(h2c bool, tok string) *http.Client {
 		tr.Protocols.SetHTTP1(true)
 		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
-	return &http.Client{Transport: &auth.Transport{Token: tok, Base: tr}}
+	return &http.Client{Transport: &contract.BearerTransport{Token: tok, Base: tr}}
 }
 
 // streamUntilRelease starts a process that prints "one", waits for the file "go" in its working
@@ -178,7 +177,7 @@ func TestWebSocketUpgradePassesThrough(t *testing.T) {
 			t.Fatalf("echo %q, %v; want %q", got, err, msg)
 		}
 	}
-	if got, want := <-auths, "Bearer "+token.Derive(key, sb.UID); got != want {
+	if got, want := <-auths, "Bearer "+contract.DeriveAgentToken(key, sb.UID); got != want {
 		t.Errorf("the WebSocket server got Authorization %q, want the sandbox's agent token", got)
 	}
 	// The request ends, and is counted, when the upgraded connection closes.

@@ -12,10 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/router"
-	"github.com/kubox-dev/kubox/internal/router/preview"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
@@ -25,7 +24,7 @@ func withSharedToken(c *router.Config) { c.SharedToken = []byte(sharedToken) }
 // runEcho runs `echo` through the router with the agent's Connect client at base.
 func runEcho(t *testing.T, base, tok, word string) (string, error) {
 	t.Helper()
-	c := agentv1connect.NewProcessServiceClient(auth.Client(tok), base)
+	c := agentv1connect.NewProcessServiceClient(contract.BearerClient(tok), base)
 	res, err := c.RunProcess(t.Context(), connect.NewRequest(&agentv1.RunProcessRequest{
 		Spec: &agentv1.ProcessSpec{Argv: []string{"echo", word}}}))
 	if err != nil {
@@ -90,7 +89,7 @@ func TestPreviewHostReachesTheAppPort(t *testing.T) {
 	app := startRecordingServer(t)
 	sb := createSandbox(t, ns, "web", &sandboxv1beta1.AgentSpec{})
 	markReady(t, sb, "127.0.0.1")
-	host := preview.Host(app.port(), preview.ID(sb.UID), "preview.test") + ":8080"
+	host := contract.PreviewHost(app.port(), contract.PreviewID(sb.UID), "preview.test") + ":8080"
 
 	res := eventuallyStatus(t, http.StatusOK, http.MethodGet, rt.url+"/index.html?q=1", "", "Host: "+host,
 		"Cookie: theme=dark; kubox-token="+sharedToken)
@@ -118,7 +117,7 @@ func TestPreviewHostReachesTheAppPort(t *testing.T) {
 	if res := do(t, http.MethodGet, rt.url+"/", "", "Host: "+host); res.code != http.StatusUnauthorized {
 		t.Errorf("no credentials: %s; want 401", res)
 	}
-	other := preview.Host(app.port(), preview.ID("not-a-sandbox"), "preview.test")
+	other := contract.PreviewHost(app.port(), contract.PreviewID("not-a-sandbox"), "preview.test")
 	if res := do(t, http.MethodGet, rt.url+"/", "", "Host: "+other, bearer(sharedToken)); res.code != http.StatusNotFound || res.errorMessage() == "" {
 		t.Errorf("unknown preview id: %s; want a JSON 404", res)
 	}

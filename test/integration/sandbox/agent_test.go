@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent/token"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -68,7 +68,7 @@ func TestAgentIsInjectedWithItsTokenSecret(t *testing.T) {
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: sandboxv1beta1.AgentSecretName(sb.Name)}, secret); err != nil {
 		t.Fatalf("the agent token Secret must exist before the Pod that mounts it: %v", err)
 	}
-	if got, want := string(secret.Data[sandboxv1beta1.AgentTokenSecretKey]), token.Derive(key, sb.UID); got != want {
+	if got, want := string(secret.Data[sandboxv1beta1.AgentTokenSecretKey]), contract.DeriveAgentToken(key, sb.UID); got != want {
 		t.Errorf("token %q, want the one derived from the key and the Sandbox's UID, %q", got, want)
 	}
 	if !metav1.IsControlledBy(secret, sb) {

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/router/preview"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -40,7 +40,7 @@ func TestStatusFollowsThePod(t *testing.T) {
 		ServiceFQDN:        fqdn,
 		LabelSelector:      selector,
 		ObservedGeneration: sb.Generation,
-		PreviewID:          preview.ID(sb.UID), // what kubox-router serves its ports under
+		PreviewID:          contract.PreviewID(sb.UID), // what kubox-router serves its ports under
 	}
 	if diff := cmp.Diff(want, liveStatus(sb)); diff != "" {
 		t.Errorf("Status of a Sandbox with a Pending Pod (-want +got):\n%s", diff)

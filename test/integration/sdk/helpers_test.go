@@ -13,7 +13,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/testutil"
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 

@@ -1,6 +1,6 @@
 // Command basic claims a sandbox from a warm pool, runs a command in it, and releases it.
 //
-//	go run ./sdk/go/examples/basic -pool python -namespace default
+//	cd sdk/go && go run ./examples/basic -pool python -namespace default
 //
 // The kubeconfig is read as kubectl reads it (--kubeconfig, $KUBECONFIG, ~/.kube/config, or the
 // Pod's service account). Without -router (or $KUBOX_ROUTER_URL) the SDK port-forwards to
@@ -17,7 +17,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 func main() {

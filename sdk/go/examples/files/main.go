@@ -1,7 +1,7 @@
 // Command files claims a sandbox, uploads a file, runs a program on it, lists and downloads the
 // results, and watches a directory.
 //
-//	go run ./sdk/go/examples/files -pool python
+//	cd sdk/go && go run ./examples/files -pool python
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 const script = `import json, sys

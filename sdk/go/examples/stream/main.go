@@ -1,7 +1,7 @@
 // Command stream claims a sandbox, streams a process's output as it runs, feeds it stdin, and
 // stops a second process with a signal.
 //
-//	go run ./sdk/go/examples/stream -pool python
+//	cd sdk/go && go run ./examples/stream -pool python
 package main
 
 import (
@@ -16,7 +16,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	kubox "github.com/kubox-dev/kubox/sdk/go"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 func main() {

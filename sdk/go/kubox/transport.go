@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // errNoBearer explains why the router cannot be used with a kubeconfig that authenticates by
@@ -28,7 +28,7 @@ var errNoBearer = fmt.Errorf("kubox: %w: kubox-router authenticates bearer token
 // that says how to get one.
 func routerTransport(cfg *rest.Config, token string, base http.RoundTripper) (http.RoundTripper, error) {
 	if token != "" {
-		return &auth.Transport{Token: token, Base: base}, nil
+		return &contract.BearerTransport{Token: token, Base: base}, nil
 	}
 	if cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil {
 		return nil, errNoBearer
@@ -158,6 +158,6 @@ func (s *Sandbox) endpoint(ctx context.Context) (endpoint, error) {
 	}
 	return endpoint{
 		base: directURL(sb.Status.PodIPs[0], sb.Status.Agent.Port),
-		http: &http.Client{Transport: &auth.Transport{Token: tok, Base: s.c.base}},
+		http: &http.Client{Transport: &contract.BearerTransport{Token: tok, Base: s.c.base}},
 	}, nil
 }

@@ -1,10 +1,11 @@
-package kubox
+package sdk
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,54 +17,35 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-
-	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
+	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
-const (
-	routerToken = "router-bearer-token-0123456789abcdef"
-	agentToken  = "agent-token-0123456789abcdef0123456789"
-)
+// These tests pin how the SDK talks to a router (ConnectRouter) and reads its errors, with a
+// stand-in router in front of a real kubox-agent, so that what the router itself decides does
+// not mask what the SDK does.
 
-// startAgent runs a kubox-agent on 127.0.0.1 with its files under a temporary root, requiring
-// agentToken, and returns its base URL.
-func startAgent(t *testing.T) string {
+// routerToken is the bearer token fakeRouter accepts.
+const routerToken = "router-bearer-token-0123456789abcdef"
+
+// fakeRouter plays kubox-router for the sandbox sb only: /sandboxes/<ns>/<name>/<rest> goes to
+// its agent on 127.0.0.1:agentPort as /<rest> with the agent token the controller derived for
+// it, for requests that carry routerToken; anything else gets the router's JSON errors.
+func fakeRouter(t *testing.T, f *fixture, sb *kubox.Sandbox) *httptest.Server {
 	t.Helper()
-	a, err := agent.New(agent.Config{Host: "127.0.0.1", Token: []byte(agentToken), Root: t.TempDir(), WorkDir: t.TempDir(),
-		ShutdownGrace: time.Second})
+	target, err := url.Parse(fmt.Sprintf("http://%s:%d", framework.LoopbackIP, f.agentPort))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return "http://" + a.Addrs()[0].String()
-}
-
-// fakeRouter plays kubox-router for sandbox ns/sb: /sandboxes/ns/sb/<rest> goes to the agent as
-// /<rest> with the agent's token, for requests that carry routerToken; anything else gets the
-// router's JSON errors.
-func fakeRouter(t *testing.T, agentURL string) *httptest.Server {
-	t.Helper()
-	target, err := url.Parse(agentURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prefix := "/sandboxes/" + sb.Namespace() + "/" + sb.Name()
+	agentToken := string(framework.AgentToken(f.key, sb.Object().UID))
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
-			r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, "/sandboxes/ns/sb")
+			r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, prefix)
 			r.Out.URL.RawPath = ""
-			r.Out.Header.Set("Authorization", "Bearer "+agentToken)
+			r.Out.Header.Set(contract.AuthorizationHeader, "Bearer "+agentToken)
 		},
 		FlushInterval: -1,
 	}
@@ -74,10 +56,12 @@ func fakeRouter(t *testing.T, agentURL string) *httptest.Server {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.Header.Get("Authorization") != "Bearer "+routerToken:
+		case r.Header.Get(contract.AuthorizationHeader) != "Bearer "+routerToken:
 			fail(w, http.StatusUnauthorized, "the bearer token is not valid: use a Kubernetes token or a claim token")
-		case !strings.HasPrefix(r.URL.Path, "/sandboxes/ns/sb/"):
-			fail(w, http.StatusNotFound, "sandbox ns/other does not exist")
+		case !strings.HasPrefix(r.URL.Path, prefix+"/"):
+			ns, name, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/sandboxes/"), "/")
+			name, _, _ = strings.Cut(name, "/")
+			fail(w, http.StatusNotFound, fmt.Sprintf("sandbox %s/%s does not exist", ns, name))
 		default:
 			proxy.ServeHTTP(w, r)
 		}
@@ -86,23 +70,38 @@ func fakeRouter(t *testing.T, agentURL string) *httptest.Server {
 	return srv
 }
 
-// routerSandbox returns a handle on sandbox ns/name reached through router with token.
-func routerSandbox(t *testing.T, router, token, name string) *Sandbox {
+// openThrough opens the sandbox named name in the fixture's namespace with an SDK client that
+// reaches it through router with token.
+func openThrough(t *testing.T, f *fixture, router, token, name string) *kubox.Sandbox {
 	t.Helper()
-	c, err := New(&rest.Config{Host: "http://127.0.0.1:1", BearerToken: token}, Options{Connection: ConnectRouter, RouterURL: router})
+	c, err := kubox.New(env.Config, kubox.Options{Namespace: f.ns, Connection: kubox.ConnectRouter, RouterURL: router,
+		Token: token, ReadyTimeout: readyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return &Sandbox{c: c, ns: "ns", name: name, obj: &sandboxv1beta1.Sandbox{}}
+	sb, err := c.Open(t.Context(), f.ns, name)
+	if err != nil {
+		t.Fatalf("Open %s/%s: %v", f.ns, name, err)
+	}
+	return sb
+}
+
+// routedSandbox claims a sandbox with a running agent and returns it opened through a
+// fakeRouter in front of that agent.
+func routedSandbox(t *testing.T, f *fixture) (sb *kubox.Sandbox, router string) {
+	t.Helper()
+	direct := claimWithAgent(t, f)
+	router = fakeRouter(t, f, direct).URL
+	return openThrough(t, f, router, routerToken, direct.Name()), router
 }
 
 func TestRouterModeRunsProcessesAndMovesFiles(t *testing.T) {
-	router := fakeRouter(t, startAgent(t))
-	sb := routerSandbox(t, router.URL, routerToken, "sb")
+	f := setup(t)
+	sb, _ := routedSandbox(t, f)
 	ctx := t.Context()
 
-	res, err := sb.RunCmd(ctx, Cmd{Shell: "echo out; cat >&2; exit 3", Stdin: strings.NewReader("err\n")})
+	res, err := sb.RunCmd(ctx, kubox.Cmd{Shell: "echo out; cat >&2; exit 3", Stdin: strings.NewReader("err\n")})
 	if err != nil {
 		t.Fatalf("RunCmd: %v", err)
 	}
@@ -111,7 +110,7 @@ func TestRouterModeRunsProcessesAndMovesFiles(t *testing.T) {
 	}
 
 	var stdout, stderr bytes.Buffer
-	p, err := sb.Start(ctx, Cmd{Args: []string{"sh", "-c", "cat; echo done >&2"}, Stdin: strings.NewReader("hello\nworld\n"),
+	p, err := sb.Start(ctx, kubox.Cmd{Args: []string{"sh", "-c", "cat; echo done >&2"}, Stdin: strings.NewReader("hello\nworld\n"),
 		Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -135,28 +134,35 @@ func TestRouterModeRunsProcessesAndMovesFiles(t *testing.T) {
 	if err != nil || fi.Size != int64(len(data)) || fi.Mode.Perm() != 0o600 || fi.IsDir {
 		t.Errorf("Stat = %+v, %v; want a %d-byte file with mode 0600", fi, err, len(data))
 	}
-	if _, err := sb.Files().ReadFile(ctx, "/missing"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "/missing") {
+	if _, err := sb.Files().ReadFile(ctx, "/missing"); !errors.Is(err, kubox.ErrNotFound) || !strings.Contains(err.Error(), "/missing") {
 		t.Errorf("ReadFile(/missing) = %v; want ErrNotFound naming the file", err)
 	}
 }
 
 func TestRouterModeErrors(t *testing.T) {
-	router := fakeRouter(t, startAgent(t))
+	f := setup(t)
+	routed, router := routedSandbox(t, f)
+	// Another Ready sandbox, which the stand-in router does not serve.
+	other, err := f.sdk.Claim(t.Context(), kubox.FromTemplate("python"))
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
 	cases := map[string]struct {
 		token, sandbox string
 		want           error
 		contains       string
 	}{
-		"unknown sandbox": {token: routerToken, sandbox: "other", want: ErrNotFound, contains: "sandbox ns/other does not exist"},
-		"wrong token":     {token: "wrong-token", sandbox: "sb", want: ErrUnauthorized, contains: "the bearer token is not valid"},
+		"unknown sandbox": {token: routerToken, sandbox: other.Name(), want: kubox.ErrNotFound,
+			contains: "sandbox " + f.ns + "/" + other.Name() + " does not exist"},
+		"wrong token": {token: "wrong-token", sandbox: routed.Name(), want: kubox.ErrUnauthorized, contains: "the bearer token is not valid"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sb := routerSandbox(t, router.URL, tc.token, tc.sandbox)
+			sb := openThrough(t, f, router, tc.token, tc.sandbox)
 			_, runErr := sb.Run(t.Context(), "true")
 			_, readErr := sb.Files().ReadFile(t.Context(), "/x")
 			for op, err := range map[string]error{"Run": runErr, "ReadFile": readErr} {
-				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.contains) || !strings.Contains(err.Error(), "ns/"+tc.sandbox) {
+				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.contains) || !strings.Contains(err.Error(), f.ns+"/"+tc.sandbox) {
 					t.Errorf("%s = %v; want %v with the router's message %q, naming the sandbox", op, err, tc.want, tc.contains)
 				}
 			}
@@ -165,10 +171,10 @@ func TestRouterModeErrors(t *testing.T) {
 }
 
 func TestStartKillsTheProcessWhenItsContextEnds(t *testing.T) {
-	router := fakeRouter(t, startAgent(t))
-	sb := routerSandbox(t, router.URL, routerToken, "sb")
+	f := setup(t)
+	sb, _ := routedSandbox(t, f)
 	ctx, cancel := context.WithCancel(t.Context())
-	p, err := sb.Start(ctx, Cmd{Shell: "echo started; exec sleep 60", Stdout: io.Discard})
+	p, err := sb.Start(ctx, kubox.Cmd{Shell: "echo started; exec sleep 60", Stdout: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +186,7 @@ func TestStartKillsTheProcessWhenItsContextEnds(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := p.Signal(t.Context(), syscall.SIGCONT)
-		var ae *APIError
+		var ae *kubox.APIError
 		if errors.As(err, &ae) && (ae.Code == "failed_precondition" || ae.Code == "not_found") {
 			return
 		}
@@ -191,12 +197,12 @@ func TestStartKillsTheProcessWhenItsContextEnds(t *testing.T) {
 	}
 }
 
-func TestStartWithATTY(t *testing.T) {
-	router := fakeRouter(t, startAgent(t))
-	sb := routerSandbox(t, router.URL, routerToken, "sb")
+func TestStartWithATTYResizes(t *testing.T) {
+	f := setup(t)
+	sb, _ := routedSandbox(t, f)
 	out := &watchedBuffer{want: "24 80", seen: make(chan struct{})}
 	resized := make(chan struct{})
-	p, err := sb.Start(t.Context(), Cmd{Shell: "stty size; read line; stty size", TTY: &TTYSize{Rows: 24, Cols: 80},
+	p, err := sb.Start(t.Context(), kubox.Cmd{Shell: "stty size; read line; stty size", TTY: &kubox.TTYSize{Rows: 24, Cols: 80},
 		Stdout: out, Stdin: &gatedReader{r: strings.NewReader("go\n"), gate: resized}})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +212,7 @@ func TestStartWithATTY(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no terminal size in the output %q", out.String())
 	}
-	if err := p.Resize(t.Context(), TTYSize{Rows: 30, Cols: 100}); err != nil {
+	if err := p.Resize(t.Context(), kubox.TTYSize{Rows: 30, Cols: 100}); err != nil {
 		t.Fatalf("Resize: %v", err)
 	}
 	close(resized)
@@ -217,12 +223,12 @@ func TestStartWithATTY(t *testing.T) {
 		t.Errorf("terminal output %q; want the size before (24 80) and after the resize (30 100)", s)
 	}
 
-	plain, err := sb.Start(t.Context(), Cmd{Args: []string{"sleep", "0.2"}})
+	plain, err := sb.Start(t.Context(), kubox.Cmd{Args: []string{"sleep", "0.2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ae *APIError
-	if err := plain.Resize(t.Context(), TTYSize{Rows: 1, Cols: 1}); !errors.As(err, &ae) || ae.Code != "failed_precondition" {
+	var ae *kubox.APIError
+	if err := plain.Resize(t.Context(), kubox.TTYSize{Rows: 1, Cols: 1}); !errors.As(err, &ae) || ae.Code != "failed_precondition" {
 		t.Errorf("Resize without a TTY = %v; want failed_precondition", err)
 	}
 	if _, err := plain.Wait(); err != nil {
@@ -264,19 +270,4 @@ func (w *watchedBuffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
-}
-
-// A kubeconfig without a bearer token (client certificate or basic auth; routerTransport's test
-// covers both) still claims; processes and files fail, saying how to get a token.
-func TestRouterModeWithoutABearerTokenSaysHowToGetOne(t *testing.T) {
-	c, err := New(&rest.Config{Host: "http://127.0.0.1:1", Username: "admin", Password: "secret"},
-		Options{Connection: ConnectRouter, RouterURL: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatalf("New: %v; want the error only when the router is used", err)
-	}
-	sb := &Sandbox{c: c, ns: "ns", name: "sb", obj: &sandboxv1beta1.Sandbox{}}
-	_, err = sb.Run(t.Context(), "true")
-	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "kubectl create token") || !strings.Contains(err.Error(), "Options.Token") {
-		t.Errorf("Run = %v; want ErrUnauthorized saying how to get a bearer token", err)
-	}
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
@@ -47,14 +48,14 @@ const (
 // Defaults of Options.
 const (
 	DefaultNamespace       = "default"
-	DefaultRouterNamespace = "kubox-system"
-	DefaultRouterService   = "sandbox-router-svc"
+	DefaultRouterNamespace = contract.DefaultRouterNamespace
+	DefaultRouterService   = contract.DefaultRouterService
 	DefaultReadyTimeout    = 3 * time.Minute
 	// DefaultRouterPort is the port of the router's Service that the SDK uses in a Pod and when
 	// it port-forwards.
-	DefaultRouterPort = 8080
+	DefaultRouterPort = contract.DefaultRouterPort
 	// RouterURLEnv names the environment variable ConnectAuto reads the router's URL from.
-	RouterURLEnv = "KUBOX_ROUTER_URL"
+	RouterURLEnv = contract.RouterURLEnv
 )
 
 // Options configures a Client. The zero value works: sandboxes in namespace "default", the
