@@ -60,12 +60,15 @@ CHART_CHECK_VALUES := --set router.replicas=3 --set router.service.type=LoadBala
 	--set controller.image.tag=v0.0.0-check --set agentTokenKey.existingSecret=my-key
 
 .PHONY: chart-lint
-chart-lint: ## helm lint and helm template charts/kubox, with the default values and with CHART_CHECK_VALUES
-	$(TOOLS) helm
+chart-lint: ## helm lint and helm template charts/kubox, with the default values and with CHART_CHECK_VALUES; hack/chart's render test
+	$(TOOLS) kubernetes helm
 	$(HELM) lint --strict charts/kubox
 	$(HELM) lint --strict charts/kubox $(CHART_CHECK_VALUES)
 	$(HELM) template kubox charts/kubox -n kubox-system --include-crds >/dev/null
 	$(HELM) template kubox charts/kubox -n kubox-system $(CHART_CHECK_VALUES) >/dev/null
+	@# Renders config/default with kubectl and the generated chart with helm and compares them; kept
+	@# out of the unit tier (build tag chartrender) so test-unit needs no built tool.
+	$(GO_TEST) -count=1 -tags chartrender -run TestChartRendersConfigDefault ./hack/chart
 
 .PHONY: fmt
 fmt: ## gofmt the tree
@@ -77,7 +80,7 @@ lint: ## Run golangci-lint
 	$(call in-modules,$(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...)
 
 .PHONY: verify
-verify: generate manifests chart lint chart-lint python-lint ## Regenerate, lint, and fail when generated files are stale or untracked
+verify: generate manifests chart lint chart-lint ## Regenerate, lint (Go; python-lint runs in test), and fail when generated files are stale or untracked
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 		echo "Generated files are out of date; run 'make generate manifests chart' and commit:"; \
 		git status --porcelain -- $(GENERATED); git diff --stat -- $(GENERATED); exit 1; fi
@@ -91,24 +94,26 @@ build: ## Build every binary into bin/
 
 ##@ Test
 .PHONY: test
-test: test-unit test-conformance test-integration test-e2e ## Run every test tier: unit, conformance, integration, end-to-end (needs root)
+test: test-unit test-root python-lint test-python test-conformance test-integration test-e2e ## Run every tier: Go unit, Python (lint, unit, integration), sandboxd conformance, Go integration, end-to-end (needs root)
 
 .PHONY: test-unit
-test-unit: python-deps ## Unit tests (no API server): Go, and the Python SDK's against a local kubox-agent
-	$(TOOLS) kubernetes helm # hack/chart's tests render the chart with the cached kubectl and helm
+test-unit: ## Go unit tests of every module (no API server, no built tool, no root): what a contributor runs in the edit loop, on Linux or macOS
 	$(call in-modules,$(GO_TEST) -race -count=1 $$(go list ./... | grep -v /test/))
-	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests/unit
+
+.PHONY: test-root
+test-root: ## Go unit tests that need root (build tag root: internal/devenv mounts tmpfs); Linux only
+	$(GO_TEST) -count=1 -tags root ./internal/devenv
 
 .PHONY: test-conformance
 test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agent on 127.0.0.1 (pure Go; through kubox-router in test-integration)
 	$(GO_TEST) -race -count=1 ./test/conformance/
 
 .PHONY: test-integration
-test-integration: python-deps ## Integration tests against the repo's own etcd and kube-apiserver (the Python SDK's too: test/integration/pysdk)
-	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m ./test/integration/... ./test/conformance/router/
+test-integration: ## Go integration tests against the repo's own etcd and kube-apiserver, and sandboxd conformance through kubox-router (the Python SDK's are in test-python)
+	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v /test/integration/pysdk) ./test/conformance/router/
 
 .PHONY: test-python
-test-python: python-deps python-generate-check ## The Python SDK's unit and integration tests only (PYTEST_ADDOPTS passes pytest flags)
+test-python: python-deps python-generate-check ## The Python SDK's unit tests and its integration tests (test/integration/pysdk); PYTEST_ADDOPTS passes pytest flags
 	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests/unit
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 15m -v ./test/integration/pysdk/
 

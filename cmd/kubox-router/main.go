@@ -1,6 +1,6 @@
 // Command kubox-router takes clients outside the cluster to sandboxes: by path, by
-// agent-sandbox's X-Sandbox-* headers, or by preview host, after checking who they are. See
-// docs/router.md.
+// agent-sandbox's X-Sandbox-* headers, or by preview host, after checking who they are. Its
+// flags and start-up are in internal/router/cli; see docs/router.md.
 package main
 
 import (

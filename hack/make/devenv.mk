@@ -37,5 +37,5 @@ test-e2e-processes: ## The end-to-end tests that do not need an install, with ku
 	KUBOX_E2E_IN_CLUSTER=0 $(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' -skip '^TestInCluster' ./test/e2e/...
 
 .PHONY: bench-e2e
-bench-e2e: ## Pod and Sandbox start latency on the local cluster, runc vs gVisor (p50 over 20)
+bench-e2e: python-deps ## Pod and Sandbox start latency on the local cluster, runc vs gVisor (p50 over 20)
 	$(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -run '^$$' -bench . -benchtime 20x ./test/e2e/...

@@ -36,7 +36,7 @@ const (
 	DefaultMaxMessageBytes int64 = 8 << 20
 )
 
-// Config is kubox-agent's configuration; cmd/kubox-agent fills it from flags.
+// Config is kubox-agent's configuration; internal/agent/cli fills it from flags.
 type Config struct {
 	// Host is the address to listen on ("" for every interface).
 	Host string

@@ -26,7 +26,7 @@ func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // ownCommands are the commands whose help this package writes (not dev's, nor cobra's own).
 func ownCommands() []*cobra.Command {
 	var cmds []*cobra.Command
-	for _, c := range NewRoot().Commands() {
+	for _, c := range NewCommand().Commands() {
 		switch c.Name() {
 		case "dev", "help", "completion":
 			continue
@@ -41,7 +41,7 @@ func TestEveryCommandHelpHasExamples(t *testing.T) {
 	if len(cmds) < 9 {
 		t.Fatalf("found %d commands, want claim, run, exec, cp, get, suspend, resume, delete and logs", len(cmds))
 	}
-	for _, c := range append(cmds, NewRoot()) {
+	for _, c := range append(cmds, NewCommand()) {
 		args := []string{c.Name(), "--help"}
 		if c.Name() == "kubox" {
 			args = args[1:]

@@ -8,7 +8,7 @@ import (
 
 func TestDevHelpListsCommands(t *testing.T) {
 	var out bytes.Buffer
-	root := NewRoot()
+	root := NewCommand()
 	root.SetOut(&out)
 	root.SetArgs([]string{"dev", "--help"})
 	if err := root.Execute(); err != nil {
@@ -23,7 +23,7 @@ func TestDevHelpListsCommands(t *testing.T) {
 
 func TestDevStatusWithoutEnvironment(t *testing.T) {
 	var out bytes.Buffer
-	root := NewRoot()
+	root := NewCommand()
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetArgs([]string{"dev", "status", "--state-dir", t.TempDir() + "/none"})

@@ -58,7 +58,7 @@ func remoteExitCode(code int) int {
 // Execute runs kubox with args (os.Args[1:] in main) and returns the process's exit code. Errors
 // are printed to stderr as "error: ...".
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := NewRoot()
+	root := NewCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

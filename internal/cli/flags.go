@@ -178,11 +178,3 @@ func (s *source) validate(command string) error {
 	}
 	return nil
 }
-
-// String is the source as printed in tables: pool/NAME or template/NAME.
-func (s *source) String() string {
-	if s.pool != "" {
-		return "pool/" + s.pool
-	}
-	return "template/" + s.template
-}

@@ -6,10 +6,13 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/kubox-dev/kubox/internal/version"
 )
 
-// NewRoot returns the `kubox` command with every subcommand.
-func NewRoot() *cobra.Command {
+// NewCommand returns the `kubox` command with every subcommand. cmd/kubox runs it with Execute,
+// which maps errors to exit codes.
+func NewCommand() *cobra.Command {
 	g := newGlobalOptions()
 	root := &cobra.Command{
 		Use:   "kubox",
@@ -26,12 +29,14 @@ Service) or directly (--connection direct, inside the cluster).`,
   kubox exec -it --claim kubox-x7k2 -- bash
   kubox cp --claim ./data.csv kubox-x7k2:/work/data.csv
   kubox ls`,
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true, // Execute prints them, and passes remote exit codes through silently
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			return g.validate()
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	g.addFlags(root.PersistentFlags())
 	registerGlobalCompletions(root, g)
 	root.AddCommand(

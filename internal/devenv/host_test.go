@@ -1,9 +1,6 @@
 package devenv
 
 import (
-	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,34 +45,5 @@ func TestParseStat(t *testing.T) {
 	state, start, err := parseStat(stat)
 	if err != nil || state != "S" || start != 98765 {
 		t.Errorf("parseStat = %q, %d, %v; want S, 98765, nil", state, start, err)
-	}
-}
-
-// TestUnmountStackedMounts: a path mounted twice (as gVisor's shim does with null-netns) is
-// unmounted twice, so nothing is left below the folder.
-func TestUnmountStackedMounts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test mounts tmpfs and needs root, as `make test` does (the local node's tiers need it too)")
-	}
-	dir := t.TempDir()
-	point := filepath.Join(dir, "runsc", "null-netns")
-	if err := os.MkdirAll(point, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if err := syscall.Mount("tmpfs", point, "tmpfs", 0, "size=1m"); err != nil {
-			t.Fatalf("mount tmpfs on %s: %v", point, err)
-		}
-	}
-	t.Cleanup(func() { _ = Unmount(dir) })
-	if err := Unmount(dir); err != nil {
-		t.Fatal(err)
-	}
-	mounts, err := readMounts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if left := MountsUnder(mounts, dir); len(left) != 0 {
-		t.Errorf("still mounted: %v", left)
 	}
 }

@@ -146,23 +146,6 @@ func (p PKI) Write(dir string) error {
 	return nil
 }
 
-// ReadPKI loads a PKI written earlier.
-func ReadPKI(dir string) (PKI, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	p := PKI{}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		p[e.Name()] = data
-	}
-	return p, nil
-}
-
 // EnsureKey writes 48 random bytes, base64-encoded, to path (mode 0600) unless the file exists:
 // the agent token key survives `up` after `up`, so running sandboxes keep valid tokens.
 func EnsureKey(path string) error {

@@ -89,10 +89,6 @@ func newReviewer(cfg Config, restConfig *rest.Config) (*authn.Reviewer, error) {
 		authn.NewBudget(cfg.TokenReviewBudget, clock.RealClock{}), clock.RealClock{}), nil
 }
 
-// Handler is the main listener's handler: the proxy routes, the token endpoint, /healthz and
-// /readyz. It serves nothing but 503s until the cache is started (Start, Serve or StartCache).
-func (rt *Router) Handler() http.Handler { return rt.handler }
-
 // MetricsHandler serves the router's Prometheus metrics.
 func (rt *Router) MetricsHandler() http.Handler { return rt.metrics.Handler() }
 

@@ -63,7 +63,7 @@ func NewCommand() *cobra.Command {
 Clients authenticate with a Kubernetes token allowed to create sandboxes/connect or
 sandboxclaims/connect, a claim token (POST /v1/claims/{namespace}/{name}/token), or the shared
 token. See docs/router.md.`,
-		Version:       version.Get().GitVersion,
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },

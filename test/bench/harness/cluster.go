@@ -92,7 +92,7 @@ func (c *Cluster) spawn(name, bin string, args ...string) error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
@@ -151,9 +151,6 @@ func nodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
-
-// LogDir is where the scheduler's and kwok's logs are.
-func (c *Cluster) LogDir() string { return c.dir }
 
 // Stop stops kwok and the scheduler (by the PIDs this cluster started), then the API server and
 // etcd, and removes the temporary folder unless KUBOX_BENCH_KEEP=1.

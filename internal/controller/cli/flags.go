@@ -1,9 +1,10 @@
-package manager
+package cli
 
 import (
-	"flag"
 	"fmt"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -15,9 +16,8 @@ import (
 // settings; the other flags exist so a Deployment written for agent-sandbox's controller keeps
 // working: each has agent-sandbox's name and, when given, overrides the file.
 type Flags struct {
-	fs         *flag.FlagSet
+	fs         *pflag.FlagSet
 	configFile string
-	version    bool
 
 	clusterDomain    string
 	metricsAddr      string
@@ -38,11 +38,10 @@ type Flags struct {
 }
 
 // BindFlags defines the flags on fs.
-func BindFlags(fs *flag.FlagSet) *Flags {
+func BindFlags(fs *pflag.FlagSet) *Flags {
 	f := &Flags{fs: fs}
 	fs.StringVar(&f.configFile, "config", "",
 		"Path to a ControllerConfiguration file (apiVersion config.kubox.dev/v1alpha1); without one every setting has its default. See docs/configuration.md.")
-	fs.BoolVar(&f.version, "version", false, "Print the version and exit.")
 	fs.StringVar(&f.clusterDomain, "cluster-domain", configv1alpha1.DefaultClusterDomain,
 		"Overrides clusterDomain: the cluster's DNS domain, used in status.serviceFQDN.")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", configv1alpha1.DefaultMetricsAddress,
@@ -63,7 +62,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	return f
 }
 
-func bindExtensionFlags(fs *flag.FlagSet, f *Flags) {
+func bindExtensionFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.BoolVar(&f.extensions, "extensions", true,
 		"Overrides controllers.extensions: run the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers.")
 	fs.IntVar(&f.templateWorkers, "sandbox-template-concurrent-workers", int(configv1alpha1.DefaultTemplateWorkers),
@@ -82,9 +81,6 @@ func bindExtensionFlags(fs *flag.FlagSet, f *Flags) {
 		"Overrides controllers.sandboxClaim.events (as its negation): record no Events about claims, one API write each.")
 }
 
-// Version reports whether --version was given.
-func (f *Flags) Version() bool { return f.version }
-
 // Config loads the configuration file, applies the flags given on the command line over it, and
 // validates the result. Call it after the FlagSet is parsed.
 func (f *Flags) Config() (*configv1alpha1.ControllerConfiguration, error) {
@@ -92,7 +88,7 @@ func (f *Flags) Config() (*configv1alpha1.ControllerConfiguration, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.fs.Visit(func(fl *flag.Flag) { f.apply(fl.Name, cfg) })
+	f.fs.Visit(func(fl *pflag.Flag) { f.apply(fl.Name, cfg) })
 	if errs := configv1alpha1.Validate(cfg); len(errs) > 0 {
 		return nil, fmt.Errorf("the flags make the controller configuration invalid: %w", errs.ToAggregate())
 	}
