@@ -1,3 +1,5 @@
+//go:build chartrender
+
 package main
 
 import (
