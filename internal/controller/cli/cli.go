@@ -134,6 +134,9 @@ func (o *options) run() error {
 	if err != nil {
 		return err
 	}
+	for _, note := range o.flags.InertNotes() {
+		log.Info("Ignoring an agent-sandbox flag", "note", note)
+	}
 	if err := manager.CheckLeaderElection(cfg); err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ type Flags struct {
 	poolGrace        time.Duration
 	poolRecheck      time.Duration
 	noClaimEvents    bool
+	noClaimAnnotate  bool
 }
 
 // BindFlags defines the flags on fs.
@@ -79,6 +80,9 @@ func bindExtensionFlags(fs *pflag.FlagSet, f *Flags) {
 		"Overrides controllers.sandboxWarmPool.unschedulableRecheckInterval.")
 	fs.BoolVar(&f.noClaimEvents, "disable-claim-events", false,
 		"Overrides controllers.sandboxClaim.events (as its negation): record no Events about claims, one API write each.")
+	fs.BoolVar(&f.noClaimAnnotate, "disable-claim-observability-annotations", false,
+		"Overrides controllers.sandboxClaim.observabilityAnnotations (as its negation): write no sandbox-name and controller-first-observed-at annotations on bound claims, one API write each.")
+	bindInertFlags(fs)
 }
 
 // Config loads the configuration file, applies the flags given on the command line over it, and
@@ -136,5 +140,7 @@ func (f *Flags) applyExtension(name string, c *configv1alpha1.Controllers) {
 		c.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: f.poolRecheck}
 	case "disable-claim-events":
 		c.SandboxClaim.Events = ptr.To(!f.noClaimEvents)
+	case "disable-claim-observability-annotations":
+		c.SandboxClaim.ObservabilityAnnotations = ptr.To(!f.noClaimAnnotate)
 	}
 }

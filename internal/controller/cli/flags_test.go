@@ -290,3 +290,51 @@ func TestHelpVersionAndBadArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentSandboxV1FlagSet parses the flags agent-sandbox v1's controller Deployments and Helm
+// chart may pass, in both spellings: those kubox maps set its configuration, and each of the
+// others is accepted with a note saying why it has no effect.
+func TestAgentSandboxV1FlagSet(t *testing.T) {
+	mapped := []string{"extensions=true", "leader-elect=true", "disable-claim-observability-annotations",
+		"sandbox-warm-pool-readiness-grace-period=1m", "kube-api-qps=-1", "kube-api-burst=10"}
+	var inert []string
+	for _, fl := range inertFlags {
+		if fl.boolean {
+			inert = append(inert, fl.name) // given without a value, as a chart's boolean
+		} else {
+			inert = append(inert, fl.name+"=7")
+		}
+	}
+	for _, dash := range []string{"-", "--"} {
+		t.Run(dash, func(t *testing.T) {
+			var args []string
+			for _, a := range append(append([]string{}, mapped...), inert...) {
+				args = append(args, dash+a)
+			}
+			o := parseArgs(t, args...)
+			cfg, err := o.flags.Config()
+			if err != nil {
+				t.Fatalf("Config of agent-sandbox v1's flags %q: %v", args, err)
+			}
+			if got := ptr.Deref(cfg.Controllers.SandboxClaim.ObservabilityAnnotations, true); got {
+				t.Errorf("observabilityAnnotations = %v after --disable-claim-observability-annotations; want false", got)
+			}
+			if got := cfg.Controllers.SandboxWarmPool.ReadinessGracePeriod; got == nil || got.Duration != time.Minute {
+				t.Errorf("readinessGracePeriod = %v; want 1m", got)
+			}
+			notes := o.flags.InertNotes()
+			if len(notes) != len(inertFlags) {
+				t.Errorf("%d notes for %d inert flags: %q", len(notes), len(inertFlags), notes)
+			}
+			for _, fl := range inertFlags {
+				found := false
+				for _, n := range notes {
+					found = found || (strings.HasPrefix(n, "--"+fl.name+"=") && strings.HasSuffix(n, "has no effect: "+fl.why))
+				}
+				if !found {
+					t.Errorf("no note says why --%s has no effect; notes %q", fl.name, notes)
+				}
+			}
+		})
+	}
+}
