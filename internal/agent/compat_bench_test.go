@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kubox-dev/kubox/internal/agent/compat/pyruntime"
 )
 
 // BenchmarkCompatExecuteOutput runs commands writing text (5 and 48 MiB) and NUL bytes (5 MiB,
@@ -36,7 +38,7 @@ func BenchmarkCompatExecuteOutput(b *testing.B) {
 			var want bytes.Buffer
 			enc := json.NewEncoder(&want)
 			enc.SetEscapeHTML(false)
-			_ = enc.Encode(executeAnswer{Stdout: out})
+			_ = enc.Encode(pyruntime.ExecuteResponse{Stdout: out})
 			wantSum := sha256.Sum256(bytes.TrimSuffix(want.Bytes(), []byte("\n")))
 			payload, _ := json.Marshal(map[string]string{"command": command})
 			before := allocated()

@@ -7,13 +7,15 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubox-dev/kubox/internal/agent/compat/pyruntime"
+	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
 // compatCall sends method path to the compatibility port at base, with the token when token is
@@ -42,31 +44,15 @@ func compatCall(t testing.TB, method, base, path, token, contentType string, bod
 	return resp.StatusCode, b
 }
 
-func execute(t testing.TB, base, command string) (int, executeAnswer) {
+func execute(t testing.TB, base, command string) (int, pyruntime.ExecuteResponse) {
 	t.Helper()
 	payload, _ := json.Marshal(map[string]string{"command": command})
 	code, body := compatCall(t, http.MethodPost, base, "/execute", testToken, "application/json", bytes.NewReader(payload))
-	var got executeAnswer
+	var got pyruntime.ExecuteResponse
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatalf("POST /execute %q = %d %.200s: not python-runtime's answer: %v", command, code, body, err)
 	}
 	return code, got
-}
-
-type executeAnswer struct {
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
-	ExitCode int    `json:"exit_code"`
-}
-
-// seqOutput is what `seq 1 n` writes.
-func seqOutput(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		b.WriteString(strconv.Itoa(i))
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // TestCompatExecuteReturnsAllOutput: a command writing more than 5 MiB to stdout and to stderr
@@ -75,7 +61,7 @@ func seqOutput(n int) string {
 func TestCompatExecuteReturnsAllOutput(t *testing.T) {
 	_, _, compat := startAgent(t, nil)
 	const n = 800000 // seq 1 800000 writes 5,488,895 bytes
-	want := seqOutput(n)
+	want := testutil.SeqOutput(n)
 	if len(want) <= 5<<20 {
 		t.Fatalf("the test's output has %d bytes, want more than 5 MiB", len(want))
 	}
@@ -119,7 +105,7 @@ func TestCompatExecuteOverTheLimitFailsLoudly(t *testing.T) {
 	}
 	t.Run("0 is no limit", func(t *testing.T) {
 		_, _, compat := startAgent(t, func(c *Config) { c.LookupEnv = env(EnvCompatMaxOutputBytes, "0") })
-		if code, got := execute(t, compat, "seq 1 800000"); code != http.StatusOK || got.Stdout != seqOutput(800000) {
+		if code, got := execute(t, compat, "seq 1 800000"); code != http.StatusOK || got.Stdout != testutil.SeqOutput(800000) {
 			t.Errorf("POST /execute = %d with %d bytes of stdout; want 200 and all of it", code, len(got.Stdout))
 		}
 	})

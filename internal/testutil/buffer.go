@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"bytes"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -23,4 +25,14 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// SeqOutput is what `seq 1 n` writes: the numbers 1 to n, one per line.
+func SeqOutput(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -11,25 +11,10 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/compat/pyruntime"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
-
-// executeAnswer is python-runtime's answer to POST /execute.
-type executeAnswer struct {
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
-	ExitCode int    `json:"exit_code"`
-}
-
-// seqOutput is what `seq 1 n` writes.
-func seqOutput(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		b.WriteString(strconv.Itoa(i))
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
 
 // TestPythonRuntimeOutputThroughTheRouter sends POST /execute the way agent-sandbox's SDKs do
 // (routing headers, through kubox-router) to real agents: more than 5 MiB on stdout and on
@@ -53,11 +38,11 @@ func TestPythonRuntimeOutputThroughTheRouter(t *testing.T) {
 
 	res := eventuallyStatus(t, http.StatusOK, http.MethodPost, rt.url+"/execute",
 		`{"command": "sh -c 'seq 1 800000; seq 1 800000 >&2'"}`, headers(big)...)
-	var got executeAnswer
+	var got pyruntime.ExecuteResponse
 	if err := json.Unmarshal([]byte(res.body), &got); err != nil {
 		t.Fatalf("POST /execute answered %.300s: %v", res.body, err)
 	}
-	want := seqOutput(800000)
+	want := testutil.SeqOutput(800000)
 	if len(want) <= 5<<20 {
 		t.Fatalf("the test's output has %d bytes, want more than 5 MiB", len(want))
 	}
@@ -67,7 +52,7 @@ func TestPythonRuntimeOutputThroughTheRouter(t *testing.T) {
 	}
 
 	res = eventuallyStatus(t, http.StatusInsufficientStorage, http.MethodPost, rt.url+"/execute", `{"command": "yes"}`, headers(limited)...)
-	got = executeAnswer{}
+	got = pyruntime.ExecuteResponse{}
 	if err := json.Unmarshal([]byte(res.body), &got); err != nil || got.ExitCode == 0 || got.Stdout != "" ||
 		!strings.Contains(got.Stderr, "1048576 bytes (1 MiB)") || !strings.Contains(got.Stderr, "--"+agent.FlagCompatMaxOutputBytes) {
 		t.Errorf("POST /execute of yes past a 1 MiB limit: %.500s; want 507 naming the limit and its setting", res.body)
