@@ -35,4 +35,19 @@ const (
 	// cluster's kubox-router, as {"url": "http://..."}. Written by `kubox dev`; read by the kubox
 	// CLI (and the Python SDK) when no router URL is given.
 	RouterKubeconfigExtension = "kubox.dev/router"
+
+	// SandboxdGRPCPort is sandboxd's default gRPC port (process.v1 and watcher.v1), which
+	// agent-sandbox v1's SDKs dial; kubox-agent serves that wire on the port of
+	// SandboxdGRPCAddrEnv when its container sets it.
+	SandboxdGRPCPort = 9090
+	// SandboxdRESTPort is sandboxd's default REST port (/v1/files, /v1/health, /v1/metadata).
+	SandboxdRESTPort = 8080
+	// SandboxdGRPCAddrEnv and SandboxdRESTAddrEnv are the environment variables ("host:port")
+	// through which agent-sandbox v1's SDKs find sandboxd, and from which kubox-agent takes the
+	// ports it serves sandboxd's wire on.
+	SandboxdGRPCAddrEnv = "SANDBOXD_GRPC_ADDR"
+	SandboxdRESTAddrEnv = "SANDBOXD_REST_ADDR"
+	// SandboxdHealthPath is sandboxd's readiness probe on its REST port, served by kubox-agent
+	// without a token.
+	SandboxdHealthPath = "/v1/health"
 )

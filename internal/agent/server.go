@@ -233,7 +233,7 @@ func (a *Agent) addSandboxd() error {
 			a.sandboxd = files.NewSandboxdHandler(root, files.SandboxdOptions{})
 		}
 		a.addOptional(newServer(a.cfg.Host, a.cfg.SandboxdRESTPort,
-			a.authenticate(a.sandboxd, a.cfg.CompatAuth, sandboxd.HealthPath)))
+			a.authenticate(a.sandboxd, a.cfg.CompatAuth, contract.SandboxdHealthPath)))
 	}
 	return nil
 }

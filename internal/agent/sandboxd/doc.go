@@ -3,8 +3,8 @@
 // without changing code:
 //
 //   - process.v1.ProcessService and watcher.v1.FileWatcherService over gRPC (connect-go, so also
-//     Connect and gRPC-Web) on GRPCPort, 9090 by default (process.go, watcher.go);
-//   - sandboxd's REST API (/v1/files, /v1/health, /v1/metadata) on RESTPort, 8080 by default,
+//     Connect and gRPC-Web) on contract.SandboxdGRPCPort, 9090 by default (process.go, watcher.go);
+//   - sandboxd's REST API (/v1/files, /v1/health, /v1/metadata) on contract.SandboxdRESTPort, 8080 by default,
 //     which is internal/agent/files' SandboxdHandler, served as the port's whole handler (a
 //     ServeMux would clean the paths before the handler can refuse those leading outside the root).
 //
@@ -18,18 +18,9 @@
 // /v1/health answers without it, for probes.
 package sandboxd
 
-// The sandboxd wire's fixed names and numbers. Other packages refer to these rather than repeat them.
+// The sandboxd wire's ports, environment variables and health path are in api/contract
+// (Sandboxd*), which the agent, the conformance tests and the docs' clients share.
 const (
-	// GRPCPort is sandboxd's default gRPC port (process.v1 and watcher.v1).
-	GRPCPort = 9090
-	// RESTPort is sandboxd's default REST port (/v1/files, /v1/health, /v1/metadata).
-	RESTPort = 8080
-	// GRPCAddrEnv and RESTAddrEnv are the environment variables through which sandboxd's SDKs find
-	// the two ports ("host:port").
-	GRPCAddrEnv = "SANDBOXD_GRPC_ADDR"
-	RESTAddrEnv = "SANDBOXD_REST_ADDR"
-	// HealthPath is the REST port's readiness probe, served without a token.
-	HealthPath = "/v1/health"
 	// DefaultRoot is sandboxd's default root: cwd and file paths are relative to it.
 	DefaultRoot = "/workspace"
 )

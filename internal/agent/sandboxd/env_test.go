@@ -1,6 +1,10 @@
 package sandboxd
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kubox-dev/kubox/api/contract"
+)
 
 func TestPortFromEnv(t *testing.T) {
 	cases := map[string]struct {
@@ -21,13 +25,13 @@ func TestPortFromEnv(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			getenv := func(k string) string {
-				if k == GRPCAddrEnv {
+				if k == contract.SandboxdGRPCAddrEnv {
 					return tc.value
 				}
 				return "localhost:1"
 			}
-			if got := PortFromEnv(getenv, GRPCAddrEnv); got != tc.want {
-				t.Errorf("PortFromEnv(%s=%q) = %d, want %d", GRPCAddrEnv, tc.value, got, tc.want)
+			if got := PortFromEnv(getenv, contract.SandboxdGRPCAddrEnv); got != tc.want {
+				t.Errorf("PortFromEnv(%s=%q) = %d, want %d", contract.SandboxdGRPCAddrEnv, tc.value, got, tc.want)
 			}
 		})
 	}
