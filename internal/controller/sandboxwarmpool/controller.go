@@ -28,6 +28,10 @@ const Name = "sandboxwarmpool"
 // FieldManager is the field manager of every object the controller writes.
 const FieldManager = "kubox-sandboxwarmpool-controller"
 
+// changedMemberRetry is how soon a pool looks again after a member it meant to delete changed
+// first (deleteMembers), should the member's own event not come first.
+const changedMemberRetry = time.Second
+
 // Event reasons. WarmPoolNotProgressing and WarmPoolProgressing are agent-sandbox's.
 const (
 	// EventMembersUnschedulable: members cannot be scheduled; the pool holds them (Warning).
@@ -173,8 +177,15 @@ func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.Sandbox
 	if len(p.held) > 0 {
 		obs.wakeIn(r.settings.UnschedulableRecheckInterval)
 	}
-	if err := r.deleteMembers(ctx, pool, obs, p.deletions); err != nil {
+	skipped, err := r.deleteMembers(ctx, pool, obs, p.deletions)
+	if err != nil {
 		return err
+	}
+	if skipped > 0 {
+		// A member the plan deleted changed first and is still there: creating now would break
+		// maxSurge (or replicas). Its change's event, or this wake-up, brings the next pass.
+		obs.wakeIn(changedMemberRetry)
+		return nil
 	}
 	obs.recordDeletions(p.deletions, pool.Spec.ReadinessGracePeriod(r.settings.ReadinessGracePeriod), pool.Spec.UpdateStrategy.StrategyType())
 	return r.createMembers(ctx, pool, obs, p.create)

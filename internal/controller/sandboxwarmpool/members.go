@@ -242,9 +242,11 @@ func (r *Reconciler) createMembers(ctx context.Context, pool *extv1beta1.Sandbox
 // deleteMembers deletes the planned members in slow-start batches. Each delete is conditional on
 // the member's UID and resourceVersion as this pass saw them: a member a claim bound in the
 // meantime has a newer resourceVersion, so the delete fails and the bound sandbox is left alone.
-func (r *Reconciler) deleteMembers(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed, dels []deletion) error {
+// skipped counts such members: they are still there, so the creations the plan made room for by
+// deleting them must wait for the next pass.
+func (r *Reconciler) deleteMembers(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed, dels []deletion) (skipped int, err error) {
 	if len(dels) == 0 {
-		return nil
+		return 0, nil
 	}
 	key := poolKey(pool)
 	var mu sync.Mutex
@@ -276,9 +278,9 @@ func (r *Reconciler) deleteMembers(ctx context.Context, pool *extv1beta1.Sandbox
 	if err != nil {
 		obs.record(corev1.EventTypeWarning, EventFailedDelete, "Delete",
 			fmt.Sprintf("Deleted %d of %d members: %v", deleted, len(dels), err))
-		return fmt.Errorf("deleting members of SandboxWarmPool %s: %w", pool.Name, err)
+		return len(changed), fmt.Errorf("deleting members of SandboxWarmPool %s: %w", pool.Name, err)
 	}
-	return nil
+	return len(changed), nil
 }
 
 // slowStartBatch calls fn(0), ..., fn(count-1) in batches of 1, 2, 4, ... calls running in

@@ -286,8 +286,12 @@ func TestDeleteMembersLeavesChangedMembersAlone(t *testing.T) {
 
 	pool := makePool(0).Obj()
 	dels := []deletion{{member: &member{sandbox: seen[0]}}, {member: &member{sandbox: seen[1]}}}
-	if err := r.deleteMembers(ctx, pool, &observed{}, dels); err != nil {
+	skipped, err := r.deleteMembers(ctx, pool, &observed{}, dels)
+	if err != nil {
 		t.Fatalf("deleteMembers() error: %v", err)
+	}
+	if skipped != 1 {
+		t.Errorf("deleteMembers() skipped %d members; want 1, the bound one, so the pass creates no replacement for it", skipped)
 	}
 	if got := read("bound"); got.Labels["agents.x-k8s.io/claim-uid"] != "claim-uid" {
 		t.Errorf("The bound Sandbox changed: %+v", got.ObjectMeta)
