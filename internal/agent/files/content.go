@@ -112,13 +112,15 @@ func (r *Root) writeFile(op string, t target, src io.Reader, mode *fs.FileMode) 
 	if old != nil {
 		keepOwner(tmp, old)
 	}
-	if err := tmp.Chmod(perm); err != nil {
-		return Entry{}, fromOS(op, t.shown, unwrapPathError(err))
-	}
 	bp := copyBuffers.Get().(*[]byte)
 	_, err = copyBuffer(tmp, src, *bp)
 	copyBuffers.Put(bp)
 	if err != nil {
+		return Entry{}, fromOS(op, t.shown, unwrapPathError(err))
+	}
+	// The mode goes on after the content: a write by a process without CAP_FSETID (an agent not
+	// running as root) clears the setuid and setgid bits, and the file stays 0600 while written.
+	if err := tmp.Chmod(perm); err != nil {
 		return Entry{}, fromOS(op, t.shown, unwrapPathError(err))
 	}
 	if err := tmp.Sync(); err != nil {
