@@ -22,10 +22,14 @@ func (r *Reconciler) annotateBound(ctx context.Context, claim *extv1beta1.Sandbo
 	if patch == nil {
 		return nil
 	}
+	base := claim.ResourceVersion
 	err := r.client.Patch(ctx, claim, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
 	if err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("annotating SandboxClaim %s with its sandbox: %w", claim.Name, err))
 	}
+	// Until the cache shows the patched claim, a pass would see it unannotated and patch again:
+	// passes over the version this patch replaced wait for the newer one, as after a status write.
+	r.memory.statusWritten(claim.UID, base)
 	return nil
 }
 

@@ -59,7 +59,8 @@ func (m *claimMemory) expected(claim types.UID) (name string, recent bool) {
 // observed drops the expectation of claim: the cache shows its sandbox, or it is known gone.
 func (m *claimMemory) observed(claim types.UID) { m.sandboxes.Forget(claim) }
 
-// statusWritten records that a status write replaced version base of claim.
+// statusWritten records that a write of this process (its status, or the annotation patch)
+// replaced version base of claim.
 func (m *claimMemory) statusWritten(claim types.UID, base string) { m.status.Wrote(claim, base) }
 
 // cacheBehind reports whether the cached claim, at resourceVersion rv, predates this process's
