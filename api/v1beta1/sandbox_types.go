@@ -89,6 +89,12 @@ type SandboxBlueprint struct {
 	// router, with any image. kubox addition.
 	// +optional
 	Agent *AgentSpec `json:"agent,omitempty"`
+
+	// idlePolicy, when set, suspends the sandbox after a time without activity and wakes it on
+	// the next request through kubox-router. A claim's idlePolicy replaces its template's.
+	// kubox addition.
+	// +optional
+	IdlePolicy *IdlePolicy `json:"idlePolicy,omitempty"`
 }
 
 // ShutdownPolicy says what happens to a sandbox when its shutdownTime passes.
@@ -228,6 +234,11 @@ type SandboxStatus struct {
 	// for a sandbox that does not run the agent. kubox addition.
 	// +optional
 	Agent *AgentStatus `json:"agent,omitempty"`
+
+	// idle is what the controller last saw of the sandbox's activity, for a sandbox with an
+	// idlePolicy. kubox addition.
+	// +optional
+	Idle *IdleStatus `json:"idle,omitempty"`
 }
 
 // Sandbox is one Pod with a stable name and hostname, optional persistent volumes, and a

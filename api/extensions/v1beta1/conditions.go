@@ -32,6 +32,12 @@ const (
 	// ClaimReasonVolumeClaimTemplatesError: the claim's volumeClaimTemplates are not allowed by
 	// the template's volumeClaimTemplatesPolicy, or clash with the template's.
 	ClaimReasonVolumeClaimTemplatesError = "VolumeClaimTemplatesError"
+	// ClaimReasonSecretFilesRejected: the claim's secretFiles are not allowed by the template's
+	// claimPolicy, or a Secret it names cannot be read. kubox addition.
+	ClaimReasonSecretFilesRejected = "SecretFilesRejected"
+	// ClaimReasonSettingsPending: the claim's env and secretFiles are being delivered into its
+	// warm sandbox through the sandbox's agent. kubox addition.
+	ClaimReasonSettingsPending = "SettingsPending"
 	// ClaimReasonClaimExpired: the claim reached its shutdownTime or its TTL after finishing.
 	ClaimReasonClaimExpired = "ClaimExpired"
 	// ClaimReasonSandboxExpired: the claim's sandbox reached its own shutdownTime.

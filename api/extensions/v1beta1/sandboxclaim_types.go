@@ -152,6 +152,41 @@ type SandboxClaimSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(x, !has(x.spec.selector))",message="volumeClaimTemplates[].spec.selector must not be set in a claim: it would bind a pre-provisioned PersistentVolume chosen by its labels, which may hold the data of another user; set it in the SandboxTemplate instead"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, !has(x.spec.volumeAttributesClassName))",message="volumeClaimTemplates[].spec.volumeAttributesClassName must not be set in a claim: it would choose the VolumeAttributesClass of the volume (its performance and cost), which only the template may choose; set it in the SandboxTemplate instead"
 	VolumeClaimTemplates []sandboxv1beta1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+
+	// secretFiles lists Secrets whose keys are written as files into the sandbox, at paths the
+	// template's claimPolicy.allowedSecretFilePaths allows. Whoever creates the claim must be
+	// allowed to get each Secret (checked at admission). A warm sandbox receives them through
+	// its agent before the claim is Ready, without a restart; nothing of them stays for another
+	// claim. kubox addition.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.mountPath == x.mountPath))",message="secretFiles[].mountPath must be unique"
+	SecretFiles []SecretFile `json:"secretFiles,omitempty"`
+
+	// idlePolicy suspends the claim's sandbox after a time without activity and wakes it on the
+	// next request; it replaces the template's idlePolicy. kubox addition.
+	// +optional
+	IdlePolicy *sandboxv1beta1.IdlePolicy `json:"idlePolicy,omitempty"`
+}
+
+// SecretFile writes the keys of a Secret as files into a claim's sandbox. kubox addition.
+type SecretFile struct {
+	// secretName is a Secret in the claim's namespace; each of its keys becomes a file named like
+	// the key, readable only by the sandbox's user.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
+
+	// mountPath is the absolute directory the files are written to; it must be one of the
+	// template's claimPolicy.allowedSecretFilePaths or under one.
+	// +required
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.contains('/../') && !self.endsWith('/..') && !self.contains('//')",message="secretFiles[].mountPath must be an absolute, clean path (no '..' element, no '//')"
+	MountPath string `json:"mountPath"`
 }
 
 // ClaimSandboxStatus identifies the sandbox bound to a claim.

@@ -117,6 +117,16 @@ type ClaimPolicy struct {
 	// bound besides the namespace's ResourceQuota.
 	// +optional
 	MaxStoragePerVolume *resource.Quantity `json:"maxStoragePerVolume,omitempty"`
+
+	// allowedSecretFilePaths are the directories (absolute paths) under which a claim's
+	// secretFiles may be written. Unset or empty, a claim may not set secretFiles: such a claim
+	// gets Ready=False with reason SecretFilesRejected.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.startsWith('/') && p != '/' && !p.contains('/../') && !p.endsWith('/..') && !p.contains('//'))",message="claimPolicy.allowedSecretFilePaths must be absolute, clean paths other than /"
+	AllowedSecretFilePaths []string `json:"allowedSecretFilePaths,omitempty"`
 }
 
 // SandboxTemplateSpec is the blueprint of the sandboxes built from a template, and what claims
