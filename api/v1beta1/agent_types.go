@@ -59,6 +59,35 @@ type AgentStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=65535
 	CompatibilityPort int32 `json:"compatibilityPort,omitempty"`
+
+	// sandboxdGRPCPort is the port on which the agent serves sandboxd's gRPC API (process.v1,
+	// watcher.v1), taken from the container's SANDBOXD_GRPC_ADDR; 0 or absent: none. It requires
+	// the sandbox's agent token like the compatibility port, so kubox-router adds the token for it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	SandboxdGRPCPort int32 `json:"sandboxdGRPCPort,omitempty"`
+
+	// sandboxdRESTPort is the port on which the agent serves sandboxd's REST API (/v1/files,
+	// /v1/health, /v1/metadata), taken from the container's SANDBOXD_REST_ADDR; 0 or absent: none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	SandboxdRESTPort int32 `json:"sandboxdRESTPort,omitempty"`
+}
+
+// Ports returns the ports the status records, the agent's API port first; zeros are left out.
+func (s *AgentStatus) Ports() []int32 {
+	if s == nil {
+		return nil
+	}
+	var ports []int32
+	for _, p := range []int32{s.Port, s.CompatibilityPort, s.SandboxdGRPCPort, s.SandboxdRESTPort} {
+		if p != 0 {
+			ports = append(ports, p)
+		}
+	}
+	return ports
 }
 
 // AgentAuth says whether an agent port requires the sandbox's agent token.

@@ -14,7 +14,7 @@ import (
 // sandbox's preview hosts, and the browser attaches the kubox-token cookie to requests it sends
 // them. The rules below keep that cookie from being used by anyone but the page it belongs to.
 
-// checkPreviewPort refuses the sandbox's agent port and compatibility port on a preview host:
+// checkPreviewPort refuses the ports the sandbox records as its agent's on a preview host:
 // they run code (/execute, Connect's process API) with the sandbox's agent token, which the
 // router adds, and no browser page needs them. Clients reach them by path or header routes
 // with an Authorization header, which a page cannot forge.
@@ -29,6 +29,8 @@ func (rt *Router) checkPreviewPort(sb *sandboxv1beta1.Sandbox, port int) *httpEr
 		what = "its kubox-agent's API port"
 	case agent.CompatibilityPort != 0 && port == int(agent.CompatibilityPort):
 		what = "its kubox-agent's compatibility port (agent-sandbox's runtime API)"
+	case isAgentPort(agent, port):
+		what = "one of its kubox-agent's sandboxd ports (agent-sandbox v1's process and file API)"
 	default:
 		return nil
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
 // browserCookieName is the name a browser gives the cookie of a Set-Cookie value (RFC 6265bis
@@ -135,4 +137,19 @@ func FuzzCheckCookieSite(f *testing.F) {
 			t.Errorf("%s with Sec-Fetch-Site %q and Origin %q passed", method, site, origin)
 		}
 	})
+}
+
+func TestCheckPreviewPortRefusesEveryAgentPort(t *testing.T) {
+	sb := &sandboxv1beta1.Sandbox{}
+	sb.Namespace, sb.Name = "ns", "sb"
+	sb.Status.Agent = &sandboxv1beta1.AgentStatus{Port: 7070, CompatibilityPort: 8888, SandboxdGRPCPort: 9090, SandboxdRESTPort: 8080}
+	rt := &Router{}
+	for _, port := range []int{7070, 8888, 9090, 8080} {
+		if herr := rt.checkPreviewPort(sb, port); herr == nil || herr.code != http.StatusForbidden {
+			t.Errorf("preview port %d, which status.agent records: %v; want 403", port, herr)
+		}
+	}
+	if herr := rt.checkPreviewPort(sb, 3000); herr != nil {
+		t.Errorf("preview port 3000, an app's: %v; want it served", herr)
+	}
 }

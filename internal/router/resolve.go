@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -131,7 +132,7 @@ func (rt *Router) resolveTarget(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 
 // isAgentPort reports whether port is one the sandbox records as its agent's.
 func isAgentPort(agent *sandboxv1beta1.AgentStatus, port int) bool {
-	return agent != nil && port > 0 && (port == int(agent.Port) || port == int(agent.CompatibilityPort))
+	return port > 0 && slices.Contains(agent.Ports(), int32(port))
 }
 
 // noAgentPort is the answer to a request for the agent of a sandbox that records no agent port.

@@ -70,9 +70,9 @@ child, with the container's stdout and stderr; the agent keeps serving when it e
 	f.StringVar(&o.cfg.Root, "root", "", "confine the agent's file APIs to this directory (default: the whole container)")
 	f.StringVar(&o.cfg.CompatBaseDir, "compat-base-dir", envOr("SANDBOX_BASE_DIR", "/app"), "python-runtime's base directory (created when missing)")
 	f.StringVar(&o.cfg.SandboxdRoot, "sandboxd-root", sandboxd.DefaultRoot, "root of sandboxd's APIs: files and process working directories (created when missing)")
-	f.IntVar(&o.cfg.SandboxdGRPCPort, "sandboxd-grpc-port", sandboxd.PortFromEnv(os.Getenv, contract.SandboxdGRPCAddrEnv),
+	f.IntVar(&o.cfg.SandboxdGRPCPort, "sandboxd-grpc-port", contract.PortFromAddrEnv(os.Getenv, contract.SandboxdGRPCAddrEnv),
 		"port of sandboxd's gRPC API (process.v1, watcher.v1; sandboxd's is 9090); default: the port of $"+contract.SandboxdGRPCAddrEnv+", else off (0); --compat-port=0 turns it off")
-	f.IntVar(&o.cfg.SandboxdRESTPort, "sandboxd-rest-port", sandboxd.PortFromEnv(os.Getenv, contract.SandboxdRESTAddrEnv),
+	f.IntVar(&o.cfg.SandboxdRESTPort, "sandboxd-rest-port", contract.PortFromAddrEnv(os.Getenv, contract.SandboxdRESTAddrEnv),
 		"port of sandboxd's REST API (/v1/files, /v1/health, /v1/metadata; sandboxd's is 8080); default: the port of $"+contract.SandboxdRESTAddrEnv+", else off (0); --compat-port=0 turns it off")
 	f.DurationVar(&o.cfg.SandboxdExecuteTimeout, "sandboxd-execute-timeout", 0, "longest a sandboxd Execute may run (0: only the caller's deadline)")
 	f.Int64Var(&o.cfg.SandboxdMaxExecuteOutput, "sandboxd-max-execute-output", sandboxd.DefaultMaxExecuteOutput, "most bytes per stream a sandboxd Execute returns; more fails the call instead of being cut")

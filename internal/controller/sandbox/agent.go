@@ -213,12 +213,48 @@ func agentArgv(c *corev1.Container, port, compat int32, auth sandboxv1beta1.Agen
 	if auth == sandboxv1beta1.AgentAuthDisabled {
 		cmd = append(cmd, "--compat-auth=disabled")
 	}
+	if compat != 0 {
+		cmd = append(cmd, sandboxdFlags(c.Env)...)
+	}
 	child := append(append([]string{}, c.Command...), c.Args...)
 	if len(child) == 0 {
 		return cmd, nil
 	}
 	return cmd, append([]string{"--"}, child...)
 }
+
+// sandboxdFlags passes the agent, as flags, the sandboxd ports the container's environment
+// names (SANDBOXD_GRPC_ADDR, SANDBOXD_REST_ADDR, as agent-sandbox v1's templates set them), which
+// the agent would take from its environment anyway: written on its command line, they are what
+// agentStatus records and so the ports kubox-router adds the agent token for. A variable set
+// from a ConfigMap or Secret (valueFrom) is not known here: the agent still serves its port, but
+// the router adds no token for it.
+func sandboxdFlags(env []corev1.EnvVar) []string {
+	getenv := func(name string) string {
+		for _, e := range env {
+			if e.Name == name && e.ValueFrom == nil {
+				return e.Value
+			}
+		}
+		return ""
+	}
+	var flags []string
+	for _, f := range []struct{ flag, env string }{
+		{sandboxdGRPCPortFlag, contract.SandboxdGRPCAddrEnv},
+		{sandboxdRESTPortFlag, contract.SandboxdRESTAddrEnv},
+	} {
+		if port := contract.PortFromAddrEnv(getenv, f.env); port != 0 {
+			flags = append(flags, f.flag+strconv.Itoa(port))
+		}
+	}
+	return flags
+}
+
+// The agent's flags for sandboxd's ports, as agentArgv writes them.
+const (
+	sandboxdGRPCPortFlag = "--sandboxd-grpc-port="
+	sandboxdRESTPortFlag = "--sandboxd-rest-port="
+)
 
 // withPort adds a TCP container port unless the container already declares that number.
 func withPort(ports []corev1.ContainerPort, name string, port int32) []corev1.ContainerPort {
@@ -246,6 +282,10 @@ func agentStatus(pod *corev1.Pod) *sandboxv1beta1.AgentStatus {
 				st.Port = port
 			} else if port, ok := flagPort(arg, "--compat-port="); ok {
 				st.CompatibilityPort = port
+			} else if port, ok := flagPort(arg, sandboxdGRPCPortFlag); ok {
+				st.SandboxdGRPCPort = port
+			} else if port, ok := flagPort(arg, sandboxdRESTPortFlag); ok {
+				st.SandboxdRESTPort = port
 			}
 		}
 		if st.Port == 0 {

@@ -35,6 +35,7 @@ func TestInjectAgentArgv(t *testing.T) {
 	agentFlags := []string{AgentBinary, "--port=7070", "--compat-port=8888", "--token-file=/.kubox/token/token"}
 	cases := map[string]struct {
 		command, args []string
+		env           []corev1.EnvVar
 		spec          sandboxv1beta1.AgentSpec
 		wantCommand   []string
 		wantArgs      []string
@@ -57,6 +58,19 @@ func TestInjectAgentArgv(t *testing.T) {
 			wantCommand: []string{AgentBinary, "--port=9000", "--compat-port=0", "--token-file=/.kubox/token/token", "--compat-auth=disabled"},
 			wantArgs:    []string{"--", "sh"},
 		},
+		"sandboxd's addresses in the environment become the agent's sandboxd ports": {
+			env: []corev1.EnvVar{{Name: "SANDBOXD_GRPC_ADDR", Value: "localhost:9090"}, {Name: "SANDBOXD_REST_ADDR", Value: "127.0.0.1:8080"}},
+			wantCommand: append(append([]string{}, agentFlags...), "--sandboxd-grpc-port=9090", "--sandboxd-rest-port=8080"),
+		},
+		"an address from valueFrom or without a port is not passed": {
+			env: []corev1.EnvVar{{Name: "SANDBOXD_GRPC_ADDR", ValueFrom: &corev1.EnvVarSource{}}, {Name: "SANDBOXD_REST_ADDR", Value: "localhost"}},
+			wantCommand: agentFlags,
+		},
+		"no sandboxd ports when compatibility is off": {
+			env:         []corev1.EnvVar{{Name: "SANDBOXD_GRPC_ADDR", Value: "localhost:9090"}},
+			spec:        sandboxv1beta1.AgentSpec{CompatibilityPort: ptr.To[int32](0)},
+			wantCommand: []string{AgentBinary, "--port=7070", "--compat-port=0", "--token-file=/.kubox/token/token"},
+		},
 		"a sandbox port equal to the default compatibility port turns compatibility off": {
 			spec:        sandboxv1beta1.AgentSpec{Port: ptr.To[int32](8888)},
 			wantCommand: []string{AgentBinary, "--port=8888", "--compat-port=0", "--token-file=/.kubox/token/token"},
@@ -64,7 +78,9 @@ func TestInjectAgentArgv(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sb := agentSandbox(tc.spec, func(s *corev1.PodSpec) { s.Containers[0].Command, s.Containers[0].Args = tc.command, tc.args })
+			sb := agentSandbox(tc.spec, func(s *corev1.PodSpec) {
+				s.Containers[0].Command, s.Containers[0].Args, s.Containers[0].Env = tc.command, tc.args, tc.env
+			})
 			pod, err := buildAgentPod(t, testAgent, sb)
 			if err != nil {
 				t.Fatalf("buildPod: %v", err)
@@ -211,6 +227,10 @@ func TestAgentStatus(t *testing.T) {
 		"the flags the controller gives the agent": {
 			containers: []corev1.Container{agentC(AgentBinary, "--port=9000", "--compat-port=8888", "--token-file=/t")},
 			want:       &sandboxv1beta1.AgentStatus{Port: 9000, CompatibilityPort: 8888},
+		},
+		"sandboxd's ports": {
+			containers: []corev1.Container{agentC(AgentBinary, "--port=7070", "--compat-port=8888", "--sandboxd-grpc-port=9090", "--sandboxd-rest-port=8080")},
+			want:       &sandboxv1beta1.AgentStatus{Port: 7070, CompatibilityPort: 8888, SandboxdGRPCPort: 9090, SandboxdRESTPort: 8080},
 		},
 		"compatibility port off": {
 			containers: []corev1.Container{{Name: "side"}, agentC(AgentBinary, "--port=7070", "--compat-port=0")},

@@ -3,9 +3,9 @@
 // sandbox's Pod, and agent-sandbox's header routing (X-Sandbox-ID, X-Sandbox-Namespace,
 // X-Sandbox-Port) to the agent's sandboxd ports, gRPC proxied natively over HTTP/2 without TLS.
 //
-// The agent runs with compatibilityAuth Disabled: the router authenticates the client, and
-// injects the sandbox's agent token only for the ports status.agent records (the agent port and
-// the compatibility port), which do not include sandboxd's.
+// The agent requires its token on sandboxd's ports (compatibilityAuth Required, the default): the
+// router authenticates the client and adds the sandbox's agent token for the ports status.agent
+// records, sandboxd's included, and for no other.
 package router
 
 import (
@@ -43,43 +43,78 @@ const sharedToken = "conformance-shared-token-0123456789abcdef"
 func TestSandboxdThroughKuboxRouter(t *testing.T) {
 	ns := env.NewNamespace(t)
 	_, routerURL := env.StartRouter(t, ns, key, func(c *router.Config) { c.SharedToken = []byte(sharedToken) })
-	apiPort, compatPort := framework.FreePort(t), framework.FreePort(t)
-	grpcPort, restPort := framework.FreePort(t), framework.FreePort(t)
-
-	sb := testutil.MakeSandbox("sbx", ns).Obj()
-	sb.Spec.Agent = &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(apiPort)), CompatibilityPort: ptr.To(int32(compatPort))}
-	env.Create(t, sb)
-	root := t.TempDir()
-	framework.StartAgent(t, agent.Config{Port: apiPort, CompatPort: compatPort, Token: framework.AgentToken(key, sb.UID),
-		CompatBaseDir: root, SandboxdRoot: root, SandboxdGRPCPort: grpcPort, SandboxdRESTPort: restPort})
-	markReady(t, sb)
+	sb, grpcPort, restPort, root := sandboxdSandbox(t, ns, "sbx", true)
 
 	route := func(port int) map[string]string {
 		return map[string]string{"authorization": "Bearer " + sharedToken, "x-sandbox-id": sb.Name,
 			"x-sandbox-namespace": ns, "x-sandbox-port": strconv.Itoa(port)}
 	}
-	header := func(port int) http.Header {
-		h := http.Header{}
-		for k, v := range route(port) {
-			h.Set(k, v)
-		}
-		return h
-	}
 	tg := &conformance.Target{
 		Conn:       conformance.Dial(t, strings.TrimPrefix(routerURL, "http://"), route(grpcPort)),
 		GRPCURL:    routerURL,
-		GRPCHeader: header(grpcPort),
+		GRPCHeader: header(route(grpcPort)),
 		REST:       routerURL,
-		Header:     header(restPort),
+		Header:     header(route(restPort)),
 		Root:       root,
 	}
-	waitRouted(t, routerURL, header(restPort))
+	waitRouted(t, routerURL, header(route(restPort)))
 	conformance.Run(t, tg)
+
+	// A sandbox whose status does not record its sandboxd ports gets no agent token on them: the
+	// agent, which requires it there, refuses the call the router passes on.
+	bare, _, bareREST, _ := sandboxdSandbox(t, ns, "bare", false)
+	h := header(map[string]string{"authorization": "Bearer " + sharedToken, "x-sandbox-id": bare.Name,
+		"x-sandbox-namespace": ns, "x-sandbox-port": strconv.Itoa(bareREST)})
+	waitRouted(t, routerURL, h) // /v1/health needs no token
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, routerURL+"/v1/files/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /v1/files/ through the router to a sandboxd port status.agent does not record: %d; want 401 from the agent "+
+			"(the router must add the agent token only for recorded ports)", res.StatusCode)
+	}
+}
+
+// sandboxdSandbox creates Sandbox name with a kubox-agent on 127.0.0.1 that serves sandboxd's
+// ports and requires the agent token on them (compatibilityAuth Required), and marks it Ready;
+// recordSandboxd says whether its status.agent records the sandboxd ports, as kubox-controller
+// does when the container's environment names them.
+func sandboxdSandbox(t *testing.T, ns, name string, recordSandboxd bool) (*sandboxv1beta1.Sandbox, int, int, string) {
+	t.Helper()
+	apiPort, compatPort := framework.FreePort(t), framework.FreePort(t)
+	grpcPort, restPort := framework.FreePort(t), framework.FreePort(t)
+	sb := testutil.MakeSandbox(name, ns).Obj()
+	sb.Spec.Agent = &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(apiPort)), CompatibilityPort: ptr.To(int32(compatPort))}
+	env.Create(t, sb)
+	root := t.TempDir()
+	framework.StartAgent(t, agent.Config{Port: apiPort, CompatPort: compatPort, Token: framework.AgentToken(key, sb.UID), CompatAuth: true,
+		CompatBaseDir: root, SandboxdRoot: root, SandboxdGRPCPort: grpcPort, SandboxdRESTPort: restPort})
+	st := &sandboxv1beta1.AgentStatus{Port: int32(apiPort), CompatibilityPort: int32(compatPort)}
+	if recordSandboxd {
+		st.SandboxdGRPCPort, st.SandboxdRESTPort = int32(grpcPort), int32(restPort)
+	}
+	markReady(t, sb, st)
+	return sb, grpcPort, restPort, root
+}
+
+func header(m map[string]string) http.Header {
+	h := http.Header{}
+	for k, v := range m {
+		h.Set(k, v)
+	}
+	return h
 }
 
 // markReady writes the status kubox-controller would (pod IP 127.0.0.1, Ready, the agent ports)
 // after making the Sandbox's Pod hold that IP, as the router checks.
-func markReady(t *testing.T, sb *sandboxv1beta1.Sandbox) {
+func markReady(t *testing.T, sb *sandboxv1beta1.Sandbox, agentStatus *sandboxv1beta1.AgentStatus) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: sb.Name,
@@ -94,7 +129,7 @@ func markReady(t *testing.T, sb *sandboxv1beta1.Sandbox) {
 		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(sb), sb); err != nil {
 			return err
 		}
-		sb.Status.Agent = &sandboxv1beta1.AgentStatus{Port: *sb.Spec.Agent.Port, CompatibilityPort: *sb.Spec.Agent.CompatibilityPort}
+		sb.Status.Agent = agentStatus
 		sb.Status.PodIPs = []string{framework.LoopbackIP}
 		sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.SandboxConditionReady, Status: metav1.ConditionTrue,
 			Reason: sandboxv1beta1.SandboxReasonDependenciesReady, Message: "set by the test", LastTransitionTime: metav1.Now(),

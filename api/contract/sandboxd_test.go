@@ -1,12 +1,8 @@
-package sandboxd
+package contract
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/kubox-dev/kubox/api/contract"
-)
-
-func TestPortFromEnv(t *testing.T) {
+func TestPortFromAddrEnv(t *testing.T) {
 	cases := map[string]struct {
 		value string
 		want  int
@@ -25,13 +21,13 @@ func TestPortFromEnv(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			getenv := func(k string) string {
-				if k == contract.SandboxdGRPCAddrEnv {
+				if k == SandboxdGRPCAddrEnv {
 					return tc.value
 				}
 				return "localhost:1"
 			}
-			if got := PortFromEnv(getenv, contract.SandboxdGRPCAddrEnv); got != tc.want {
-				t.Errorf("PortFromEnv(%s=%q) = %d, want %d", contract.SandboxdGRPCAddrEnv, tc.value, got, tc.want)
+			if got := PortFromAddrEnv(getenv, SandboxdGRPCAddrEnv); got != tc.want {
+				t.Errorf("PortFromAddrEnv(%s=%q) = %d, want %d", SandboxdGRPCAddrEnv, tc.value, got, tc.want)
 			}
 		})
 	}
