@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,8 +52,23 @@ type Target struct {
 	// REST is the REST port's base URL; Header is sent with every REST request.
 	REST   string
 	Header http.Header
-	// Root is sandboxd's root on the host, where the test looks at what the calls did.
+	// Root is sandboxd's root as the sandbox sees it (the working directory of its processes).
 	Root string
+	// FileMode returns the permission bits of the file at path (relative to Root), looked at
+	// without the API under test. Unset, the file is looked at under Root on this host.
+	FileMode func(t *testing.T, path string) (fs.FileMode, error)
+}
+
+// fileMode looks at a file the calls wrote.
+func (tg *Target) fileMode(t *testing.T, path string) (fs.FileMode, error) {
+	if tg.FileMode != nil {
+		return tg.FileMode(t, path)
+	}
+	fi, err := os.Stat(filepath.Join(tg.Root, path))
+	if err != nil {
+		return 0, err
+	}
+	return fi.Mode().Perm(), nil
 }
 
 // Metadata is gRPC metadata sent with every call (authorization, routing headers).

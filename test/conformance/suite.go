@@ -8,8 +8,6 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,8 +165,8 @@ func filesWriteReadListDelete(t *testing.T, tg *Target) {
 	if code, _, body := tg.do(t, http.MethodGet, "/v1/files/src%2Fmain.py", nil); code != http.StatusOK || string(body) != "print('hi')\n" {
 		t.Errorf("GET src%%2Fmain.py (the SDKs encode the slashes): %d %q", code, body)
 	}
-	if fi, err := os.Stat(filepath.Join(tg.Root, "src/run.sh")); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Errorf("src/run.sh: %v, mode %v; want 0755", err, fi.Mode())
+	if mode, err := tg.fileMode(t, "src/run.sh"); err != nil || mode != 0o755 {
+		t.Errorf("src/run.sh: %v, mode %v; want 0755", err, mode)
 	}
 	code, _, body := tg.do(t, http.MethodGet, "/v1/files/src", nil)
 	if code != http.StatusOK {

@@ -202,6 +202,12 @@ type ClaimSandboxStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=2
 	PodIPs []string `json:"podIPs,omitempty"`
+
+	// serviceFQDN is the fully qualified DNS name of the sandbox's Service, as the Sandbox
+	// reports it; empty when it has none.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ServiceFQDN string `json:"serviceFQDN,omitempty"`
 }
 
 // SandboxClaimStatus is the observed state of a SandboxClaim.

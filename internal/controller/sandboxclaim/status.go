@@ -88,6 +88,7 @@ func computeStatus(claim *extv1beta1.SandboxClaim, obs *observed, now metav1.Tim
 		st.Sandbox.Name = sb.Name
 		if obs.expiredAt == nil && sb.DeletionTimestamp == nil {
 			st.Sandbox.PodIPs = append([]string(nil), sb.Status.PodIPs...)
+			st.Sandbox.ServiceFQDN = sb.Status.ServiceFQDN
 		}
 		if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionFinished); c != nil {
 			set(metav1.Condition{Type: extv1beta1.ClaimConditionFinished, Status: c.Status, Reason: c.Reason,

@@ -41,6 +41,19 @@ func TestComputeStatus(t *testing.T) {
 			obs:   observed{sandbox: sandboxWith(sbName, ips, sbReady)},
 			want:  status(sbName, ips, claimReady),
 		},
+		"the sandbox's Service name is mirrored (agent-sandbox v1's status.sandbox.serviceFQDN)": {
+			claim: makeClaim().Obj(),
+			obs: observed{sandbox: func() *sandboxv1beta1.Sandbox {
+				sb := sandboxWith(sbName, ips, sbReady)
+				sb.Status.ServiceFQDN = sbName + ".ns.svc.cluster.local"
+				return sb
+			}()},
+			want: func() extv1beta1.SandboxClaimStatus {
+				st := status(sbName, ips, claimReady)
+				st.Sandbox.ServiceFQDN = sbName + ".ns.svc.cluster.local"
+				return st
+			}(),
+		},
 		"a sandbox that is not ready is mirrored as it is": {
 			claim: makeClaim().Obj(),
 			obs:   observed{sandbox: sandboxWith(sbName, nil, sbNotReady)},

@@ -74,6 +74,7 @@ func mirroredFieldsChanged() predicate.Predicate {
 			return !sameCondition(oldSB, newSB, sandboxv1beta1.SandboxConditionReady) ||
 				!sameCondition(oldSB, newSB, sandboxv1beta1.SandboxConditionFinished) ||
 				!slices.Equal(oldSB.Status.PodIPs, newSB.Status.PodIPs) ||
+				oldSB.Status.ServiceFQDN != newSB.Status.ServiceFQDN ||
 				!equality.Semantic.DeepEqual(metav1.GetControllerOf(oldSB), metav1.GetControllerOf(newSB)) ||
 				(oldSB.DeletionTimestamp == nil) != (newSB.DeletionTimestamp == nil)
 		},
