@@ -29,8 +29,12 @@ dev-status: kubox ## Show the local cluster's processes and readiness (kubox dev
 	$(KUBOX) dev status $(KUBOX_DEV_ARGS)
 
 .PHONY: test-e2e
-test-e2e: python-deps ## End-to-end tests on the local cluster, kubox installed from config/dev (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it; E2E_RUN selects tests)
-	$(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/...
+test-e2e: python-deps ## End-to-end tests on the local cluster, kubox installed from config/dev (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it; E2E_RUN selects tests), then agent-sandbox's Go SDK against it
+	@# test/e2e leaves the environment up for agent-sandbox's SDK test, whose TestMain takes it down
+	@# (unless KUBOX_E2E_KEEP=1); when test/e2e fails, it is taken down here.
+	KUBOX_E2E_KEEP=1 $(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/... || \
+		{ [ "$$KUBOX_E2E_KEEP" = 1 ] || $(KUBOX) dev down; exit 1; }
+	cd test/agentsandbox && KUBOX_E2E_KEEP=$(KUBOX_E2E_KEEP) $(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./...
 
 .PHONY: test-e2e-processes
 test-e2e-processes: ## The end-to-end tests that do not need an install, with kubox-controller and -router as host processes (kubox dev up --in-cluster=false)
