@@ -43,10 +43,8 @@ func validatePathPrefix(p string) error {
 	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
 		return shape
 	}
-	for _, c := range p {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~/", c)) {
-			return shape
-		}
+	if strings.ContainsFunc(p, func(c rune) bool { return !prefixChar(c) }) {
+		return shape
 	}
 	segs := strings.Split(p[1:], "/")
 	if slices.Contains(segs, ".") || slices.Contains(segs, "..") {
@@ -56,6 +54,11 @@ func validatePathPrefix(p string) error {
 		return fmt.Errorf("--path-routing-prefix %q would hide the router's own paths under /%s/; choose another, such as /browse", p, segs[0])
 	}
 	return nil
+}
+
+// prefixChar reports whether c may be in a prefix: what a path needs no escaping for.
+func prefixChar(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~/", c)
 }
 
 // parsePrefixRoute reads {prefix}/{ns}/{name}/{port}/{rest...} from the escaped path: the

@@ -48,7 +48,7 @@ func (rt *Router) servePathSession(w http.ResponseWriter, r *http.Request, rte *
 		herr = errorf(http.StatusServiceUnavailable, "the router is still loading Sandboxes from the Kubernetes API; retry shortly")
 	case r.Method == http.MethodPost:
 		herr = rt.mintTicket(w, r, rte)
-	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+	case r.Method == http.MethodGet: // not HEAD: a link checker's HEAD must not spend the ticket
 		herr = rt.redeemTicket(w, r, rte)
 	default:
 		herr = errorf(http.StatusMethodNotAllowed, "%s/%s takes POST (mint a ticket) or GET (open a session with ?ticket=), not %s",

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/router"
 )
 
@@ -282,5 +285,28 @@ func TestPathRouteRewritesResponses(t *testing.T) {
 	}
 	if sw := res.hdr.Get("Service-Worker-Allowed"); sw != base+"/" {
 		t.Errorf("Service-Worker-Allowed %q; want %s/", sw, base)
+	}
+}
+
+// TestPathRouteSessionEndsWithItsSandbox: a session opens the sandbox it was opened for, by UID;
+// another Sandbox created under the name later is closed to it.
+func TestPathRouteSessionEndsWithItsSandbox(t *testing.T) {
+	s := newPathSetup(t)
+	b := browser(t)
+	res := browse(t, b, s.rt.url+s.ticket(t, "other", fmt.Sprintf("%d/", s.app.port()), bearer(sharedToken)))
+	if res.code != http.StatusSeeOther {
+		t.Fatalf("redeeming the ticket: %s", res)
+	}
+	if res := browse(t, b, s.rt.url+s.other+"/"); res.code != http.StatusOK {
+		t.Fatalf("the session's sandbox: %s", res)
+	}
+	old := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: s.rt.ns, Name: "other"}}
+	env.ForceDelete(t, old)
+	env.WaitGone(t, old)
+	eventuallyStatus(t, http.StatusNotFound, http.MethodGet, s.rt.url+s.other+"/", "", bearer(sharedToken))
+	markReady(t, createSandbox(t, s.rt.ns, "other", nil), "127.0.0.1")
+	eventuallyStatus(t, http.StatusOK, http.MethodGet, s.rt.url+s.other+"/", "", bearer(sharedToken))
+	if res := browse(t, b, s.rt.url+s.other+"/"); res.code != http.StatusUnauthorized || !strings.Contains(res.errorMessage(), "no longer exists") {
+		t.Errorf("the old session on the new Sandbox of the name: %s; want 401", res)
 	}
 }
