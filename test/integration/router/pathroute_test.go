@@ -310,3 +310,31 @@ func TestPathRouteSessionEndsWithItsSandbox(t *testing.T) {
 		t.Errorf("the old session on the new Sandbox of the name: %s; want 401", res)
 	}
 }
+
+// TestPathRouteTicketErrors: a ticket opens only its own sandbox's session, and the session
+// endpoint says what it wants.
+func TestPathRouteTicketErrors(t *testing.T) {
+	s := newPathSetup(t)
+	session := pathPrefix + "/" + s.rt.ns + "/other/kubox-session"
+	ticketURL := s.ticket(t, "web", "", bearer(sharedToken))
+	ticket, _ := url.Parse(ticketURL)
+	for _, tc := range []struct {
+		name, method, target string
+		want                 int
+	}{
+		{"web's ticket at other's endpoint", http.MethodGet, session + "?" + ticket.RawQuery, http.StatusForbidden},
+		{"no ticket", http.MethodGet, session, http.StatusUnauthorized},
+		{"a forged ticket", http.MethodGet, session + "?ticket=kbs1.e30.AAAA", http.StatusUnauthorized},
+		{"next leaving the sandbox", http.MethodGet, session + "?" + ticket.RawQuery + "&next=80/../../web/80/", http.StatusBadRequest},
+		{"next naming no port", http.MethodPost, session + "?next=//evil.example/", http.StatusBadRequest},
+		{"PUT", http.MethodPut, session, http.StatusMethodNotAllowed},
+		{"HEAD does not spend a ticket", http.MethodHead, ticketURL, http.StatusMethodNotAllowed},
+	} {
+		if res := do(t, tc.method, s.rt.url+tc.target, "", bearer(sharedToken)); res.code != tc.want {
+			t.Errorf("%s: %s; want %d", tc.name, res, tc.want)
+		}
+	}
+	if res := browse(t, browser(t), s.rt.url+ticketURL); res.code != http.StatusOK || !strings.Contains(res.body, "is open until") {
+		t.Errorf("redeeming the ticket without next: %s; want 200 after all the refusals above", res)
+	}
+}
