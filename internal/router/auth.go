@@ -30,6 +30,8 @@ type principal struct {
 	kind  string
 	user  *authn.User        // principalUser
 	claim *claimtoken.Claims // principalClaim
+	// session is the browser session of principalSession (pathroute_grant.go).
+	session *grant
 }
 
 // name is how the access log shows the principal; never a token.
@@ -41,6 +43,8 @@ func (p *principal) name() string {
 		return p.user.Name
 	case p.claim != nil:
 		return "claim:" + p.claim.Namespace + "/" + p.claim.Claim
+	case p.session != nil:
+		return "session:" + p.session.Subject
 	}
 	return p.kind
 }
@@ -152,6 +156,8 @@ func (rt *Router) authorize(ctx context.Context, p *principal, a access) *httpEr
 		return nil
 	case principalClaim:
 		return rt.authorizeClaimToken(ctx, p.claim, a)
+	case principalSession:
+		return p.session.authorize(a)
 	}
 	attrs := authn.Attributes{Verb: "create", Group: sandboxv1beta1.GroupVersion.Group, Resource: "sandboxes",
 		Subresource: "connect", Namespace: a.namespace, Name: a.name}

@@ -52,6 +52,12 @@ type Config struct {
 	AllowUnauthenticatedHeaderRouting bool
 	// PreviewDomain enables preview hosts "{port}-{id}.{PreviewDomain}"; empty: off.
 	PreviewDomain string
+	// PathRoutingPrefix enables browser path routing, "{prefix}/{ns}/{name}/{port}/..." with a
+	// session cookie (agent-sandbox's --path-routing-prefix); empty: off. See pathroute.go.
+	PathRoutingPrefix string
+	// PathRoutingRewriteResponses rewrites Location and Content-Location headers of path-routed
+	// responses that point at the sandbox's own root so they stay under the prefix.
+	PathRoutingRewriteResponses bool
 	// ProxyTimeout bounds the wait for a sandbox's response headers, and caps X-Sandbox-Timeout.
 	ProxyTimeout time.Duration
 	// MaxRequestBodyBytes bounds request bodies (413 beyond); 0: unlimited.
@@ -141,6 +147,12 @@ func (c *Config) validate() error {
 	if c.MaxResponseHeaderBytes < minResponseHeaderBytes || c.MaxResponseHeaderBytes > maxResponseHeaderBytes {
 		errs = append(errs, fmt.Errorf("the response header limit is %d bytes; give --max-response-header-bytes from %d to %d",
 			c.MaxResponseHeaderBytes, minResponseHeaderBytes, maxResponseHeaderBytes))
+	}
+	if err := validatePathPrefix(c.PathRoutingPrefix); err != nil {
+		errs = append(errs, err)
+	}
+	if c.PathRoutingRewriteResponses && c.PathRoutingPrefix == "" {
+		errs = append(errs, errors.New("--path-routing-rewrite-responses needs --path-routing-prefix: without it no request is path-routed"))
 	}
 	if strings.ContainsAny(c.PreviewDomain, ":/ ") {
 		errs = append(errs, fmt.Errorf("preview domain %q must be a bare DNS domain such as preview.example.com", c.PreviewDomain))

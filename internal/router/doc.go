@@ -8,6 +8,10 @@
 //
 //   - Host "{port}-{id}.{Config.PreviewDomain}": that port of the sandbox whose preview id
 //     (contract.PreviewID of its UID) is id; path and Host forwarded unchanged.
+//   - Path "{Config.PathRoutingPrefix}/{ns}/{name}/{port}/{rest...}" (browsers, with a session
+//     cookie; off without a prefix): that port, path /{rest...} with its escaping; the agent's
+//     ports are refused. "{prefix}/{ns}/{name}/kubox-session" mints and redeems the session's
+//     one-use ticket. See pathroute.go.
 //   - Header X-Sandbox-ID (agent-sandbox's contract; X-Sandbox-Namespace, default "default";
 //     X-Sandbox-Port, default 8888): path forwarded unchanged.
 //   - GET /healthz, GET /readyz, POST /v1/claims/{ns}/{name}/token (mints a claim token).

@@ -35,6 +35,8 @@ func (rt *Router) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case herr != nil:
 		writeError(w, herr)
+	case rte != nil && rte.kind == kindPathSession:
+		rt.servePathSession(w, r, rte)
 	case rte != nil:
 		rt.serveProxy(w, r, rte)
 	case r.URL.Path == healthPath:
@@ -90,7 +92,7 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		}
 		return nil
 	}})
-	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview}
+	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview, pathBase: rte.base}
 	rt.proxy.ServeHTTP(cookieGuard{w}, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
 }
 
@@ -104,7 +106,7 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 	// router does with ROUTER_AUTH_TOKEN).
 	if rte.kind != kindHeader || !rt.cfg.AllowUnauthenticatedHeaderRouting || len(rt.cfg.SharedToken) > 0 {
 		var herr *httpError
-		if p, herr = rt.authenticate(ctx, r, rte.kind == kindPreview); herr != nil {
+		if p, herr = rt.authenticateRoute(ctx, r, rte); herr != nil {
 			rt.recordDecision(herr)
 			return nil, herr
 		}
@@ -147,6 +149,9 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 			"check the name with: kubectl get sandboxes -n %s", rte.namespace, sandboxName, rte.namespace)
 	}
 	if herr := checkClaimOwns(p, claim, sb); herr != nil {
+		return nil, herr
+	}
+	if herr := checkPathRoute(p, rte, sb); herr != nil {
 		return nil, herr
 	}
 	return rt.resolveTarget(ctx, sb, rte.port)

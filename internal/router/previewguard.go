@@ -19,24 +19,30 @@ import (
 // router adds, and no browser page needs them. Clients reach them by path or header routes
 // with an Authorization header, which a page cannot forge.
 func (rt *Router) checkPreviewPort(sb *sandboxv1beta1.Sandbox, port int) *httpError {
-	agent := sb.Status.Agent
-	if agent == nil {
-		return nil // no recorded agent port: the router adds no token, and no port is the agent's
-	}
-	what := ""
-	switch {
-	case port == int(agent.Port):
-		what = "its kubox-agent's API port"
-	case agent.CompatibilityPort != 0 && port == int(agent.CompatibilityPort):
-		what = "its kubox-agent's compatibility port (agent-sandbox's runtime API)"
-	case isAgentPort(agent, port):
-		what = "one of its kubox-agent's sandboxd ports (agent-sandbox v1's process and file API)"
-	default:
+	what := agentPortRole(sb, port)
+	if what == "" {
 		return nil
 	}
 	return errorf(http.StatusForbidden, "port %d of sandbox %s/%s is %s, which preview hosts never serve (a web page could "+
 		"run commands through it); use /sandboxes/%s/%s/... with an Authorization header instead", port, sb.Namespace, sb.Name,
 		what, sb.Namespace, sb.Name)
+}
+
+// agentPortRole names what port is to the sandbox's kubox-agent, or "" when it is none of the
+// agent's. Without a recorded agent port the router adds no token, and no port is the agent's.
+func agentPortRole(sb *sandboxv1beta1.Sandbox, port int) string {
+	agent := sb.Status.Agent
+	switch {
+	case agent == nil:
+		return ""
+	case port == int(agent.Port):
+		return "its kubox-agent's API port"
+	case agent.CompatibilityPort != 0 && port == int(agent.CompatibilityPort):
+		return "its kubox-agent's compatibility port (agent-sandbox's runtime API)"
+	case isAgentPort(agent, port):
+		return "one of its kubox-agent's sandboxd ports (agent-sandbox v1's process and file API)"
+	}
+	return ""
 }
 
 // checkCookieSite refuses a request authenticated by the kubox-token cookie that a browser sent

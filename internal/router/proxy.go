@@ -128,6 +128,8 @@ type proxyTarget struct {
 	*target
 	path, rawPath string
 	keepHost      bool
+	// pathBase is where the sandbox's "/" is on a path route ({prefix}/{ns}/{name}/{port}); "" otherwise.
+	pathBase string
 }
 
 // rewrite addresses the request to the sandbox and removes what is the router's business:
@@ -159,6 +161,7 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 // sandbox sets for a parent domain would reach other sandboxes' preview hosts.
 func (rt *Router) modifyResponse(res *http.Response) error {
 	stripTokenSetCookie(res.Header)
+	rt.modifyPathResponse(res)
 	return nil
 }
 

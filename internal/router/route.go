@@ -40,9 +40,13 @@ type route struct {
 	path, rawPath string
 	// timeout bounds the whole request (X-Sandbox-Timeout); 0: no bound beyond ProxyTimeout's.
 	timeout time.Duration
+	// base is where the sandbox's "/" is for kindPath ({prefix}/{ns}/{name}/{port}), and the
+	// session cookie's path for kindPathSession ({prefix}/{ns}/{name}).
+	base string
 }
 
-// parseProxyRoute reads a request addressed to a sandbox: by preview host, by X-Sandbox-ID, or
+// parseProxyRoute reads a request addressed to a sandbox: by preview host, by a path under the
+// path-routing prefix (before X-Sandbox-ID, as agent-sandbox's router does), by X-Sandbox-ID, or
 // by a /sandboxes/ or /claims/ path. It returns nil, nil for any other request.
 func (rt *Router) parseProxyRoute(r *http.Request) (*route, *httpError) {
 	var rte *route
@@ -51,6 +55,8 @@ func (rt *Router) parseProxyRoute(r *http.Request) (*route, *httpError) {
 	case rt.isPreviewHost(r.Host):
 		port, id, _ := contract.ParsePreviewHost(r.Host, rt.cfg.PreviewDomain)
 		rte = &route{kind: kindPreview, previewID: id, port: port, path: r.URL.Path, rawPath: r.URL.RawPath}
+	case rt.cfg.PathRoutingPrefix != "" && strings.HasPrefix(r.URL.EscapedPath(), rt.cfg.PathRoutingPrefix+"/"):
+		rte, herr = parsePrefixRoute(rt.cfg.PathRoutingPrefix, r)
 	case r.Header.Get(headerID) != "":
 		rte, herr = parseHeaderRoute(r)
 	default:

@@ -36,6 +36,7 @@ type Router struct {
 	inflight chan struct{} // a slot per request in flight; nil: unlimited
 	handler  http.Handler
 	now      func() time.Time
+	tickets  ticketLedger // browser tickets redeemed (path routing)
 
 	synced    atomic.Bool
 	cacheOnce sync.Once

@@ -60,6 +60,7 @@ func NewCommand() *cobra.Command {
   /sandboxes/{namespace}/{name}/...  and  /claims/{namespace}/{name}/...   (the agent's port)
   X-Sandbox-ID / X-Sandbox-Namespace / X-Sandbox-Port headers              (agent-sandbox's clients)
   {port}-{id}.<--preview-domain>                                            (browsers)
+  <--path-routing-prefix>/{namespace}/{name}/{port}/...                     (browsers, session cookie)
 Clients authenticate with a Kubernetes token allowed to create sandboxes/connect or
 sandboxclaims/connect, a claim token (POST /v1/claims/{namespace}/{name}/token), or the shared
 token. See docs/router.md.`,
@@ -88,6 +89,10 @@ func (o *options) bindFlags(cmd *cobra.Command) {
 	_ = f.MarkDeprecated("agent-port", "it is ignored: the router reads each sandbox's agent ports from its status.agent, "+
 		"which kubox-controller records from the sandbox's Pod; set agent ports in the controller's configuration (agent.port)")
 	f.StringVar(&c.PreviewDomain, "preview-domain", "", "serve {port}-{id}.<domain> hosts to browsers (empty: off)")
+	f.StringVar(&c.PathRoutingPrefix, "path-routing-prefix", "", "serve <prefix>/{namespace}/{name}/{port}/... to browsers, "+
+		"with a session cookie from <prefix>/{namespace}/{name}/kubox-session (empty: off; e.g. /browse)")
+	f.BoolVar(&c.PathRoutingRewriteResponses, "path-routing-rewrite-responses", false, "on path routes, rewrite Location and "+
+		"Content-Location headers that point at the sandbox's root so they stay under the prefix")
 	f.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "how long to wait for a sandbox's response headers; also caps X-Sandbox-Timeout")
 	f.Int64Var(&c.MaxRequestBodyBytes, "max-request-body-bytes", c.MaxRequestBodyBytes, "largest request body (413 beyond; 0: unlimited)")
 	f.IntVar(&c.MaxConnectionsPerClient, "max-connections-per-client", c.MaxConnectionsPerClient, "requests one client IP may have in flight, streams and WebSockets included (429 beyond; 0: unlimited)")
@@ -130,6 +135,7 @@ func (o *options) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("Starting", "version", version.Get().GitVersion, "namespace", o.cfg.Namespace, "previewDomain", o.cfg.PreviewDomain,
+		"pathRoutingPrefix", o.cfg.PathRoutingPrefix,
 		"sharedToken", len(o.cfg.SharedToken) > 0, "unauthenticatedHeaderRouting", o.cfg.AllowUnauthenticatedHeaderRouting)
 	return rt.Start(ctx)
 }

@@ -53,3 +53,18 @@ func TestSharedTokenFromFileOrEnvironment(t *testing.T) {
 		t.Error("a 5-byte shared token was accepted")
 	}
 }
+
+func TestHelpNamesPathRoutingFlags(t *testing.T) {
+	cmd := NewCommand()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"--path-routing-prefix", "--path-routing-rewrite-responses", "kubox-session"} {
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("--help does not mention %s", f)
+		}
+	}
+}
