@@ -2,15 +2,14 @@
 //
 // A claim asks for a sandbox. When it names a warm pool (spec.warmPoolRef) and sets no volume
 // claim templates, and no env other than what its sandbox's agent can take (below), the
-// controller binds one of the pool's members that is Ready and built
-// from the template's current blueprint: one merge patch of the member, carrying the
-// resourceVersion the controller read, makes the claim its controller, takes it out of the pool
-// (the warm-pool-sandbox label goes) and adds the claim's pod metadata and idlePolicy. Only one write at that
-// version can win, so a sandbox is bound to at most one claim whatever processes race for it; a
-// lost race moves on to another member. The Sandbox controller then relabels the running Pod in
-// place (it is not restarted), and the pool, which no longer owns the member, creates a
-// replacement. Candidates come from a cache index of ready members per pool, never from a list
-// of the namespace.
+// controller binds one of the pool's members that is Ready and built from the template's current
+// blueprint: one merge patch of the member, carrying the resourceVersion the controller read,
+// makes the claim its controller, takes it out of the pool (the warm-pool-sandbox label goes) and
+// adds the claim's pod metadata and idlePolicy. Only one write at that version can win, so a
+// sandbox is bound to at most one claim whatever processes race for it; a lost race moves on to
+// another member. The Sandbox controller then relabels the running Pod in place (it is not
+// restarted), and the pool, which no longer owns the member, creates a replacement. Candidates
+// come from a cache index of ready members per pool, never from a list of the namespace.
 //
 // Otherwise (no ready fresh member, a claim naming a template with spec.sandboxTemplateRef, or
 // env for a container other than the agent's, or volume claim templates, to merge) the
