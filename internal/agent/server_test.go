@@ -18,6 +18,8 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
+	processv1 "github.com/kubox-dev/kubox/proto/process/v1"
+	"github.com/kubox-dev/kubox/proto/process/v1/processv1connect"
 )
 
 const testToken = "0123456789abcdef0123456789abcdef-test-token"
@@ -232,9 +234,12 @@ func TestShutdownWithAnOpenStream(t *testing.T) {
 
 // TestAgentAppliesSettingsForProcessesStartedAfter checks SettingsService end to end: it needs the
 // token, the file is written with the default mode, and a process started afterwards, through
-// ProcessService and through python-runtime's /execute, sees the variable.
+// ProcessService, python-runtime's /execute and sandboxd's Execute, sees the variable.
 func TestAgentAppliesSettingsForProcessesStartedAfter(t *testing.T) {
-	a, base, compat := startAgent(t, func(c *Config) { c.Process.Env = []string{"PATH=" + os.Getenv("PATH"), "TOKEN=image"} })
+	a, base, compat := startAgent(t, func(c *Config) {
+		c.Process.Env = []string{"PATH=" + os.Getenv("PATH"), "TOKEN=image"}
+		c.SandboxdGRPCPort = 1 // non-zero: build sandboxd's gRPC server
+	})
 	file := filepath.Join(a.cfg.WorkDir, "secrets", "api", "key")
 	req := connect.NewRequest(&agentv1.ApplySettingsRequest{ClaimUid: "claim-1",
 		Env:   []*agentv1.EnvVar{{Name: "TOKEN", Value: "claim"}},
@@ -267,5 +272,11 @@ func TestAgentAppliesSettingsForProcessesStartedAfter(t *testing.T) {
 	var out struct{ Stdout string }
 	if err := json.NewDecoder(hres.Body).Decode(&out); err != nil || out.Stdout != "claim\n" {
 		t.Errorf("/execute: stdout %q (%v), want %q", out.Stdout, err, "claim\n")
+	}
+	sandboxd := processv1connect.NewProcessServiceClient(contract.BearerClient(testToken), "http://"+a.Addrs()[2].String())
+	sres, err := sandboxd.Execute(t.Context(), connect.NewRequest(&processv1.ExecuteRequest{
+		Config: &processv1.ProcessConfig{Command: []string{"printenv", "TOKEN"}}}))
+	if err != nil || string(sres.Msg.GetStdout()) != "claim\n" {
+		t.Errorf("sandboxd's Execute: %v, %v; want stdout %q", sres, err, "claim\n")
 	}
 }
