@@ -186,9 +186,9 @@ type agentClient struct {
 
 // newAgentClient returns an agentSettings for key; with no key, every call fails saying so.
 func newAgentClient(key []byte) agentSettings {
+	// Each sandbox is called about once: no connection is kept for the next.
 	return &agentClient{key: key, transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: settingsTimeout}).DialContext,
-		MaxIdleConnsPerHost: 1, IdleConnTimeout: 30 * time.Second,
+		DialContext: (&net.Dialer{Timeout: settingsTimeout}).DialContext, DisableKeepAlives: true,
 	}}
 }
 
