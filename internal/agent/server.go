@@ -126,7 +126,6 @@ func New(cfg Config) (*Agent, error) {
 	if a.procs, err = process.New(a.cfg.Process); err != nil {
 		return nil, err
 	}
-	procs := a.procs
 	mainHandler, err := a.mainHandler()
 	if err != nil {
 		return nil, err
@@ -143,7 +142,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	if len(cfg.Main) > 0 {
-		if a.main, err = procs.StartMain(process.MainSpec{Argv: cfg.Main}); err != nil {
+		if a.main, err = a.procs.StartMain(process.MainSpec{Argv: cfg.Main}); err != nil {
 			return nil, err
 		}
 		go a.reportMain()
