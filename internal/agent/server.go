@@ -24,6 +24,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/agent/limits"
 	"github.com/kubox-dev/kubox/internal/agent/process"
 	"github.com/kubox-dev/kubox/internal/agent/sandboxd"
+	"github.com/kubox-dev/kubox/internal/agent/settings"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
 
@@ -89,6 +90,9 @@ type Agent struct {
 	procs    *process.Manager
 	main     *process.Process
 	sandboxd *files.SandboxdHandler
+	// root is the agent's file root; settings holds a claim's settings (internal/agent/settings).
+	root     *files.Root
+	settings *settings.Store
 	servers  []*http.Server
 	addrs    []net.Addr
 	// optional servers are skipped, with a warning, when their port is taken: sandboxd's ports,
@@ -112,11 +116,16 @@ func New(cfg Config) (*Agent, error) {
 		cfg.LookupEnv = os.LookupEnv
 	}
 	cfg.Process.ShutdownGrace = cfg.ShutdownGrace
-	procs, err := process.New(cfg.Process)
+	a := &Agent{cfg: cfg}
+	root, err := a.fileRoot()
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, procs: procs}
+	a.root, a.settings = root, settings.NewStore(baseEnv(cfg.Process.Env), root, cfg.Log)
+	a.cfg.Process.Environ = a.settings.Environ // processes started after a claim's settings see them
+	if a.procs, err = process.New(a.cfg.Process); err != nil {
+		return nil, err
+	}
 	mainHandler, err := a.mainHandler()
 	if err != nil {
 		return nil, err
@@ -133,7 +142,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	if len(cfg.Main) > 0 {
-		if a.main, err = procs.StartMain(process.MainSpec{Argv: cfg.Main}); err != nil {
+		if a.main, err = a.procs.StartMain(process.MainSpec{Argv: cfg.Main}); err != nil {
 			return nil, err
 		}
 		go a.reportMain()
@@ -141,13 +150,10 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// mainHandler serves the agent's API: ProcessService and FilesystemService (Connect, gRPC,
-// gRPC-Web), file contents under /files/, and the health endpoint.
+// mainHandler serves the agent's API: ProcessService, FilesystemService and SettingsService
+// (Connect, gRPC, gRPC-Web), file contents under /files/, and the health endpoint.
 func (a *Agent) mainHandler() (http.Handler, error) {
-	root, err := a.fileRoot()
-	if err != nil {
-		return nil, err
-	}
+	root := a.root
 	streams := limits.NewStreamLimiter(a.cfg.MaxStreams, limits.DefaultRetryAfter)
 	mux := http.NewServeMux()
 	for _, svc := range []func() (string, http.Handler){
@@ -155,6 +161,7 @@ func (a *Agent) mainHandler() (http.Handler, error) {
 			return agentv1connect.NewProcessServiceHandler(process.NewHandler(a.procs))
 		},
 		func() (string, http.Handler) { return files.NewHandler(root) },
+		func() (string, http.Handler) { return settings.NewHandler(a.settings) },
 	} {
 		path, h := svc()
 		mux.Handle(path, streams.Wrap(limits.BodyLimit(a.cfg.MaxMessageBytes, h)))
@@ -165,6 +172,15 @@ func (a *Agent) mainHandler() (http.Handler, error) {
 		return mux, nil
 	}
 	return auth.Middleware(a.cfg.Token, mux, auth.Options{ExemptPaths: []string{HealthPath}}), nil
+}
+
+// baseEnv is the environment processes start from before a claim's settings: env, or else the
+// agent's own.
+func baseEnv(env []string) []string {
+	if env == nil {
+		return os.Environ()
+	}
+	return env
 }
 
 func (a *Agent) fileRoot() (*files.Root, error) {

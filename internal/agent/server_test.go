@@ -18,6 +18,8 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
+	processv1 "github.com/kubox-dev/kubox/proto/process/v1"
+	"github.com/kubox-dev/kubox/proto/process/v1/processv1connect"
 )
 
 const testToken = "0123456789abcdef0123456789abcdef-test-token"
@@ -227,5 +229,54 @@ func TestShutdownWithAnOpenStream(t *testing.T) {
 	}
 	if exit == nil || exit.GetSignal() != "SIGTERM" {
 		t.Errorf("the followed process ended with %v, want SIGTERM within the grace period", exit)
+	}
+}
+
+// TestAgentAppliesSettingsForProcessesStartedAfter checks SettingsService end to end: it needs the
+// token, the file is written with the default mode, and a process started afterwards, through
+// ProcessService, python-runtime's /execute and sandboxd's Execute, sees the variable.
+func TestAgentAppliesSettingsForProcessesStartedAfter(t *testing.T) {
+	a, base, compat := startAgent(t, func(c *Config) {
+		c.Process.Env = []string{"PATH=" + os.Getenv("PATH"), "TOKEN=image"}
+		c.SandboxdGRPCPort = 1 // non-zero: build sandboxd's gRPC server
+	})
+	file := filepath.Join(a.cfg.WorkDir, "secrets", "api", "key")
+	req := connect.NewRequest(&agentv1.ApplySettingsRequest{ClaimUid: "claim-1",
+		Env:   []*agentv1.EnvVar{{Name: "TOKEN", Value: "claim"}},
+		Files: []*agentv1.SettingsFile{{Path: file, Content: []byte("s3cr3t")}}})
+	if _, err := agentv1connect.NewSettingsServiceClient(http.DefaultClient, base).ApplySettings(t.Context(), req); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("ApplySettings without the token: %v, want Unauthenticated", err)
+	}
+	if _, err := agentv1connect.NewSettingsServiceClient(contract.BearerClient(testToken), base).ApplySettings(t.Context(), req); err != nil {
+		t.Fatalf("ApplySettings: %v", err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o400 {
+		t.Errorf("settings file: %v, %v; want mode 0400", fi, err)
+	}
+	res, err := agentv1connect.NewProcessServiceClient(contract.BearerClient(testToken), base).RunProcess(t.Context(),
+		connect.NewRequest(&agentv1.RunProcessRequest{Spec: &agentv1.ProcessSpec{Argv: []string{"sh", "-c", `printf %s "$TOKEN"; cat ` + file}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.Msg.GetStdout()); got != "claims3cr3t" {
+		t.Errorf("ProcessService's process printed %q, want the claim's variable and file %q", got, "claims3cr3t")
+	}
+	body, _ := json.Marshal(map[string]string{"command": `printenv TOKEN`})
+	hreq, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, compat+"/execute", bytes.NewReader(body))
+	hreq.Header.Set("Content-Type", "application/json")
+	hres, err := contract.BearerClient(testToken).Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hres.Body.Close() }()
+	var out struct{ Stdout string }
+	if err := json.NewDecoder(hres.Body).Decode(&out); err != nil || out.Stdout != "claim\n" {
+		t.Errorf("/execute: stdout %q (%v), want %q", out.Stdout, err, "claim\n")
+	}
+	sandboxd := processv1connect.NewProcessServiceClient(contract.BearerClient(testToken), "http://"+a.Addrs()[2].String())
+	sres, err := sandboxd.Execute(t.Context(), connect.NewRequest(&processv1.ExecuteRequest{
+		Config: &processv1.ProcessConfig{Command: []string{"printenv", "TOKEN"}}}))
+	if err != nil || string(sres.Msg.GetStdout()) != "claim\n" {
+		t.Errorf("sandboxd's Execute: %v, %v; want stdout %q", sres, err, "claim\n")
 	}
 }

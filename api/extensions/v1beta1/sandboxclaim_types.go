@@ -107,8 +107,8 @@ type EnvVar struct {
 // +kubebuilder:validation:XValidation:rule="has(self.warmPoolRef) != has(self.sandboxTemplateRef)",message="exactly one of spec.warmPoolRef and spec.sandboxTemplateRef must be set"
 type SandboxClaimSpec struct {
 	// warmPoolRef names the SandboxWarmPool to take a ready sandbox from. When the pool has
-	// none, or the claim sets env or volumeClaimTemplates, a sandbox named like the claim is
-	// started cold from the pool's template. Exactly one of warmPoolRef and sandboxTemplateRef
+	// none, or the claim sets volumeClaimTemplates, or env that the sandbox's agent cannot take
+	// (see env), a sandbox named like the claim is started cold from the pool's template. Exactly one of warmPoolRef and sandboxTemplateRef
 	// must be set.
 	// +optional
 	WarmPoolRef *SandboxWarmPoolReference `json:"warmPoolRef,omitempty"`
@@ -128,8 +128,10 @@ type SandboxClaimSpec struct {
 	AdditionalPodMetadata AdditionalPodMetadata `json:"additionalPodMetadata,omitempty"`
 
 	// env lists environment variables to set in the sandbox's Pod, if the template's
-	// envVarsInjectionPolicy allows it. Setting any starts the sandbox cold. A variable may
-	// appear once per container.
+	// envVarsInjectionPolicy allows it. A variable may appear once per container. When the
+	// template runs kubox-agent and every variable is for the agent's container, a warm
+	// sandbox takes them through its agent, for the processes started through it once the claim
+	// is Ready (kubox); other env starts the sandbox cold, with the variables in its Pod.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
@@ -153,11 +155,12 @@ type SandboxClaimSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(x, !has(x.spec.volumeAttributesClassName))",message="volumeClaimTemplates[].spec.volumeAttributesClassName must not be set in a claim: it would choose the VolumeAttributesClass of the volume (its performance and cost), which only the template may choose; set it in the SandboxTemplate instead"
 	VolumeClaimTemplates []sandboxv1beta1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
 
-	// secretFiles lists Secrets whose keys are written as files into the sandbox, at paths the
-	// template's claimPolicy.allowedSecretFilePaths allows. Whoever creates the claim must be
-	// allowed to get each Secret (checked at admission). A warm sandbox receives them through
-	// its agent before the claim is Ready, without a restart; nothing of them stays for another
-	// claim. kubox addition.
+	// secretFiles lists Secrets whose keys are written as files (mode 0400) into the sandbox,
+	// at paths the template's claimPolicy.allowedSecretFilePaths allows; the template must run
+	// kubox-agent. Whoever creates the claim must be allowed to get each Secret (checked at
+	// admission). The sandbox, warm or cold, receives them through its agent before the claim is
+	// Ready (Ready=False/SettingsPending until then), without a restart; nothing of them stays
+	// for another claim. kubox addition.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8

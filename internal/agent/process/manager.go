@@ -32,6 +32,10 @@ type Options struct {
 	Shell string
 	// Env is the environment processes start from (Spec.Env is set on top). Default: the agent's.
 	Env []string
+	// Environ, when set, replaces Env for the processes Start and Run start, read at each start:
+	// a claim's settings (internal/agent/settings) change it after the agent started. The main
+	// process keeps Env.
+	Environ func() []string
 	// ExitedRetention is how long an exited process stays listable and attachable. Default 5 minutes.
 	ExitedRetention time.Duration
 	// MaxExited is how many exited processes are kept at most (the oldest go first). Default 64.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -368,6 +369,48 @@ func TestEnvAndCwd(t *testing.T) {
 	}
 	if got, want := string(res.Stdout), "base set new "+dir; got != want {
 		t.Errorf("output = %q, want %q", got, want)
+	}
+}
+
+// TestEnvironIsReadAtEachStart checks that Options.Environ, which a claim's settings change
+// while the agent runs, is the base of each new process, and that the main process keeps Env.
+func TestEnvironIsReadAtEachStart(t *testing.T) {
+	base := []string{"PATH=" + os.Getenv("PATH"), "SETTING=before"}
+	var mu sync.Mutex
+	current := base
+	m := newManager(t, Options{Env: base, Environ: func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return current
+	}})
+	echo := func() string {
+		t.Helper()
+		res, err := m.Run(guardCtx(t), Spec{ShellCommand: `printf %s "$SETTING"`}, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(res.Stdout)
+	}
+	if got := echo(); got != "before" {
+		t.Errorf("before the change: SETTING = %q, want %q", got, "before")
+	}
+	mu.Lock()
+	current = []string{"PATH=" + os.Getenv("PATH"), "SETTING=after"}
+	mu.Unlock()
+	if got := echo(); got != "after" {
+		t.Errorf("after the change: SETTING = %q, want %q", got, "after")
+	}
+	out, err := os.CreateTemp(t.TempDir(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	main, err := m.StartMain(MainSpec{Argv: []string{"/bin/sh", "-c", `printf %s "$SETTING"`}, Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-main.Done()
+	if b, _ := os.ReadFile(out.Name()); string(b) != "before" {
+		t.Errorf("main process: SETTING = %q, want Options.Env's %q", b, "before")
 	}
 }
 

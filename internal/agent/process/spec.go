@@ -20,7 +20,7 @@ type Spec struct {
 	Argv []string
 	// ShellCommand is run as Options.Shell -c ShellCommand.
 	ShellCommand string
-	// Env is set on top of the Manager's base environment (Options.Env).
+	// Env is set on top of the Manager's base environment (Options.Environ, or Options.Env).
 	Env map[string]string
 	// Dir is the working directory; it must exist. Empty means the agent's.
 	Dir string
@@ -86,7 +86,7 @@ func (m *Manager) resolve(spec Spec) (command, error) {
 	if spec.PTY != nil && (spec.PTY.Rows == 0 || spec.PTY.Cols == 0) {
 		return c, invalid("pty: rows and cols must be between 1 and 65535, got %dx%d", spec.PTY.Rows, spec.PTY.Cols)
 	}
-	env, err := mergeEnv(m.opts.Env, spec.Env)
+	env, err := mergeEnv(m.baseEnv(), spec.Env)
 	if err != nil {
 		return c, err
 	}
@@ -108,6 +108,14 @@ func (m *Manager) resolve(spec Spec) (command, error) {
 		return c, invalid("spec.argv[0]: %v", err)
 	}
 	return c, nil
+}
+
+// baseEnv is the environment a process starts from: Options.Environ's, or else Options.Env.
+func (m *Manager) baseEnv() []string {
+	if m.opts.Environ != nil {
+		return m.opts.Environ()
+	}
+	return m.opts.Env
 }
 
 // mergeEnv returns base with the variables of set replacing or added, sorted by name for the added.

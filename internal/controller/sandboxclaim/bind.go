@@ -47,8 +47,9 @@ func (r *Reconciler) bind(ctx context.Context, claim *extv1beta1.SandboxClaim, m
 // makes the claim the only owner and controller (the pool's reference goes), drops the
 // warm-pool-sandbox label, sets claim-uid and launch-type=warm, carries the claim's trace context,
 // and adds the claim's additionalPodMetadata to the pod template (from which the Sandbox
-// controller relabels the running Pod, without restarting it). The safe-to-evict annotation the
-// pool gave its idle member goes too, unless the template or the claim sets it.
+// controller relabels the running Pod, without restarting it), and the claim's idlePolicy, which
+// replaces the template's. The safe-to-evict annotation the pool gave its idle member goes too,
+// unless the template or the claim sets it.
 func bindPatch(member *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTemplate) []byte {
 	owner := metav1.OwnerReference{
 		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: claim.Name, UID: claim.UID,
@@ -92,9 +93,16 @@ func bindPatch(member *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, t
 		podMeta["annotations"] = podAnnotations
 	}
 
-	patch := map[string]any{"metadata": md}
+	spec := map[string]any{}
 	if len(podMeta) > 0 {
-		patch["spec"] = map[string]any{"podTemplate": map[string]any{"metadata": podMeta}}
+		spec["podTemplate"] = map[string]any{"metadata": podMeta}
+	}
+	if claim.Spec.IdlePolicy != nil {
+		spec["idlePolicy"] = claim.Spec.IdlePolicy
+	}
+	patch := map[string]any{"metadata": md}
+	if len(spec) > 0 {
+		patch["spec"] = spec
 	}
 	b, err := json.Marshal(patch)
 	if err != nil {

@@ -3,6 +3,9 @@ package sandboxclaim
 import (
 	"encoding/json"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -84,6 +87,24 @@ func TestBindPatch(t *testing.T) {
 					"labels":      map[string]any{"agents.x-k8s.io/warm-pool-sandbox": nil},
 					"annotations": map[string]any{"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
 				}}},
+			},
+		},
+		"the claim's idlePolicy goes into the same patch": {
+			claim: func() *extv1beta1.SandboxClaim {
+				c := makeClaim().Obj()
+				c.Spec.IdlePolicy = &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: 10 * time.Minute}, Wake: sandboxv1beta1.WakePolicyManual}
+				return c
+			}(),
+			template: makeTemplate().Obj(),
+			want: map[string]any{
+				"metadata": metadata(nil),
+				"spec": map[string]any{
+					"podTemplate": map[string]any{"metadata": map[string]any{
+						"labels":      map[string]any{"agents.x-k8s.io/warm-pool-sandbox": nil},
+						"annotations": map[string]any{"cluster-autoscaler.kubernetes.io/safe-to-evict": nil},
+					}},
+					"idlePolicy": map[string]any{"suspendAfter": "10m0s", "wake": "Manual"},
+				},
 			},
 		},
 	}

@@ -94,8 +94,9 @@ func (r *Reconciler) takeExisting(claim *extv1beta1.SandboxClaim, existing *sand
 }
 
 // buildColdSandbox returns the Sandbox the cold path creates for claim from tpl (without its
-// owner reference), or the failure that forbids it: the claim's env or volume claim templates
-// that the template's policies do not allow.
+// owner reference), with the claim's idlePolicy replacing the template's, or the failure that
+// forbids it: the claim's env or volume claim templates that the template's policies do not
+// allow.
 func buildColdSandbox(claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTemplate) (*sandboxv1beta1.Sandbox, *failure) {
 	bp := blueprint.FromTemplate(tpl)
 	if f := mergeEnv(&bp.PodTemplate.Spec, claim.Spec.Env, tpl.Spec.EnvVarsInjectionPolicy, tpl.Name); f != nil {
@@ -110,6 +111,9 @@ func buildColdSandbox(claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTem
 	}
 	bp.VolumeClaimTemplates = vcts
 	bp.PodTemplate.Metadata = withAdditionalPodMetadata(bp.PodTemplate.Metadata, claim.Spec.AdditionalPodMetadata)
+	if claim.Spec.IdlePolicy != nil {
+		bp.IdlePolicy = claim.Spec.IdlePolicy.DeepCopy()
+	}
 	annotations := map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tpl.Name}
 	if tc := claim.Annotations[sandboxv1beta1.TraceContextAnnotation]; tc != "" {
 		annotations[sandboxv1beta1.TraceContextAnnotation] = tc

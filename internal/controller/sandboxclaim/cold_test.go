@@ -2,6 +2,7 @@ package sandboxclaim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,24 @@ func TestBuildColdSandbox(t *testing.T) {
 	}
 	if len(tpl.Spec.PodTemplate.Spec.Containers[0].Env) != 0 || len(tpl.Spec.VolumeClaimTemplates) != 1 {
 		t.Errorf("buildColdSandbox() changed the template: %+v", tpl.Spec)
+	}
+}
+
+func TestBuildColdSandboxTakesTheClaimsIdlePolicy(t *testing.T) {
+	tpl := makeTemplate().Obj()
+	tpl.Spec.IdlePolicy = &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: time.Hour}}
+	claim := makeClaim().Obj()
+	claim.Spec.IdlePolicy = &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: time.Minute}, RunningProcesses: sandboxv1beta1.IdleProcessPolicyIgnore}
+	sb, f := buildColdSandbox(claim, tpl)
+	if f != nil {
+		t.Fatal(f)
+	}
+	if diff := cmp.Diff(claim.Spec.IdlePolicy, sb.Spec.IdlePolicy); diff != "" {
+		t.Errorf("the Sandbox's idlePolicy (-want +got):\n%s", diff)
+	}
+	sb, _ = buildColdSandbox(makeClaim().Obj(), tpl)
+	if diff := cmp.Diff(tpl.Spec.IdlePolicy, sb.Spec.IdlePolicy); diff != "" {
+		t.Errorf("without the claim's, the Sandbox's idlePolicy (-want the template's +got):\n%s", diff)
 	}
 }
 

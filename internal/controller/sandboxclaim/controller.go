@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
@@ -61,6 +62,8 @@ type Reconciler struct {
 	hashes       *templateHashes
 	// annotate: write agent-sandbox's observability annotations on bound claims (annotations.go).
 	annotate bool
+	// agents delivers claims' settings to their sandboxes' agents (settings.go).
+	agents agentSettings
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -80,6 +83,7 @@ func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Sch
 		memory:       newClaimMemory(clk),
 		timeline:     newTimeline(clk),
 		hashes:       newTemplateHashes(clk),
+		agents:       newAgentClient(nil),
 	}
 }
 
@@ -98,6 +102,13 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 		clock.RealClock{}, otel.GetTracerProvider(),
 		cfg.Controllers.SandboxClaim.AllowedLabelDomains, cfg.Controllers.SandboxClaim.AllowedAnnotationDomains)
 	r.annotate = ptr.Deref(cfg.Controllers.SandboxClaim.ObservabilityAnnotations, true)
+	if f := cfg.Agent.TokenKeyFile; f != "" {
+		key, err := contract.LoadAgentTokenKey(f)
+		if err != nil {
+			return fmt.Errorf("agent.tokenKeyFile: %w", err)
+		}
+		r.agents = newAgentClient(key)
+	}
 	if err := r.SetupWithManager(mgr, opts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}
@@ -110,6 +121,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxwarmpools;sandboxtemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Reconcile gives one claim a sandbox, mirrors its readiness and enforces its lifecycle.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -128,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	obs := &observed{}
 	for _, phase := range []func(context.Context, *extv1beta1.SandboxClaim, *observed) error{
-		r.observeSandbox, r.reconcileLifecycle, r.acquireSandbox,
+		r.observeSandbox, r.reconcileLifecycle, r.acquireSandbox, r.deliverSettings,
 	} {
 		if err := phase(ctx, claim, obs); err != nil {
 			obs.err = err
@@ -143,12 +155,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		span.SetStatus(codes.Error, obs.err.Error())
 		return ctrl.Result{}, obs.err
 	}
+	if err == nil && obs.retry != nil {
+		return ctrl.Result{}, obs.retry // the status says why; back off
+	}
 	return res, err
 }
 
 // acquireSandbox gives a claim that has none, and may have one, a sandbox: a warm pool member
-// when the claim names a pool and sets no env or volume claim templates, and one created cold
-// otherwise, or when the pool has no ready fresh member.
+// when the claim names a pool, sets no volume claim templates and only env its agent can take
+// (envFitsWarm), and one created cold otherwise, or when the pool has no ready fresh member.
 func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) error {
 	if obs.state != stateUnbound {
 		return nil
@@ -165,7 +180,11 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		obs.fail(f)
 		return nil
 	}
-	if src.pool != nil && len(claim.Spec.Env) == 0 && len(claim.Spec.VolumeClaimTemplates) == 0 {
+	if f := validateSecretFiles(claim.Spec.SecretFiles, src.template); f != nil {
+		obs.fail(f)
+		return nil
+	}
+	if src.pool != nil && len(claim.Spec.VolumeClaimTemplates) == 0 && envFitsWarm(claim.Spec.Env, src.template) {
 		if settled, err := r.acquireWarm(ctx, claim, src, obs); err != nil || settled {
 			return err
 		}

@@ -1,20 +1,28 @@
 // Package sandboxclaim implements the SandboxClaim controller.
 //
-// A claim asks for a sandbox. When it names a warm pool (spec.warmPoolRef) and sets no env or
-// volume claim templates, the controller binds one of the pool's members that is Ready and built
-// from the template's current blueprint: one merge patch of the member, carrying the
-// resourceVersion the controller read, makes the claim its controller, takes it out of the pool
-// (the warm-pool-sandbox label goes) and adds the claim's pod metadata. Only one write at that
-// version can win, so a sandbox is bound to at most one claim whatever processes race for it; a
-// lost race moves on to another member. The Sandbox controller then relabels the running Pod in
-// place (it is not restarted), and the pool, which no longer owns the member, creates a
-// replacement. Candidates come from a cache index of ready members per pool, never from a list
-// of the namespace.
+// A claim asks for a sandbox. When it names a warm pool (spec.warmPoolRef) and sets no volume
+// claim templates, and no env other than what its sandbox's agent can take (below), the
+// controller binds one of the pool's members that is Ready and built from the template's current
+// blueprint: one merge patch of the member, carrying the resourceVersion the controller read,
+// makes the claim its controller, takes it out of the pool (the warm-pool-sandbox label goes) and
+// adds the claim's pod metadata and idlePolicy. Only one write at that version can win, so a
+// sandbox is bound to at most one claim whatever processes race for it; a lost race moves on to
+// another member. The Sandbox controller then relabels the running Pod in place (it is not
+// restarted), and the pool, which no longer owns the member, creates a replacement. Candidates
+// come from a cache index of ready members per pool, never from a list of the namespace.
 //
 // Otherwise (no ready fresh member, a claim naming a template with spec.sandboxTemplateRef, or
-// env or volume claim templates to merge) the controller creates a Sandbox named like the claim,
-// from the template, with the claim's env and volume claim templates merged as the template's
-// policies allow. A claim finds its sandbox by owner reference, so a controller restarted between
+// env for a container other than the agent's, or volume claim templates, to merge) the
+// controller creates a Sandbox named like the claim, from the template, with the claim's env,
+// volume claim templates and idlePolicy merged as the template's policies allow.
+//
+// A claim's settings, its secretFiles and the env of a warm sandbox, reach the running sandbox
+// through its kubox-agent (SettingsService, settings.go): once the sandbox is Ready the controller
+// reads the Secrets from the API server (it caches none) and sends them, with the env, to the
+// agent; the claim is Ready only after the agent took them (Ready=False/SettingsPending, retried
+// with backoff, until then). A secretFiles path outside the template's
+// claimPolicy.allowedSecretFilePaths fails the claim (SecretFilesRejected); whether the claim's
+// creator may read each Secret is checked at admission (config/admission). A claim finds its sandbox by owner reference, so a controller restarted between
 // binding and writing the claim's status finds the bound sandbox and never binds a second one.
 // A missing pool or template, a rule the claim breaks, or a foreign Sandbox with the claim's name
 // leaves the claim without a sandbox and Ready=False with a claim reason, until a watched change
@@ -25,7 +33,8 @@
 // ttlSecondsAfterFinished after the sandbox finished, Retain deletes the sandbox and keeps the
 // claim (Ready=False/ClaimExpired), Delete and DeleteForeground delete the claim.
 //
-// A warm claim costs two API writes on its way to Ready: the bind and the claim's status.
+// A warm claim costs two API writes on its way to Ready: the bind and the claim's status, with or
+// without settings (the agent call is not an API write).
 // Latency bookkeeping stays in memory (no first-observed or first-ready annotations), and is
 // exported as agent-sandbox's claim metrics and kubox_claim_phase_seconds. Each pass is an
 // OpenTelemetry span continuing the claim's opentelemetry.io/trace-context, when it has one.

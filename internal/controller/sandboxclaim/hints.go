@@ -31,8 +31,8 @@ func newReservations(clk clock.PassiveClock) *inflight.Reservations[*sandboxv1be
 	return inflight.NewReservations[*sandboxv1beta1.Sandbox](clk, reservationTTL)
 }
 
-// claimMemory remembers, per claim, the sandbox it just bound or created and the resourceVersion
-// its last status write replaced.
+// claimMemory remembers, per claim, the sandbox it just bound or created, the resourceVersion
+// its last status write replaced, and the Pod its settings went into.
 type claimMemory struct {
 	// sandboxes maps a claim to the name of the sandbox it bound or created, until the cache
 	// shows it. Entries do not expire: an old one sends the claim to the API server instead.
@@ -40,10 +40,24 @@ type claimMemory struct {
 	// status holds the versions the claims' last status writes replaced: while the cache still
 	// shows that version, the cache is behind the write.
 	status *inflight.Versions
+	// settings maps a claim to the Pod its settings were delivered into (settingsKey).
+	settings *inflight.Store[types.UID, string]
 }
 
 func newClaimMemory(clk clock.PassiveClock) *claimMemory {
-	return &claimMemory{sandboxes: inflight.NewStore[types.UID, string](clk, 0), status: inflight.NewVersions(clk)}
+	return &claimMemory{sandboxes: inflight.NewStore[types.UID, string](clk, 0), status: inflight.NewVersions(clk),
+		settings: inflight.NewStore[types.UID, string](clk, 0)}
+}
+
+// deliveredSettings records that the claim's settings went into the Pod key names (settingsKey).
+func (m *claimMemory) deliveredSettings(claim types.UID, key string) { m.settings.Set(claim, key) }
+
+// settingsDelivered reports whether the claim's settings went into the Pod key names. A
+// restarted controller delivers them once more; the agent answers a repeated request as the
+// first.
+func (m *claimMemory) settingsDelivered(claim types.UID, key string) bool {
+	have, _, found := m.settings.Get(claim)
+	return found && have == key
 }
 
 // expect records that claim now controls the sandbox called name.
@@ -71,4 +85,5 @@ func (m *claimMemory) cacheBehind(claim types.UID, rv string) bool { return m.st
 func (m *claimMemory) forget(claim types.UID) {
 	m.sandboxes.Forget(claim)
 	m.status.Forget(claim)
+	m.settings.Forget(claim)
 }

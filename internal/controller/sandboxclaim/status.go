@@ -33,6 +33,12 @@ type observed struct {
 	requeueAfter time.Duration
 	// err is the pass's error, reported as Ready=False/ReconcilerError.
 	err error
+	// settings says why the claim's Ready sandbox has not taken the claim's settings yet
+	// (settings.go); nil when it took them or takes none.
+	settings *failure
+	// retry is why the settings could not be delivered: the pass returns it, for the
+	// controller's backoff, but the status says settings, not ReconcilerError.
+	retry error
 }
 
 // failure is a reason, one of the claim reasons of extv1beta1, and a message saying what to do.
@@ -107,7 +113,8 @@ func computeStatus(claim *extv1beta1.SandboxClaim, obs *observed, now metav1.Tim
 }
 
 // readyCondition is the claim's Ready condition: a claim reason when the claim has expired, has
-// failed or has no sandbox, and otherwise its sandbox's Ready condition as it is.
+// failed, has no sandbox, or has a Ready sandbox that has not taken its settings, and otherwise
+// its sandbox's Ready condition as it is.
 func readyCondition(obs *observed) metav1.Condition {
 	notReady := func(reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: extv1beta1.ClaimConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
@@ -124,9 +131,12 @@ func readyCondition(obs *observed) metav1.Condition {
 		return notReady(extv1beta1.ClaimReasonSandboxNotReady, "Claim has no sandbox yet")
 	}
 	c := meta.FindStatusCondition(obs.sandbox.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
-	if c == nil {
+	switch {
+	case c == nil:
 		return notReady(extv1beta1.ClaimReasonSandboxNotReady,
 			fmt.Sprintf("Sandbox %s has not reported whether it is ready yet", obs.sandbox.Name))
+	case c.Status == metav1.ConditionTrue && obs.settings != nil:
+		return notReady(obs.settings.reason, obs.settings.message)
 	}
 	return metav1.Condition{Type: extv1beta1.ClaimConditionReady, Status: c.Status, Reason: c.Reason, Message: c.Message}
 }

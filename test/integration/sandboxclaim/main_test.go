@@ -1,8 +1,9 @@
 // Package sandboxclaim tests the SandboxClaim controller against a real kube-apiserver and etcd,
 // with every kubox controller running as kubox-controller runs them (manager.SetupReconcilers:
 // Sandbox, SandboxTemplate, SandboxWarmPool and SandboxClaim), in a namespace per test. The tests
-// play the kubelet (a goroutine marks each new Pod Running and Ready with an IP) and check owner
-// references where a garbage collector, which the test API server does not run, would delete.
+// play the kubelet (a goroutine marks each new Pod Running and Ready with an IP) and, for claims
+// with settings, the sandboxes' kubox-agents, and check owner references where a garbage
+// collector, which the test API server does not run, would delete.
 package sandboxclaim
 
 import (
@@ -13,4 +14,4 @@ import (
 
 var env *framework.Env
 
-func TestMain(m *testing.M) { framework.Main(m, &env) }
+func TestMain(m *testing.M) { framework.Main(m, &env, framework.WithAgents()) }
