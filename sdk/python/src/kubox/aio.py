@@ -44,6 +44,9 @@ RUN_ANSWER_GRACE = 30.0
 #: Seconds between the calls of :meth:`AsyncSandbox.keep_alive` by default: well below the idle
 #: policy's shortest suspendAfter (30 s).
 DEFAULT_KEEP_ALIVE_INTERVAL = 10.0
+#: Seconds a keep-alive call may wait for its answer: longer than the router takes to wake a
+#: suspended sandbox or give up (504), so a wake is not cut short and tried again.
+KEEP_ALIVE_CALL_TIMEOUT = 120.0
 #: Connection modes: how processes and files reach a sandbox's agent.
 CONNECTIONS = ("auto", "router", "direct", "port-forward")
 
@@ -565,7 +568,8 @@ class AsyncKeepAlive:
     async def _run(self) -> None:
         while True:
             try:
-                await self._agent.call(LIST, ListProcessesRequest(), timeout=self._interval)
+                await self._agent.call(LIST, ListProcessesRequest(),
+                                       timeout=max(self._interval, KEEP_ALIVE_CALL_TIMEOUT))
                 self.calls += 1
             except (NotFoundError, UnauthorizedError, ForbiddenError) as e:
                 self.error = e
