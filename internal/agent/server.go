@@ -17,7 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"connectrpc.com/connect"
+	"golang.org/x/sys/unix"
+
 	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/agent/activity"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/agent/compat/pyruntime"
 	"github.com/kubox-dev/kubox/internal/agent/files"
@@ -78,6 +82,11 @@ type Config struct {
 	Main []string
 	// ShutdownGrace is how long processes get after SIGTERM before SIGKILL, on shutdown.
 	ShutdownGrace time.Duration
+	// SandboxName names the sandbox in the refusal of writes during shutdown (the Pod's name,
+	// which is the Sandbox's).
+	SandboxName string
+	// ProcRoot is the /proc mount ActivityService reads; empty means /proc.
+	ProcRoot string
 	// Process configures the process manager.
 	Process process.Options
 	// Log receives the agent's own messages.
@@ -98,6 +107,12 @@ type Agent struct {
 	// optional servers are skipped, with a warning, when their port is taken: sandboxd's ports,
 	// which a real sandboxd sidecar in the same Pod may hold.
 	optional map[*http.Server]bool
+	// activity counts every port's requests for ActivityService; writes is the file APIs' gate,
+	// closed on Shutdown, after which sync (unix.Sync) flushes the file systems.
+	activity *activity.Tracker
+	writes   *activity.Writes
+	sync     func()
+	started  time.Time
 }
 
 // New builds the agent: it starts the process manager (and its reaper) and the main command,
@@ -116,7 +131,8 @@ func New(cfg Config) (*Agent, error) {
 		cfg.LookupEnv = os.LookupEnv
 	}
 	cfg.Process.ShutdownGrace = cfg.ShutdownGrace
-	a := &Agent{cfg: cfg}
+	a := &Agent{cfg: cfg, activity: activity.NewTracker(nil), writes: activity.NewWrites(cfg.SandboxName),
+		sync: unix.Sync, started: time.Now()}
 	root, err := a.fileRoot()
 	if err != nil {
 		return nil, err
@@ -141,6 +157,9 @@ func New(cfg Config) (*Agent, error) {
 	if err := a.addSandboxd(); err != nil {
 		return nil, err
 	}
+	for _, s := range a.servers {
+		s.Handler = a.activity.Wrap(s.Handler)
+	}
 	if len(cfg.Main) > 0 {
 		if a.main, err = a.procs.StartMain(process.MainSpec{Argv: cfg.Main}); err != nil {
 			return nil, err
@@ -150,7 +169,8 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// mainHandler serves the agent's API: ProcessService, FilesystemService and SettingsService
+// mainHandler serves the agent's API: ProcessService, FilesystemService, ActivityService and
+// SettingsService
 // (Connect, gRPC, gRPC-Web), file contents under /files/, and the health endpoint.
 func (a *Agent) mainHandler() (http.Handler, error) {
 	root := a.root
@@ -160,13 +180,22 @@ func (a *Agent) mainHandler() (http.Handler, error) {
 		func() (string, http.Handler) {
 			return agentv1connect.NewProcessServiceHandler(process.NewHandler(a.procs))
 		},
-		func() (string, http.Handler) { return files.NewHandler(root) },
-		func() (string, http.Handler) { return settings.NewHandler(a.settings) },
+		func() (string, http.Handler) {
+			return files.NewHandler(root, connect.WithInterceptors(a.writes.Interceptor(files.WriteProcedures...)))
+		},
+		func() (string, http.Handler) {
+			return agentv1connect.NewActivityServiceHandler(activity.NewService(a.activity, a.processes(), a.started))
+		},
+		func() (string, http.Handler) {
+			// ApplySettings writes files: refused and drained at shutdown like the file APIs.
+			return settings.NewHandler(a.settings, connect.WithInterceptors(a.writes.Interceptor(
+				agentv1connect.SettingsServiceApplySettingsProcedure)))
+		},
 	} {
 		path, h := svc()
 		mux.Handle(path, streams.Wrap(limits.BodyLimit(a.cfg.MaxMessageBytes, h)))
 	}
-	mux.Handle(files.ContentPrefix, files.NewContentHandler(root)) // streamed: no body limit
+	mux.Handle(files.ContentPrefix, files.NewContentHandler(root, a.writes)) // streamed: no body limit
 	mux.HandleFunc(HealthPath, health)
 	if a.cfg.Token == nil {
 		return mux, nil
@@ -181,6 +210,17 @@ func baseEnv(env []string) []string {
 		return os.Environ()
 	}
 	return env
+}
+
+// processes is what ActivityService counts as running: every process but the agent (and its
+// ancestors) and the main command's tree.
+func (a *Agent) processes() activity.Processes {
+	return activity.Processes{Root: a.cfg.ProcRoot, Self: os.Getpid(), Main: func() int {
+		if a.main == nil {
+			return 0
+		}
+		return a.main.PID()
+	}}
 }
 
 func (a *Agent) fileRoot() (*files.Root, error) {
@@ -198,7 +238,7 @@ func (a *Agent) compatHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandboxd's root: %w", err)
 	}
-	a.sandboxd = files.NewSandboxdHandler(sbRoot, files.SandboxdOptions{})
+	a.sandboxd = files.NewSandboxdHandler(sbRoot, files.SandboxdOptions{Writes: a.writes})
 	pyRoot, err := files.NewRoot(a.cfg.CompatBaseDir)
 	if err != nil {
 		return nil, fmt.Errorf("python-runtime's base directory: %w", err)
@@ -208,6 +248,7 @@ func (a *Agent) compatHandler() (http.Handler, error) {
 		return nil, err
 	}
 	opts.BaseDir, opts.Resolver, opts.Runner, opts.NotFound = pyRoot.Dir(), pyRoot, runner{a.procs}, a.sandboxd
+	opts.Writes = a.writes
 	py, err := pyruntime.New(opts)
 	if err != nil {
 		return nil, err
@@ -246,7 +287,7 @@ func (a *Agent) addSandboxd() error {
 	}
 	if a.cfg.SandboxdRESTPort != 0 {
 		if a.sandboxd == nil {
-			a.sandboxd = files.NewSandboxdHandler(root, files.SandboxdOptions{})
+			a.sandboxd = files.NewSandboxdHandler(root, files.SandboxdOptions{Writes: a.writes})
 		}
 		a.addOptional(newServer(a.cfg.Host, a.cfg.SandboxdRESTPort,
 			a.authenticate(a.sandboxd, a.cfg.CompatAuth, contract.SandboxdHealthPath)))
@@ -374,14 +415,18 @@ func (a *Agent) serve(s *http.Server, l net.Listener) {
 // sandboxd's gRPC and REST ports, each when it is on.
 func (a *Agent) Addrs() []net.Addr { return a.addrs }
 
-// Shutdown stops taking requests (sandboxd's health turns 503 first) and, at the same time,
-// stops every process: SIGTERM to each group, SIGKILL after the grace period. Streams that
-// follow a process end when it exits, so the servers' shutdown does not wait on them; requests
-// still open when ctx ends are cut.
+// Shutdown stops taking requests (sandboxd's health turns 503 first, and every file API refuses
+// new writes, saying the sandbox is suspending) and, at the same time, stops every process:
+// SIGTERM to each group, SIGKILL after the grace period. Streams that follow a process end when
+// it exits, so the servers' shutdown does not wait on them; requests still open when ctx ends
+// are cut. Last, once the writes in flight have finished (or ctx ended), it syncs the file
+// systems, so what a client was told is written survives the Pod's deletion at a suspend.
 func (a *Agent) Shutdown(ctx context.Context) error {
 	if a.sandboxd != nil {
 		a.sandboxd.SetReady(false)
 	}
+	writesDone := make(chan error, 1)
+	go func() { writesDone <- a.writes.Suspend(ctx) }()
 	procsDone := make(chan error, 1)
 	go func() { procsDone <- a.procs.Shutdown(ctx) }()
 	var errs []error
@@ -391,7 +436,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			_ = s.Close()
 		}
 	}
-	return errors.Join(append(errs, <-procsDone)...)
+	errs = append(errs, <-procsDone, <-writesDone)
+	a.sync()
+	return errors.Join(errs...)
 }
 
 // runner runs python-runtime's /execute commands through the process manager, which owns

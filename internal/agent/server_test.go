@@ -40,6 +40,7 @@ func startAgent(t testing.TB, mutate func(*Config)) (*Agent, string, string) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	a.sync = func() {} // not the machine's file systems on every test's shutdown
 	for _, s := range a.servers {
 		s.Addr = "127.0.0.1:0"
 	}

@@ -18,15 +18,23 @@ import (
 // claimFlags are the flags of the commands that create a claim: claim and run.
 type claimFlags struct {
 	source
-	ttl    time.Duration
-	env    []string
-	labels []string
+	ttl          time.Duration
+	suspendAfter time.Duration
+	env          []string
+	labels       []string
 }
+
+// The bounds of an idle policy's suspendAfter, as the API validates them.
+const (
+	minSuspendAfter = 30 * time.Second
+	maxSuspendAfter = 8760 * time.Hour
+)
 
 func (f *claimFlags) addFlags(cmd *cobra.Command, g *globalOptions) {
 	f.source.addFlags(cmd)
 	registerSourceCompletions(cmd, g)
 	cmd.Flags().DurationVar(&f.ttl, "ttl", 0, "delete the claim and its sandbox this long from now, even if kubox is gone (e.g. 30m, 2h); 0 keeps it until deleted")
+	cmd.Flags().DurationVar(&f.suspendAfter, "suspend-after", 0, "suspend the sandbox after this long without activity (requests through kubox-router, processes other than its main command), from 30s to 8760h; the next request wakes it; 0 keeps the template's idle policy")
 	cmd.Flags().StringArrayVar(&f.env, "env", nil, "environment variable K=V for the sandbox's containers (repeatable; the template must allow it)")
 	cmd.Flags().StringArrayVar(&f.labels, "label", nil, "label K=V for the claim (repeatable)")
 }
@@ -38,6 +46,10 @@ func (f *claimFlags) check(command string) error {
 	}
 	if f.ttl < 0 {
 		return fmt.Errorf("--ttl %s is negative: give how long the claim may live, e.g. --ttl 1h", f.ttl)
+	}
+	if f.suspendAfter != 0 && (f.suspendAfter < minSuspendAfter || f.suspendAfter > maxSuspendAfter) {
+		return fmt.Errorf("--suspend-after %s is outside %s to %s: give how long the sandbox may sit idle, e.g. --suspend-after 15m",
+			f.suspendAfter, minSuspendAfter, maxSuspendAfter)
 	}
 	if _, err := keyValues("env", f.env); err != nil {
 		return err
@@ -53,6 +65,9 @@ func (f *claimFlags) options(name, ns string) []kubox.ClaimOption {
 	opts := []kubox.ClaimOption{kubox.WithName(name), kubox.InNamespace(ns)}
 	if f.ttl > 0 {
 		opts = append(opts, kubox.WithTTL(f.ttl))
+	}
+	if f.suspendAfter > 0 {
+		opts = append(opts, kubox.WithSuspendAfter(f.suspendAfter))
 	}
 	if env != nil {
 		opts = append(opts, kubox.WithEnv(env))
@@ -103,12 +118,19 @@ spinner on a terminal, a line per change otherwise.
 
 The claim stays until kubox delete --claim NAME, or until --ttl passes. When it fails (the pool
 or template does not exist, --env is not allowed, ...) or is not Ready in time, it is deleted and
-kubox says why.`,
+kubox says why.
+
+--suspend-after sets the claim's idle policy: the sandbox is suspended (its Pod deleted, its
+volumes kept) after that long without activity, and the next request through kubox-router, from
+someone allowed to resume it, wakes it. kubox get shows its MODE, IDLE reason and LAST ACTIVE time.`,
 		Example: `  # A sandbox from the warm pool "python", deleted after an hour
   kubox claim --pool python --ttl 1h
 
   # A new sandbox from a template, named, with environment and a label, as YAML
   kubox claim --template python --name my-box --env MODE=test --label team=ml -o yaml
+
+  # A sandbox suspended after 15 minutes without activity, woken by the next request
+  kubox claim --pool python --suspend-after 15m
 
   # Create the claim and return at once
   kubox claim --pool python --wait=false`,
@@ -195,5 +217,6 @@ func printClaim(w io.Writer, format string, claim *extv1beta1.SandboxClaim, sb *
 	if format != outputTable {
 		return printObjects(w, format, objs, false)
 	}
-	return printTable(w, claimColumns, rows([]extv1beta1.SandboxClaim{*claim}, sbs, time.Now()), false)
+	rs := rows([]extv1beta1.SandboxClaim{*claim}, sbs, time.Now())
+	return printTable(w, withIdle(claimColumns, rs), rs, false)
 }

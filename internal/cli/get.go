@@ -30,7 +30,12 @@ func newGet(g *globalOptions) *cobra.Command {
 sandbox with the claim that holds it, and one per claim that has no sandbox yet.
 
 Columns: NAME (the Sandbox), CLAIM, POOL/TEMPLATE (where it came from), READY (with the reason
-when it is not Ready), POD IP, AGE and EXPIRES (the claim's or sandbox's shutdown time).
+when it is not Ready), POD IP, AGE and EXPIRES (the claim's or sandbox's shutdown time). When a
+sandbox or claim has an idle policy (kubox claim --suspend-after), three more: MODE (Running,
+Suspended, or "Suspended (idle)" when the idle policy suspended it), IDLE (the controller's last
+reason: Requests, RunningProcesses, OpenConnections, AgentUnreachable, WaitingInPool, Idle,
+Suspended) and LAST ACTIVE (the later of status.idle.lastActiveTime and the router's
+kubox.dev/last-activity annotation).
 
 With NAME, show that Sandbox, or with --claim that SandboxClaim. -o json and -o yaml print the
 objects themselves: one object for NAME, a v1 List otherwise.`,
@@ -102,7 +107,7 @@ func (o *getOptions) run(cmd *cobra.Command, g *globalOptions, args []string) er
 		cmd.PrintErrln("No sandboxes or claims in " + where + ": create one with kubox claim --pool P or --template T")
 		return nil
 	}
-	return printTable(w, lsColumns, rs, o.allNamespaces && len(args) == 0)
+	return printTable(w, withIdle(lsColumns, rs), rs, o.allNamespaces && len(args) == 0)
 }
 
 // getOne reads the Sandbox called name, or with --claim the claim, and the other object of the

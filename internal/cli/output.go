@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -101,6 +103,10 @@ type row struct {
 	podIP     string
 	age       string
 	expires   string
+	// idle is set for a sandbox or claim with an idle policy; mode, idleReason and lastActive
+	// are then its MODE, IDLE and LAST ACTIVE cells.
+	idle                         bool
+	mode, idleReason, lastActive string
 }
 
 // rows joins claims and sandboxes into table rows at time now, sorted by namespace and name.
@@ -121,6 +127,7 @@ func rows(claims []extv1beta1.SandboxClaim, sandboxes []sandboxv1beta1.Sandbox, 
 		if len(sb.Status.PodIPs) > 0 {
 			r.podIP = sb.Status.PodIPs[0]
 		}
+		setIdle(&r, sb, now)
 		if name := claimOf(sb); name != "" {
 			r.claim = name
 			if c := byName[sb.Namespace+"/"+name]; c != nil {
@@ -149,6 +156,9 @@ func rows(claims []extv1beta1.SandboxClaim, sandboxes []sandboxv1beta1.Sandbox, 
 		if len(c.Status.Sandbox.PodIPs) > 0 {
 			r.podIP = c.Status.Sandbox.PodIPs[0]
 		}
+		if c.Spec.IdlePolicy != nil {
+			r.idle, r.mode, r.idleReason, r.lastActive = true, none, none, none
+		}
 		out = append(out, r)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -162,6 +172,46 @@ func rows(claims []extv1beta1.SandboxClaim, sandboxes []sandboxv1beta1.Sandbox, 
 		return a.claim < b.claim
 	})
 	return out
+}
+
+// setIdle fills r's idle cells for a sandbox with an idle policy: its operating mode ("Suspended
+// (idle)" when the idle policy suspended it), the controller's last reason, and when it was last
+// active: the later of the controller's lastActiveTime and the router's last-activity annotation
+// (the router writes it between the controller's checks).
+func setIdle(r *row, sb *sandboxv1beta1.Sandbox, now time.Time) {
+	if sb.Spec.IdlePolicy == nil {
+		return
+	}
+	r.idle, r.idleReason, r.lastActive = true, none, none
+	r.mode = string(cmp.Or(sb.Spec.OperatingMode, sandboxv1beta1.SandboxOperatingModeRunning))
+	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended &&
+		sb.Annotations[sandboxv1beta1.SuspendedByAnnotation] == sandboxv1beta1.SuspendedByIdle {
+		r.mode += " (idle)"
+	}
+	var last time.Time
+	if st := sb.Status.Idle; st != nil {
+		r.idleReason = cmp.Or(st.Reason, none)
+		if st.LastActiveTime != nil {
+			last = st.LastActiveTime.Time
+		}
+	}
+	if t, err := time.Parse(time.RFC3339, sb.Annotations[sandboxv1beta1.LastActivityAnnotation]); err == nil && t.After(last) {
+		last = t
+	}
+	if !last.IsZero() {
+		r.lastActive = duration.HumanDuration(now.Sub(last)) + " ago"
+	}
+}
+
+// withIdle adds the MODE, IDLE and LAST ACTIVE columns to cols when a row has an idle policy, so
+// tables without one stay as they were.
+func withIdle(cols []column, rs []row) []column {
+	for _, r := range rs {
+		if r.idle {
+			return append(slices.Clone(cols), colMode, colIdle, colLastActive)
+		}
+	}
+	return cols
 }
 
 // claimOf is the name of the claim that controls sb, or "".
@@ -248,12 +298,23 @@ var (
 	colPodIP     = column{"POD IP", func(r row) string { return r.podIP }}
 	colAge       = column{"AGE", func(r row) string { return r.age }}
 	colExpires   = column{"EXPIRES", func(r row) string { return r.expires }}
+	// The idle columns (see withIdle); <none> in the rows without an idle policy.
+	colMode       = column{"MODE", func(r row) string { return idleCell(r, r.mode) }}
+	colIdle       = column{"IDLE", func(r row) string { return idleCell(r, r.idleReason) }}
+	colLastActive = column{"LAST ACTIVE", func(r row) string { return idleCell(r, r.lastActive) }}
 
 	// lsColumns are kubox ls's and kubox get's.
 	lsColumns = []column{colName, colClaim, colSource, colReady, colPodIP, colAge, colExpires}
 	// claimColumns are kubox claim's.
 	claimColumns = []column{colClaim, colSandbox, colSource, colReady, colAge}
 )
+
+func idleCell(r row, v string) string {
+	if !r.idle {
+		return none
+	}
+	return v
+}
 
 // printTable prints rs with cols, and a NAMESPACE column first when allNamespaces.
 func printTable(w io.Writer, cols []column, rs []row, allNamespaces bool) error {

@@ -168,3 +168,49 @@ func TestPrintSingleObject(t *testing.T) {
 		t.Errorf("printed %s %s (operatingMode %s), want Sandbox scratch, Suspended", got.Kind, got.Name, got.Spec.OperatingMode)
 	}
 }
+
+// TestLsTableWithIdlePolicies: the idle columns appear once a row has an idle policy, and show
+// the mode, the controller's reason and the later of its time and the router's annotation.
+func TestLsTableWithIdlePolicies(t *testing.T) {
+	policy := &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: 10 * time.Minute}}
+	awake := testutil.MakeSandbox("awake", "default").Condition(metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue}).
+		Annotation(sandboxv1beta1.LastActivityAnnotation, now.Add(-2*time.Minute).Format(time.RFC3339)).Obj()
+	awake.Spec.IdlePolicy = policy
+	awake.Status.Idle = &sandboxv1beta1.IdleStatus{Reason: sandboxv1beta1.IdleReasonRunningProcesses,
+		LastActiveTime: ptr.To(metav1.NewTime(now.Add(-5 * time.Minute)))}
+	awake.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+
+	asleep := testutil.MakeSandbox("asleep", "default").Suspended().
+		Annotation(sandboxv1beta1.SuspendedByAnnotation, sandboxv1beta1.SuspendedByIdle).
+		Condition(metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "SandboxSuspended"}).Obj()
+	asleep.Spec.IdlePolicy = policy
+	asleep.Status.Idle = &sandboxv1beta1.IdleStatus{Reason: sandboxv1beta1.IdleReasonSuspended,
+		LastActiveTime: ptr.To(metav1.NewTime(now.Add(-3 * time.Hour)))}
+	asleep.CreationTimestamp = metav1.NewTime(now.Add(-5 * time.Hour))
+
+	fresh := testutil.MakeSandbox("fresh", "default").Obj()
+	fresh.Spec.IdlePolicy = policy
+	fresh.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+
+	plain := testutil.MakeSandbox("plain", "default").Obj()
+	plain.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+
+	sandboxes := []sandboxv1beta1.Sandbox{*awake, *asleep, *fresh, *plain}
+	rs := rows(nil, sandboxes, now)
+	var b bytes.Buffer
+	if err := printTable(&b, withIdle(lsColumns, rs), rs, false); err != nil {
+		t.Fatal(err)
+	}
+	want := `NAME     CLAIM    POOL/TEMPLATE   READY                      POD IP   AGE   EXPIRES   MODE               IDLE               LAST ACTIVE
+asleep   <none>   <none>          False (SandboxSuspended)   <none>   5h    <none>    Suspended (idle)   Suspended          3h ago
+awake    <none>   <none>          True                       <none>   60m   <none>    Running            RunningProcesses   2m ago
+fresh    <none>   <none>          Unknown                    <none>   60s   <none>    Running            <none>             <none>
+plain    <none>   <none>          Unknown                    <none>   60s   <none>    <none>             <none>             <none>
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("kubox ls table with idle policies (-want +got):\n%s", diff)
+	}
+	if got := withIdle(lsColumns, rows(nil, sandboxes[3:], now)); len(got) != len(lsColumns) {
+		t.Errorf("a table without idle policies has %d columns, want the usual %d", len(got), len(lsColumns))
+	}
+}

@@ -49,7 +49,11 @@ agent-sandbox v1's SDKs use (a port already taken, say by a sandboxd sidecar, is
 
 Every request needs "Authorization: Bearer <token>" with the token from --token-file (or the
 variable named by --token-env); /healthz needs none. The command after "--" runs as the agent's
-child, with the container's stdout and stderr; the agent keeps serving when it exits.`,
+child, with the container's stdout and stderr; the agent keeps serving when it exits.
+
+On SIGTERM (the sandbox is suspended or deleted) it refuses new file writes on every API with
+503 / Unavailable, lets the writes in flight finish, stops every process (SIGTERM, then SIGKILL
+after --shutdown-grace), syncs the file systems and exits.`,
 		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -79,7 +83,8 @@ child, with the container's stdout and stderr; the agent keeps serving when it e
 	f.IntVar(&o.cfg.MaxStreams, "max-streams", agent.DefaultMaxStreams, "most concurrent API calls, streams included")
 	f.Var(agent.SizeFlag(&o.cfg.CompatMaxOutputBytes), agent.FlagCompatMaxOutputBytes, "most output per stream of python-runtime's /execute, e.g. 256Mi; more fails the call (default $"+agent.EnvCompatMaxOutputBytes+", else 64Mi; 0: no limit)")
 	f.Var(agent.SizeFlag(&o.cfg.CompatMaxUploadBytes), agent.FlagCompatMaxUploadBytes, "largest python-runtime /upload, which streams to disk, e.g. 10Gi (default $"+agent.EnvCompatMaxUploadBytes+", else 0: no limit)")
-	f.DurationVar(&o.cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long processes get before SIGKILL")
+	f.DurationVar(&o.cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long processes get before SIGKILL, and writes in flight to finish")
+	f.StringVar(&o.cfg.SandboxName, "sandbox-name", hostname(), "the sandbox's name, for messages (default: the host name, which is the Pod's and so the Sandbox's)")
 	cmd.AddCommand(newInstall())
 	return cmd
 }
@@ -110,7 +115,7 @@ func (o *options) run(parent context.Context) error {
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	<-ctx.Done()
-	log.Info("Stopping: finishing requests, then SIGTERM to every process", "grace", o.cfg.ShutdownGrace)
+	log.Info("Stopping: refusing writes, finishing requests, SIGTERM to every process, then syncing", "grace", o.cfg.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), o.cfg.ShutdownGrace+5*time.Second)
 	defer cancel()
 	return a.Shutdown(sctx)
@@ -158,6 +163,12 @@ func (o *options) compatDirs() error {
 		}
 	}
 	return nil
+}
+
+// hostname is the default of --sandbox-name: a sandbox's Pod has the Sandbox's name.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 func envOr(key, def string) string {

@@ -72,3 +72,18 @@ func TestTheTokenVariableIsNotInherited(t *testing.T) {
 		t.Errorf("KUBOX_AGENT_TOKEN=%q is still in the environment the agent's processes inherit", v)
 	}
 }
+
+// The sandbox's name, which the refusal of writes during a suspend names, is the Pod's host name
+// unless --sandbox-name says otherwise.
+func TestTheSandboxNameDefaultsToTheHostName(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	if got := flags(t).cfg.SandboxName; got != host {
+		t.Errorf("default sandbox name %q, want the host name %q", got, host)
+	}
+	if got := flags(t, "--sandbox-name=alice").cfg.SandboxName; got != "alice" {
+		t.Errorf("--sandbox-name=alice gave %q", got)
+	}
+}

@@ -14,7 +14,7 @@ const benchSize = 1 << 30
 //
 //	go test ./internal/agent/files -run '^$' -bench 'Upload|Download' -benchtime=3x
 func BenchmarkUpload(b *testing.B) {
-	srv := serve(b, NewContentHandler(newTree(b).root()))
+	srv := serve(b, NewContentHandler(newTree(b).root(), nil))
 	b.SetBytes(benchSize)
 	for b.Loop() {
 		src := newPatternReader(benchSize)
@@ -45,7 +45,7 @@ func BenchmarkDownload(b *testing.B) {
 	if _, err := tr.root().WriteFile("blob.bin", src, WriteOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	srv := serve(b, NewContentHandler(tr.root()))
+	srv := serve(b, NewContentHandler(tr.root(), nil))
 	// The client reads 1 MiB at a time, as a real one would (io.Discard alone reads 8 KiB at a time).
 	buf := make([]byte, 1<<20)
 	b.SetBytes(benchSize)

@@ -35,6 +35,9 @@ var (
 	// ErrResourceExhausted means something ran out: space on the file system, the request body's
 	// limit, or a watch's event queue.
 	ErrResourceExhausted = errors.New("resource exhausted")
+	// ErrUnavailable means the agent refuses the operation for now: it is shutting down (see
+	// WriteGate).
+	ErrUnavailable = errors.New("unavailable")
 	// ErrInternal is anything else the operating system reported.
 	ErrInternal = errors.New("internal error")
 )
@@ -56,7 +59,8 @@ type Error struct {
 // Error reads "<op> <path>: <what went wrong>; <what to do>".
 func (e *Error) Error() string {
 	what := e.Kind.Error()
-	if e.Err != nil && (e.Kind == ErrInternal || e.Kind == ErrInvalid || e.Kind == ErrResourceExhausted) {
+	if e.Err != nil && (e.Kind == ErrInternal || e.Kind == ErrInvalid || e.Kind == ErrResourceExhausted ||
+		e.Kind == ErrUnavailable) {
 		what = e.Err.Error()
 	}
 	msg := fmt.Sprintf("%s %s: %s", e.Op, e.Path, what)
@@ -159,11 +163,12 @@ var kinds = []struct {
 	{ErrIsDirectory, http.StatusBadRequest, connect.CodeFailedPrecondition},
 	{ErrInvalid, http.StatusBadRequest, connect.CodeInvalidArgument},
 	{ErrResourceExhausted, http.StatusRequestEntityTooLarge, connect.CodeResourceExhausted},
+	{ErrUnavailable, http.StatusServiceUnavailable, connect.CodeUnavailable},
 }
 
 // StatusOf returns the HTTP status for err: 403 outside the root or permission denied, 404 not
 // found, 409 exists / not empty / not a directory, 400 is a directory or invalid, 413 resource
-// exhausted, 500 anything else.
+// exhausted, 503 unavailable, 500 anything else.
 func StatusOf(err error) int {
 	for _, k := range kinds {
 		if errors.Is(err, k.kind) {
@@ -175,7 +180,7 @@ func StatusOf(err error) int {
 
 // CodeOf returns the Connect code for err: PermissionDenied outside the root or permission
 // denied, NotFound, AlreadyExists, FailedPrecondition (not empty, not a directory, is a
-// directory), InvalidArgument, ResourceExhausted, Internal for anything else.
+// directory), InvalidArgument, ResourceExhausted, Unavailable, Internal for anything else.
 func CodeOf(err error) connect.Code {
 	for _, k := range kinds {
 		if errors.Is(err, k.kind) {

@@ -31,8 +31,10 @@ const ContentPrefix = "/files/"
 // Errors are JSON {"code": "...", "message": "..."} with Connect's code names (not_found,
 // permission_denied, ...) and the status StatusOf gives. Directories are listed through
 // FilesystemService.List, not here.
-func NewContentHandler(root *Root) http.Handler {
-	return &fileServer{root: root, flavor: kuboxFlavor}
+//
+// writes, when not nil, admits each PUT and DELETE (see WriteGate).
+func NewContentHandler(root *Root, writes WriteGate) http.Handler {
+	return &fileServer{root: root, flavor: kuboxFlavor, writes: writes}
 }
 
 // flavor is what differs between the two HTTP file APIs; everything else is shared.
@@ -61,6 +63,7 @@ var kuboxFlavor = flavor{
 type fileServer struct {
 	root   *Root
 	flavor flavor
+	writes WriteGate // nil: every write is admitted
 }
 
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,9 +77,9 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet, http.MethodHead:
 		s.get(w, r, rest)
 	case http.MethodPut:
-		s.put(w, r, rest)
+		s.admitted(w, r, rest, "write", s.put)
 	case http.MethodDelete:
-		s.delete(w, r, rest)
+		s.admitted(w, r, rest, "remove", s.delete)
 	default:
 		w.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
 		writeJSONError(w, http.StatusMethodNotAllowed, s.flavor.errorCode(ErrInvalid, http.StatusMethodNotAllowed),

@@ -64,7 +64,7 @@ func TestContentGet(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(tr.dir, "dir/hello.txt"), mtime, mtime); err != nil {
 		t.Fatal(err)
 	}
-	srv := serve(t, NewContentHandler(tr.root()))
+	srv := serve(t, NewContentHandler(tr.root(), nil))
 
 	resp, body := do(t, "GET", srv.URL+"/files/dir/hello.txt", nil)
 	if resp.StatusCode != 200 || body != "hello, world" {
@@ -135,7 +135,7 @@ func TestContentPut(t *testing.T) {
 	if err := os.Chmod(filepath.Join(tr.dir, "existing"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	srv := serve(t, NewContentHandler(tr.root()))
+	srv := serve(t, NewContentHandler(tr.root(), nil))
 
 	resp, body := do(t, "PUT", srv.URL+"/files/new/sub/file.sh?mode=0755", strings.NewReader("#!/bin/sh\n"))
 	if resp.StatusCode != http.StatusCreated {
@@ -189,7 +189,7 @@ func TestContentPut(t *testing.T) {
 // middleware does this) is a 413, and leaves nothing behind.
 func TestContentPutTooLarge(t *testing.T) {
 	tr := newTree(t).file("f", "old")
-	srv := serve(t, http.MaxBytesHandler(NewContentHandler(tr.root()), 1024))
+	srv := serve(t, http.MaxBytesHandler(NewContentHandler(tr.root(), nil), 1024))
 	req, _ := http.NewRequest("PUT", srv.URL+"/files/f", io.LimitReader(zeros{}, 4096))
 	req.ContentLength = -1 // chunked: the limit is found while streaming
 	resp, err := http.DefaultClient.Do(req)
@@ -217,7 +217,7 @@ func (zeros) Read(p []byte) (int, error) {
 
 func TestContentDelete(t *testing.T) {
 	tr := newTree(t).file("f", "x").file("d/in", "x").link("out", "{outside}")
-	srv := serve(t, NewContentHandler(tr.root()))
+	srv := serve(t, NewContentHandler(tr.root(), nil))
 	cases := []struct {
 		path       string
 		wantStatus int
@@ -262,7 +262,7 @@ func TestContentHostRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	srv := serve(t, NewContentHandler(r))
+	srv := serve(t, NewContentHandler(r, nil))
 	resp, body := do(t, "GET", srv.URL+"/files"+tr.outside+"/secret", nil)
 	if resp.StatusCode != 200 || body != "secret" {
 		t.Errorf("GET of an absolute path = %d %q", resp.StatusCode, body)

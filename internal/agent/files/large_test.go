@@ -66,7 +66,7 @@ func allocated() uint64 {
 func TestLargeFileStreams(t *testing.T) {
 	const size = 320 << 20
 	tr := newTree(t)
-	srv := serve(t, NewContentHandler(tr.root()))
+	srv := serve(t, NewContentHandler(tr.root(), nil))
 
 	src := newPatternReader(size)
 	before := allocated()

@@ -26,6 +26,8 @@ type SandboxdOptions struct {
 	Environ func() []string
 	// Now returns the current time, for /v1/health's uptime; time.Now when nil.
 	Now func() time.Time
+	// Writes, when not nil, admits each PUT and DELETE (see WriteGate).
+	Writes WriteGate
 }
 
 // SandboxdHandler serves agent-sandbox's sandboxd REST API (KEP-539.2, OpenAPI
@@ -81,7 +83,7 @@ func NewSandboxdHandler(root *Root, opts SandboxdOptions) *SandboxdHandler {
 		opts.Now = time.Now
 	}
 	h := &SandboxdHandler{
-		files:   fileServer{root: root, flavor: sandboxdFlavor},
+		files:   fileServer{root: root, flavor: sandboxdFlavor, writes: opts.Writes},
 		prefix:  opts.MetadataEnvPrefix,
 		environ: opts.Environ,
 		now:     opts.Now,

@@ -55,6 +55,7 @@ type claimConfig struct {
 	labels         map[string]string
 	podLabels      map[string]string
 	podAnnotations map[string]string
+	idlePolicy     *sandboxv1beta1.IdlePolicy
 	progress       func(*extv1beta1.SandboxClaim)
 }
 
@@ -77,6 +78,22 @@ func WithTTL(d time.Duration) ClaimOption { return func(c *claimConfig) { c.ttl 
 // envVarsInjectionPolicy must allow them.
 func WithEnv(env map[string]string) ClaimOption {
 	return func(c *claimConfig) { c.env = mergeMaps(c.env, env) }
+}
+
+// WithIdlePolicy sets the claim's spec.idlePolicy, which replaces the template's: the
+// controller suspends the sandbox after policy.SuspendAfter without activity (requests through
+// kubox-router, and processes other than the main command unless RunningProcesses is Ignore),
+// and, unless Wake is Manual, the next request through the router resumes it. Empty
+// RunningProcesses and Wake take the API's defaults (KeepAwake, OnRequest).
+func WithIdlePolicy(policy sandboxv1beta1.IdlePolicy) ClaimOption {
+	return func(c *claimConfig) { c.idlePolicy = &policy }
+}
+
+// WithSuspendAfter is WithIdlePolicy with only suspendAfter: d from 30s to 8760h, anything else
+// is rejected when the claim is created. Use Sandbox.KeepAlive to hold the sandbox awake while
+// the program works without sending requests.
+func WithSuspendAfter(d time.Duration) ClaimOption {
+	return WithIdlePolicy(sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: d}})
 }
 
 // WithLabels adds labels to the claim itself (not its Pod; see WithPodLabels).
@@ -145,6 +162,9 @@ func buildClaim(src ClaimSource, cfg claimConfig, now time.Time) *extv1beta1.San
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg.env)) {
 		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: cfg.env[k]})
+	}
+	if cfg.idlePolicy != nil {
+		claim.Spec.IdlePolicy = cfg.idlePolicy.DeepCopy()
 	}
 	claim.Spec.AdditionalPodMetadata = extv1beta1.AdditionalPodMetadata{
 		Labels: maps.Clone(cfg.podLabels), Annotations: maps.Clone(cfg.podAnnotations)}

@@ -44,6 +44,21 @@ func TestBuildClaim(t *testing.T) {
 				AdditionalPodMetadata: extv1beta1.AdditionalPodMetadata{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "hi"}},
 			},
 		}},
+		"idle policy": {src: FromPool("p"), opts: []ClaimOption{WithSuspendAfter(10 * time.Minute)},
+			want: &extv1beta1.SandboxClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},
+				Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: &extv1beta1.SandboxWarmPoolReference{Name: "p"},
+					IdlePolicy: &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: 10 * time.Minute}}},
+			}},
+		"full idle policy, the last option wins": {src: FromPool("p"), opts: []ClaimOption{WithSuspendAfter(time.Hour),
+			WithIdlePolicy(sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: time.Minute},
+				RunningProcesses: sandboxv1beta1.IdleProcessPolicyIgnore, Wake: sandboxv1beta1.WakePolicyManual})},
+			want: &extv1beta1.SandboxClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},
+				Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: &extv1beta1.SandboxWarmPoolReference{Name: "p"},
+					IdlePolicy: &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: time.Minute},
+						RunningProcesses: sandboxv1beta1.IdleProcessPolicyIgnore, Wake: sandboxv1beta1.WakePolicyManual}},
+			}},
 		"created-by cannot be overridden": {src: FromPool("p"), opts: []ClaimOption{WithLabels(map[string]string{sandboxv1beta1.CreatedByLabel: "me"})},
 			want: &extv1beta1.SandboxClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},

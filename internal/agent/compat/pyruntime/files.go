@@ -147,6 +147,14 @@ type validationError struct {
 // directories on the way. The content goes straight to disk (multipart's reader holds one
 // buffer), so its size costs no memory; only a configured limit bounds it.
 func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
+	if h.writes != nil {
+		done, err := h.writes.BeginWrite()
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, message{"File upload failed: " + err.Error()})
+			return
+		}
+		defer done()
+	}
 	if h.maxUploadBytes > 0 {
 		r.Body = http.MaxBytesReader(w, r.Body, h.maxUploadBytes)
 	}

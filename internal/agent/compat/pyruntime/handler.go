@@ -145,6 +145,17 @@ type Options struct {
 	// NotFound serves the paths python-runtime does not have. Default: FastAPI's 404
 	// {"detail":"Not Found"}.
 	NotFound http.Handler
+	// Writes, when not nil, admits each /upload (see WriteGate).
+	Writes WriteGate
+}
+
+// WriteGate admits writes while the agent serves and refuses them once it shuts down:
+// kubox-agent's activity.Writes. A refused /upload is answered 503, which python-runtime's
+// clients retry.
+type WriteGate interface {
+	// BeginWrite admits a write, returning the function to call when it has finished, or the
+	// refusal, whose message the client gets.
+	BeginWrite() (done func(), err error)
 }
 
 // Handler serves python-runtime's API; see the package documentation.
@@ -160,6 +171,7 @@ type Handler struct {
 	uploadSetting  string
 	path           string
 	notFound       http.Handler
+	writes         WriteGate
 }
 
 // New returns a Handler for opts, with defaults for the fields left zero.
@@ -187,6 +199,7 @@ func New(opts Options) (*Handler, error) {
 		uploadSetting:  orDefault(opts.UploadLimitSetting, "the agent's upload limit"),
 		path:           orDefault(opts.Path, path),
 		notFound:       opts.NotFound,
+		writes:         opts.Writes,
 	}
 	if h.notFound == nil {
 		h.notFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

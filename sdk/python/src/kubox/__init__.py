@@ -11,8 +11,8 @@ The synchronous API is :class:`Sandbox` (and :class:`Client` for shared settings
 one, with the same surface, is :class:`AsyncSandbox` and :class:`AsyncClient`.
 """
 
-from ._sync import Client, Files, FileWatch, Process, Sandbox
-from .aio import AsyncClient, AsyncFiles, AsyncProcess, AsyncSandbox, ClaimToken
+from ._sync import Client, Files, FileWatch, KeepAlive, Process, Sandbox
+from .aio import AsyncClient, AsyncFiles, AsyncKeepAlive, AsyncProcess, AsyncSandbox, ClaimToken
 from ._files import AsyncFileWatch
 from .errors import (APIError, ClaimFailedError, CommandError, ConfigError, ConflictError, ForbiddenError,
                      KuboxError, NotFoundError, SandboxConnectionError, SandboxNotReadyError, SandboxTimeoutError,
@@ -22,8 +22,8 @@ from .types import CommandResult, ExitEvent, FileEvent, FileInfo, OutputDropped,
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "Client", "Process", "Files", "FileWatch",
-    "AsyncSandbox", "AsyncClient", "AsyncProcess", "AsyncFiles", "AsyncFileWatch", "ClaimToken",
+    "Sandbox", "Client", "Process", "Files", "FileWatch", "KeepAlive",
+    "AsyncSandbox", "AsyncClient", "AsyncProcess", "AsyncFiles", "AsyncFileWatch", "AsyncKeepAlive", "ClaimToken",
     "CommandResult", "OutputEvent", "OutputDropped", "ExitEvent", "ProcessEvent", "FileInfo", "FileEvent",
     "KuboxError", "ConfigError", "ClaimFailedError", "SandboxTimeoutError", "SandboxConnectionError",
     "CommandError", "APIError", "UnauthorizedError", "ForbiddenError", "NotFoundError", "ConflictError",

@@ -51,9 +51,11 @@ def build_claim(*, namespace: str, pool: Optional[str] = None, template: Optiona
                 env: Optional[Mapping[str, str]] = None, labels: Optional[Mapping[str, str]] = None,
                 pod_labels: Optional[Mapping[str, str]] = None,
                 pod_annotations: Optional[Mapping[str, str]] = None,
+                suspend_after: Optional[float] = None, idle_policy: Optional[Mapping[str, str]] = None,
                 now: Optional[_dt.datetime] = None) -> Obj:
     """The SandboxClaim to create: from ``pool`` (spec.warmPoolRef) or ``template``
-    (spec.sandboxTemplateRef), expiring ``ttl`` seconds from ``now`` (shutdownPolicy Delete)."""
+    (spec.sandboxTemplateRef), expiring ``ttl`` seconds from ``now`` (shutdownPolicy Delete),
+    with spec.idlePolicy from ``suspend_after`` and ``idle_policy`` (see :func:`idle_policy_spec`)."""
     if bool(pool) == bool(template):
         raise ConfigError("a claim needs exactly one source: pool=\"name\" (a SandboxWarmPool) or "
                           "template=\"name\" (a SandboxTemplate)")
@@ -79,11 +81,47 @@ def build_claim(*, namespace: str, pool: Optional[str] = None, template: Optiona
         spec["lifecycle"] = {"shutdownTime": _rfc3339(at), "shutdownPolicy": "Delete"}
     if env:
         spec["env"] = [{"name": k, "value": str(env[k])} for k in sorted(env)]
+    policy = idle_policy_spec(suspend_after, idle_policy)
+    if policy:
+        spec["idlePolicy"] = policy
     if pod_labels or pod_annotations:
         spec["additionalPodMetadata"] = {k: dict(v) for k, v in
                                          (("labels", pod_labels), ("annotations", pod_annotations)) if v}
     return {"apiVersion": f"{EXTENSIONS_GROUP}/{VERSION}", "kind": "SandboxClaim",
             "metadata": meta, "spec": spec}
+
+
+#: The fields of spec.idlePolicy, and the bounds of its suspendAfter in seconds (the API's).
+IDLE_POLICY_FIELDS = ("suspendAfter", "runningProcesses", "wake")
+SUSPEND_AFTER_MIN, SUSPEND_AFTER_MAX = 30, 8760 * 3600
+
+
+def idle_policy_spec(suspend_after: Optional[float], idle_policy: Optional[Mapping[str, str]]) -> Optional[Obj]:
+    """spec.idlePolicy of a claim: ``idle_policy`` in the API's spelling (``suspendAfter`` as a
+    Go duration such as "10m", ``runningProcesses`` KeepAwake or Ignore, ``wake`` OnRequest or
+    Manual), with ``suspend_after`` (seconds) as its suspendAfter; None when neither is given."""
+    if suspend_after is None and not idle_policy:
+        return None
+    policy: Obj = dict(idle_policy or {})
+    unknown = sorted(set(policy) - set(IDLE_POLICY_FIELDS))
+    if unknown:
+        raise ConfigError(f"idle_policy has no field {', '.join(unknown)}; its fields are {', '.join(IDLE_POLICY_FIELDS)}")
+    if suspend_after is not None:
+        if not SUSPEND_AFTER_MIN <= suspend_after <= SUSPEND_AFTER_MAX:
+            raise ConfigError(f"suspend_after must be between {SUSPEND_AFTER_MIN} seconds and 8760 hours, "
+                              f"not {suspend_after!r}")
+        policy["suspendAfter"] = go_duration(suspend_after)
+    if not policy.get("suspendAfter"):
+        raise ConfigError("an idle policy needs suspendAfter: pass suspend_after=seconds, or "
+                          "idle_policy={\"suspendAfter\": \"10m\", ...}")
+    return policy
+
+
+def go_duration(s: float) -> str:
+    """Seconds as a Go duration: "600s", "90.5s"."""
+    if s == int(s):
+        return f"{int(s)}s"
+    return f"{s:.3f}".rstrip("0") + "s"
 
 
 def _rfc3339(t: _dt.datetime, nanos: bool = False) -> str:

@@ -34,6 +34,7 @@ SEND_INPUT = Method(_SERVICE, "SendInput", pb.SendInputRequest, pb.SendInputResp
 SEND_SIGNAL = Method(_SERVICE, "SendSignal", pb.SendSignalRequest, pb.SendSignalResponse)
 RESIZE_PTY = Method(_SERVICE, "ResizePty", pb.ResizePtyRequest, pb.ResizePtyResponse)
 ATTACH = Method(_SERVICE, "AttachProcess", pb.AttachProcessRequest, pb.AttachProcessResponse, streams=True)
+LIST = Method(_SERVICE, "ListProcesses", pb.ListProcessesRequest, pb.ListProcessesResponse)
 _STREAMS = {pb.OUTPUT_STREAM_STDOUT: "stdout", pb.OUTPUT_STREAM_STDERR: "stderr", pb.OUTPUT_STREAM_PTY: "pty"}
 #: A message of StartProcess's or AttachProcess's stream: both carry a ProcessEvent.
 ProcessStream = Union[pb.StartProcessResponse, pb.AttachProcessResponse]

@@ -10,8 +10,8 @@ from . import _runner
 from ._claims import Obj
 from ._files import AsyncFiles, AsyncFileWatch
 from ._process import AsyncProcess, Command, OutputCallback, Seconds, Stdin
-from .aio import DEFAULT_READY_TIMEOUT, DEFAULT_ROUTER_NAMESPACE, DEFAULT_ROUTER_SERVICE, AsyncClient, AsyncSandbox, \
-    ClaimToken, ProgressCallback
+from .aio import DEFAULT_KEEP_ALIVE_INTERVAL, DEFAULT_READY_TIMEOUT, DEFAULT_ROUTER_NAMESPACE, DEFAULT_ROUTER_SERVICE, \
+    AsyncClient, AsyncKeepAlive, AsyncSandbox, ClaimToken, ProgressCallback
 from .types import CommandResult, FileEvent, FileInfo, ProcessEvent
 
 _run = _runner.run
@@ -63,21 +63,24 @@ class Client:
               ttl: Optional[Seconds] = None, env: Optional[Mapping[str, str]] = None,
               labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
-              on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
+              on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
+              idle_policy: Optional[Mapping[str, str]] = None) -> "Sandbox":
         """Claims a sandbox and waits until it is Ready; see :meth:`Sandbox.claim`."""
         return Sandbox.claim(pool, template, client=self, namespace=namespace, ttl=ttl, env=env, labels=labels,
                              pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
-                             on_progress=on_progress)
+                             on_progress=on_progress, suspend_after=suspend_after, idle_policy=idle_policy)
 
     def create_claim(self, pool: Optional[str] = None, template: Optional[str] = None, *,
                      namespace: Optional[str] = None, ttl: Optional[Seconds] = None,
                      env: Optional[Mapping[str, str]] = None, labels: Optional[Mapping[str, str]] = None,
                      pod_labels: Optional[Mapping[str, str]] = None,
-                     pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None) -> Obj:
+                     pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
+                     suspend_after: Optional[Seconds] = None, idle_policy: Optional[Mapping[str, str]] = None) -> Obj:
         """Creates the SandboxClaim :meth:`claim` would create and returns it (a dict) at once,
         without waiting and without ever deleting it; :meth:`connect` waits for it later."""
         return _run(self.aio.create_claim(pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels,
-                                          pod_labels=pod_labels, pod_annotations=pod_annotations, name=name))
+                                          pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
+                                          suspend_after=suspend_after, idle_policy=idle_policy))
 
     def connect(self, claim: str, *, namespace: Optional[str] = None,
                 on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
@@ -298,9 +301,15 @@ class Sandbox:
               namespace: Optional[str] = None, ttl: Optional[Seconds] = None, env: Optional[Mapping[str, str]] = None,
               labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
-              on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
+              on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
+              idle_policy: Optional[Mapping[str, str]] = None) -> "Sandbox":
         """Claims a sandbox from the SandboxWarmPool ``pool`` or, without a pool, a new one from
         the SandboxTemplate ``template``, and waits until it is Ready (one watch, no polling).
+
+        ``suspend_after`` (seconds or a timedelta, 30 s to 8760 h) suspends the sandbox after
+        that long without activity, and the next request through kubox-router wakes it;
+        ``idle_policy`` gives the whole policy in the API's spelling (``runningProcesses``,
+        ``wake``); :meth:`keep_alive` holds the sandbox awake meanwhile.
 
         ``ttl`` (seconds or a timedelta) makes the claim expire even if this program dies;
         ``env`` sets environment variables (the template must allow them); ``labels`` label the
@@ -315,7 +324,7 @@ class Sandbox:
         return cls(_run(AsyncSandbox.claim(
             pool, template, client=client.aio if client else None, namespace=namespace, ttl=ttl, env=env,
             labels=labels, pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
-            on_progress=on_progress)))
+            on_progress=on_progress, suspend_after=suspend_after, idle_policy=idle_policy)))
 
     @classmethod
     def connect(cls, claim: str, *, client: Optional[Client] = None, namespace: Optional[str] = None,
@@ -358,6 +367,18 @@ class Sandbox:
         return Process(_run(self.aio.start(cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin, tty=tty,
                                            on_stdout=on_stdout, on_stderr=on_stderr)))
 
+    def keep_alive(self, interval: Seconds = DEFAULT_KEEP_ALIVE_INTERVAL) -> "KeepAlive":
+        """Holds a sandbox with an idle policy awake while the program works without sending it
+        requests::
+
+            with sb.keep_alive(interval=60):
+                think_for_a_while()
+
+        A background task calls the agent's cheap ListProcesses at once and every ``interval``
+        seconds (below half of suspendAfter), which kubox-router and kubox-agent both count as
+        activity; see :meth:`AsyncSandbox.keep_alive`."""
+        return KeepAlive(self.aio.keep_alive(interval))
+
     def suspend(self) -> None:
         """Suspends the sandbox and waits until its Pod is gone (volumes and claim stay)."""
         _run(self.aio.suspend())
@@ -375,6 +396,27 @@ class Sandbox:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class KeepAlive:
+    """What :meth:`Sandbox.keep_alive` returns: a context manager that keeps calling the
+    sandbox's agent, from the SDK's event loop thread, while its block runs."""
+
+    def __init__(self, aio: AsyncKeepAlive) -> None:
+        #: The asyncio keep-alive this one wraps.
+        self.aio = aio
+
+    @property
+    def calls(self) -> int:
+        """How many calls succeeded."""
+        return self.aio.calls
+
+    def __enter__(self) -> "KeepAlive":
+        _run(self.aio.__aenter__())
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        _run(self.aio.__aexit__(exc_type, *exc))
 
 
 async def _attach(url: str, token: str, name: str) -> AsyncSandbox:

@@ -23,14 +23,14 @@ from ._agent import Agent
 from ._claims import Obj
 from ._files import AsyncFiles
 from ._kube import CLAIMS, SANDBOXES, SECRETS, Kube
-from ._process import (RUN, AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of, seconds,
-                       start_process)
-from ._proto.kubox.agent.v1.process_pb2 import RunProcessRequest
-from .errors import (ClaimFailedError, CommandError, ConfigError, KuboxError, SandboxNotReadyError,
-                     SandboxTimeoutError, UnauthorizedError, error_from_body)
+from ._process import (LIST, RUN, AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of,
+                       seconds, start_process)
+from ._proto.kubox.agent.v1.process_pb2 import ListProcessesRequest, RunProcessRequest
+from .errors import (ClaimFailedError, CommandError, ConfigError, ForbiddenError, KuboxError, NotFoundError,
+                     SandboxNotReadyError, SandboxTimeoutError, UnauthorizedError, error_from_body)
 from .types import CommandResult
 
-__all__ = ["AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncFiles", "ClaimToken", "Opening"]
+__all__ = ["AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncFiles", "AsyncKeepAlive", "ClaimToken", "Opening"]
 
 #: Environment variable with kubox-router's URL.
 ROUTER_URL_ENV = "KUBOX_ROUTER_URL"
@@ -41,6 +41,12 @@ DEFAULT_READY_TIMEOUT = 180.0
 #: Seconds ``run`` waits for the agent's answer beyond the command's ``timeout`` before it gives
 #: up on the connection (SandboxTimeoutError).
 RUN_ANSWER_GRACE = 30.0
+#: Seconds between the calls of :meth:`AsyncSandbox.keep_alive` by default: well below the idle
+#: policy's shortest suspendAfter (30 s).
+DEFAULT_KEEP_ALIVE_INTERVAL = 10.0
+#: Seconds a keep-alive call may wait for its answer: longer than the router takes to wake a
+#: suspended sandbox or give up (504), so a wake is not cut short and tried again.
+KEEP_ALIVE_CALL_TIMEOUT = 120.0
 #: Connection modes: how processes and files reach a sandbox's agent.
 CONNECTIONS = ("auto", "router", "direct", "port-forward")
 
@@ -143,19 +149,24 @@ class AsyncClient:
                            namespace: Optional[str] = None, ttl: Optional[Seconds] = None,
                            env: Optional[Mapping[str, str]] = None, labels: Optional[Mapping[str, str]] = None,
                            pod_labels: Optional[Mapping[str, str]] = None,
-                           pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None) -> Obj:
+                           pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
+                           suspend_after: Optional[Seconds] = None,
+                           idle_policy: Optional[Mapping[str, str]] = None) -> Obj:
         """Creates the SandboxClaim :meth:`claim` would create and returns it at once, without
         waiting and without ever deleting it (:meth:`connect` waits for it later)."""
         ns = namespace or self.namespace
         body = _claims.build_claim(namespace=ns, pool=pool, template=template, name=name, ttl=seconds(ttl, "ttl"),
-                                   env=env, labels=labels, pod_labels=pod_labels, pod_annotations=pod_annotations)
+                                   env=env, labels=labels, pod_labels=pod_labels, pod_annotations=pod_annotations,
+                                   suspend_after=seconds(suspend_after, "suspend_after"), idle_policy=idle_policy)
         return await self._kube.create(CLAIMS, ns, body)
 
     async def claim(self, pool: Optional[str] = None, template: Optional[str] = None, *,
                     namespace: Optional[str] = None, ttl: Optional[Seconds] = None,
                     env: Optional[Mapping[str, str]] = None, labels: Optional[Mapping[str, str]] = None,
                     pod_labels: Optional[Mapping[str, str]] = None, pod_annotations: Optional[Mapping[str, str]] = None,
-                    name: Optional[str] = None, on_progress: Optional[ProgressCallback] = None) -> "AsyncSandbox":
+                    name: Optional[str] = None, on_progress: Optional[ProgressCallback] = None,
+                    suspend_after: Optional[Seconds] = None,
+                    idle_policy: Optional[Mapping[str, str]] = None) -> "AsyncSandbox":
         """Claims a sandbox from the SandboxWarmPool ``pool`` or, without a pool, a new one from
         the SandboxTemplate ``template``, and waits until it is Ready (one watch, no polling).
 
@@ -165,12 +176,20 @@ class AsyncClient:
         names the claim (default: generated, ``kubox-xxxxx``). ``on_progress`` sees every version
         of the claim while waiting.
 
+        ``suspend_after`` (seconds or a timedelta, 30 s to 8760 h) sets the claim's idle policy:
+        the sandbox is suspended after that long without activity (requests through kubox-router,
+        processes other than its main command) and the next request through the router wakes it.
+        ``idle_policy`` gives the whole policy in the API's spelling, e.g.
+        ``{"runningProcesses": "Ignore", "wake": "Manual"}`` (``suspend_after`` sets its
+        ``suspendAfter``). :meth:`AsyncSandbox.keep_alive` holds the sandbox awake meanwhile.
+
         Raises :class:`ClaimFailedError` when the claim fails for good (its pool does not exist,
         ...) and :class:`SandboxTimeoutError` after ``ready_timeout``; the claim is deleted then.
         Closing the sandbox deletes the claim.
         """
         claim = await self.create_claim(pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels,
-                                        pod_labels=pod_labels, pod_annotations=pod_annotations, name=name)
+                                        pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
+                                        suspend_after=suspend_after, idle_policy=idle_policy)
         try:
             sb = await self._wait_claim(claim, on_progress, pool=pool)
         except BaseException as e:
@@ -349,13 +368,15 @@ class AsyncSandbox:
               ttl: Optional[Seconds] = None, env: Optional[Mapping[str, str]] = None,
               labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
-              on_progress: Optional[ProgressCallback] = None) -> "Opening":
+              on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
+              idle_policy: Optional[Mapping[str, str]] = None) -> "Opening":
         """Claims a sandbox (see :meth:`AsyncClient.claim`), with ``client`` or a client of the
         default settings (kubeconfig, ``$KUBOX_ROUTER_URL``) that closes with the sandbox. Await
         it, or use it as ``async with AsyncSandbox.claim(...) as sb:``."""
         return Opening(_with_client(client, lambda c: c.claim(
             pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels, pod_labels=pod_labels,
-            pod_annotations=pod_annotations, name=name, on_progress=on_progress)))
+            pod_annotations=pod_annotations, name=name, on_progress=on_progress, suspend_after=suspend_after,
+            idle_policy=idle_policy)))
 
     @classmethod
     def connect(cls, claim: str, *, client: Optional[AsyncClient] = None, namespace: Optional[str] = None,
@@ -423,6 +444,21 @@ class AsyncSandbox:
         """
         return await start_process(self._agent, cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin, tty=tty,
                                    on_stdout=on_stdout, on_stderr=on_stderr)
+
+    def keep_alive(self, interval: Seconds = DEFAULT_KEEP_ALIVE_INTERVAL) -> "AsyncKeepAlive":
+        """Holds a sandbox with an idle policy awake while the program works without sending it
+        requests::
+
+            async with sb.keep_alive(interval=60):
+                await think_for_a_while()
+
+        Inside the block a background task calls the agent's cheap ListProcesses at once and every
+        ``interval`` seconds (keep it below half of the policy's suspendAfter). Each call is a
+        request through kubox-router and to kubox-agent, which both count it as activity; like any
+        request through the router, it wakes the sandbox if it was suspended. Failed calls are
+        tried again at the next tick, except when the sandbox is gone or the credentials are
+        refused: the task stops and leaving the block raises that error."""
+        return AsyncKeepAlive(self._agent, seconds(interval, "interval") or DEFAULT_KEEP_ALIVE_INTERVAL)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -499,6 +535,48 @@ class AsyncSandbox:
                              "the controller has not written the sandbox's agent token; check its agent configuration")
         self._token = (uid, token)
         return token
+
+
+class AsyncKeepAlive:
+    """What :meth:`AsyncSandbox.keep_alive` returns: an async context manager that keeps calling
+    the sandbox's agent while its block runs."""
+
+    def __init__(self, agent: Agent, interval: float) -> None:
+        self._agent = agent
+        self._interval = interval
+        self._task: Optional["asyncio.Task[None]"] = None
+        #: The error that stopped the calls (the sandbox is gone, the credentials were refused).
+        self.error: Optional[KuboxError] = None
+        #: How many calls succeeded.
+        self.calls = 0
+
+    async def __aenter__(self) -> "AsyncKeepAlive":
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    async def __aexit__(self, exc_type: Any, *exc: Any) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        if self.error is not None and exc_type is None:
+            raise self.error
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._agent.call(LIST, ListProcessesRequest(),
+                                       timeout=max(self._interval, KEEP_ALIVE_CALL_TIMEOUT))
+                self.calls += 1
+            except (NotFoundError, UnauthorizedError, ForbiddenError) as e:
+                self.error = e
+                return
+            except KuboxError:
+                pass  # the next tick tries again
+            await asyncio.sleep(self._interval)
 
 
 class Opening(Awaitable[AsyncSandbox]):

@@ -98,3 +98,21 @@ def test_parse_time():
     assert _claims.parse_time("2026-12-04T08:08:03.503906051Z") == dt.datetime(2026, 12, 4, 8, 8, 3, 503906, tzinfo=dt.timezone.utc)
     assert _claims.parse_time("2026-12-04T09:08:03+01:00") == dt.datetime(2026, 12, 4, 8, 8, 3, tzinfo=dt.timezone.utc)
     assert _claims.parse_time("") is None
+
+
+def test_claim_with_an_idle_policy():
+    c = _claims.build_claim(namespace="ns", pool="p", suspend_after=600, now=NOW)
+    assert c["spec"]["idlePolicy"] == {"suspendAfter": "600s"}
+    c = _claims.build_claim(namespace="ns", pool="p", suspend_after=90.5,
+                            idle_policy={"runningProcesses": "Ignore", "wake": "Manual"}, now=NOW)
+    assert c["spec"]["idlePolicy"] == {"suspendAfter": "90.5s", "runningProcesses": "Ignore", "wake": "Manual"}
+    c = _claims.build_claim(namespace="ns", pool="p", idle_policy={"suspendAfter": "1h30m"}, now=NOW)
+    assert c["spec"]["idlePolicy"] == {"suspendAfter": "1h30m"}
+    assert "idlePolicy" not in _claims.build_claim(namespace="ns", pool="p", now=NOW)["spec"]
+
+
+@pytest.mark.parametrize("kw", [{"suspend_after": 10}, {"suspend_after": 8761 * 3600},
+                                {"idle_policy": {"wake": "Manual"}}, {"idle_policy": {"suspend_after": "10m"}}])
+def test_bad_idle_policies_are_refused(kw):
+    with pytest.raises(ConfigError):
+        _claims.build_claim(namespace="ns", pool="p", now=NOW, **kw)
