@@ -90,12 +90,17 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		}
 		return nil
 	}})
+	if t.sandbox.Spec.IdlePolicy != nil {
+		// Until the response ends: ServeHTTP returns when a stream or an upgraded connection does.
+		defer rt.activity.begin(t.sandbox)()
+	}
 	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview}
 	rt.proxy.ServeHTTP(cookieGuard{w}, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
 }
 
 // admit runs the checks in an order that reveals nothing to a stranger: credentials (401), then
-// permission (403), then whether the sandbox exists (404) and is ready (503).
+// permission (403), then whether the sandbox exists (404), is suspended (woken, or 403 and 503)
+// and is ready (503).
 func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*target, *httpError) {
 	info := infoFrom(ctx)
 	p := &principal{kind: principalAnonymous}
@@ -147,6 +152,9 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 			"check the name with: kubectl get sandboxes -n %s", rte.namespace, sandboxName, rte.namespace)
 	}
 	if herr := checkClaimOwns(p, claim, sb); herr != nil {
+		return nil, herr
+	}
+	if sb, herr = rt.wakeIfSuspended(ctx, p, sb); herr != nil {
 		return nil, herr
 	}
 	return rt.resolveTarget(ctx, sb, rte.port)
