@@ -239,3 +239,19 @@ func TestActivityWindow(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkActivityBegin is what the tracker adds to a request for a sandbox with an idle
+// policy whose annotation is fresh (no write).
+func BenchmarkActivityBegin(b *testing.B) {
+	f := &trackerFixture{clock: &fakeClock{t: t0}, writes: &fakeWrites{}, bg: newBackground(), metric: metrics.New().ActivityWrites}
+	f.tracker = &activityTracker{write: f.writes.write, now: f.clock.now, writes: f.metric, bg: f.bg,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), bySandbox: map[types.UID]*activity{}}
+	defer f.bg.stop()
+	sb := idleSandbox(10*time.Minute, t0)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			f.tracker.begin(sb)()
+		}
+	})
+}

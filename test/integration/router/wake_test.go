@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -373,5 +374,24 @@ func TestActivityIsWrittenOncePerWindow(t *testing.T) {
 	}
 	if got := counter(t, e.rt, "kubox_router_activity_writes_total", `result="success"`); got != 1 {
 		t.Errorf("kubox_router_activity_writes_total{result=success} is %v, want 1", got)
+	}
+}
+
+func TestActivityOfHeaderRoutedRequests(t *testing.T) {
+	e := startWakeEnv(t, nil)
+	e.sandbox(t, "busy", onRequest(), false, false)
+	headers := []string{bearer(e.waker), "X-Sandbox-ID: busy", "X-Sandbox-Namespace: " + e.ns, "X-Sandbox-Port: " + strconv.Itoa(e.agentPort)}
+	eventuallyStatus(t, http.StatusOK, http.MethodGet, e.url+"/healthz", "", headers...)
+	for i := range 10 {
+		if res := do(t, http.MethodGet, e.url+"/healthz", "", headers...); res.code != http.StatusOK {
+			t.Fatalf("header-routed request %d: %s", i, res)
+		}
+	}
+	framework.WaitForObject(t, env, e.get(t, "busy"), func(sb *sandboxv1beta1.Sandbox) (bool, string) {
+		v := sb.Annotations[sandboxv1beta1.LastActivityAnnotation]
+		return v != "", fmt.Sprintf("%s is %q", sandboxv1beta1.LastActivityAnnotation, v)
+	})
+	if patches, _ := e.patches.of("busy"); patches != 1 {
+		t.Errorf("11 header-routed requests made %d writes of the last activity, want 1", patches)
 	}
 }
