@@ -2,6 +2,7 @@ package router
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,6 +51,14 @@ type wakeEnv struct {
 // startWakeEnv starts it; mutate (may be nil) changes the router's configuration.
 func startWakeEnv(t *testing.T, mutate func(*router.Config)) *wakeEnv {
 	t.Helper()
+	return startWakeEnvAs(t, false, mutate)
+}
+
+// startWakeEnvAs is startWakeEnv with the router reaching the API server as the ServiceAccount
+// kubox-router of the test's namespace bound to nothing but the ClusterRole `make manifests`
+// generates, when leastPrivileged.
+func startWakeEnvAs(t *testing.T, leastPrivileged bool, mutate func(*router.Config)) *wakeEnv {
+	t.Helper()
 	e := &wakeEnv{ns: env.NewNamespace(t), agentPort: freePort(t), patches: &patchCounter{}}
 	keyFile := filepath.Join(t.TempDir(), "agent-token-key")
 	if err := os.WriteFile(keyFile, append(key, '\n'), 0o600); err != nil {
@@ -62,6 +71,9 @@ func startWakeEnv(t *testing.T, mutate func(*router.Config)) *wakeEnv {
 		c.Agent.TokenKeyFile = keyFile
 	})
 	cfg := rest.CopyConfig(env.Config)
+	if leastPrivileged {
+		cfg = env.ConfigFor(bindGeneratedRouterRole(t, e.ns))
+	}
 	cfg.Wrap(e.patches.wrap)
 	rt, url := env.StartRouterAs(t, cfg, e.ns, key, func(c *router.Config) {
 		// A Pod is Ready a moment before its agent (started from a watch here) listens; a real
@@ -200,6 +212,31 @@ func (e *wakeEnv) checkWoken(t *testing.T, name string) {
 	}
 }
 
+// bindGeneratedRouterRole creates the ClusterRole generated into config/rbac/router (under a
+// name of this test's own), binds ServiceAccount kubox-router of ns to it alone, and returns
+// the ServiceAccount's token.
+func bindGeneratedRouterRole(t *testing.T, ns string) string {
+	t.Helper()
+	role := generatedRouterRole(t)
+	role.Name = "kubox-router-" + ns
+	cs := env.Clientset(t)
+	if _, err := cs.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok := env.ServiceAccountToken(t, ns, "kubox-router")
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kubox-router", Namespace: ns}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	return tok
+}
+
 // markSuspendedByIdle sets the annotation the controller's idle check sets when it suspends.
 func markSuspendedByIdle(sb *sandboxv1beta1.Sandbox) {
 	if sb.Annotations == nil {
@@ -229,6 +266,27 @@ func TestWakeOnRequest(t *testing.T) {
 		t.Errorf("kubox_router_wake_duration_seconds has %v samples, want 1", got)
 	}
 	t.Logf("Woken in %.3fs (request arrival to Ready)", counter(t, e.rt, "kubox_router_wake_duration_seconds_sum"))
+}
+
+// TestWakeWithGeneratedClusterRole wakes a sandbox, and writes its last activity, with a
+// router that has nothing but its generated ClusterRole: the patch verb is there.
+func TestWakeWithGeneratedClusterRole(t *testing.T) {
+	e := startWakeEnvAs(t, true, nil)
+	e.sandbox(t, "box", onRequest(), true, false)
+	e.sandbox(t, "busy", onRequest(), false, false)
+	e.waitSeenSuspended(t, "box")
+	if res := do(t, http.MethodGet, e.sandboxURL("box", "/healthz"), "", bearer(e.waker)); res.code != http.StatusOK {
+		t.Fatalf("GET of a suspended sandbox through a least-privileged router: %s; want 200", res)
+	}
+	e.checkWoken(t, "box")
+	eventuallyStatus(t, http.StatusOK, http.MethodGet, e.sandboxURL("busy", "/healthz"), "", bearer(e.waker))
+	framework.WaitForObject(t, env, e.get(t, "busy"), func(sb *sandboxv1beta1.Sandbox) (bool, string) {
+		v := sb.Annotations[sandboxv1beta1.LastActivityAnnotation]
+		return v != "", fmt.Sprintf("%s is %q", sandboxv1beta1.LastActivityAnnotation, v)
+	})
+	if got := counter(t, e.rt, "kubox_router_activity_writes_total", `result="error"`); got != 0 {
+		t.Errorf("kubox_router_activity_writes_total{result=error} is %v, want 0", got)
+	}
 }
 
 func TestWakeConcurrentRequestsPatchOnce(t *testing.T) {
