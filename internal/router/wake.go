@@ -125,6 +125,13 @@ func (w *waker) wait(ctx context.Context, sb *sandboxv1beta1.Sandbox) *httpError
 	}
 }
 
+// waking reports whether a wake of the sandbox with uid is in flight.
+func (w *waker) waking(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ops[uid] != nil
+}
+
 // join returns the wake of sb in flight, or starts one if the cache still shows sb suspended;
 // nil when it does not (someone resumed it meanwhile).
 func (w *waker) join(ctx context.Context, sb *sandboxv1beta1.Sandbox) *wakeOp {
@@ -218,17 +225,22 @@ func resumeError(sb *sandboxv1beta1.Sandbox, err error) *httpError {
 // request, and the caller may resume it, it resumes it and returns the sandbox once it is
 // Ready (as the cache has it then); a sandbox that is not suspended is returned as it is.
 func (rt *Router) wakeIfSuspended(ctx context.Context, p *principal, sb *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, *httpError) {
-	if !isSuspended(sb) {
-		return sb, nil
-	}
-	if herr := checkWakePolicy(sb); herr != nil {
-		return nil, herr
-	}
-	if herr := rt.authorizeWake(ctx, p, sb); herr != nil {
-		if herr.code == http.StatusForbidden {
-			rt.metrics.Wakes.WithLabelValues(metrics.WakeForbidden).Inc()
+	// A request that comes while a wake is in flight waits for it, also once the cache shows
+	// the sandbox Running but not yet Ready: it resumes nothing, so it needs no more than the
+	// connect permission it has.
+	if !rt.waker.waking(sb.UID) {
+		if !isSuspended(sb) {
+			return sb, nil
 		}
-		return nil, herr
+		if herr := checkWakePolicy(sb); herr != nil {
+			return nil, herr
+		}
+		if herr := rt.authorizeWake(ctx, p, sb); herr != nil {
+			if herr.code == http.StatusForbidden {
+				rt.metrics.Wakes.WithLabelValues(metrics.WakeForbidden).Inc()
+			}
+			return nil, herr
+		}
 	}
 	start := infoFrom(ctx).start
 	if start.IsZero() {

@@ -184,6 +184,31 @@ func TestWakeOutlivesItsClient(t *testing.T) {
 	}
 }
 
+func TestWakeLateRequestJoins(t *testing.T) {
+	f := newFakeSandboxes()
+	w := newTestWaker(t, f, time.Minute)
+	first := waitAll(t.Context(), w, f, 1)
+	<-f.resumed
+	// The cache shows the sandbox Running, not Ready yet: a request now joins the wake.
+	late := f.current(t.Context(), "", "")
+	if !w.waking(late.UID) {
+		t.Fatal("no wake in flight after the resume")
+	}
+	lateDone := make(chan *httpError, 1)
+	go func() { lateDone <- w.wait(t.Context(), late) }()
+	f.setReady(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "10.0.0.7")
+	w.notify("uid-1")
+	if herr := (<-first)[0]; herr != nil {
+		t.Errorf("the first request: %v", herr)
+	}
+	if herr := <-lateDone; herr != nil {
+		t.Errorf("the late request: %v", herr)
+	}
+	if w.waking("uid-1") || f.resumes.Load() != 1 {
+		t.Errorf("after the wake: waking %v, %d resumes; want false, 1", w.waking("uid-1"), f.resumes.Load())
+	}
+}
+
 func TestWakeNotSuspendedAnyMore(t *testing.T) {
 	f := newFakeSandboxes()
 	stale := f.current(t.Context(), "", "")
