@@ -68,15 +68,28 @@ func (rt *Router) newCache(restConfig *rest.Config) (crcache.Cache, error) {
 		return nil, fmt.Errorf("watching Sandboxes: %w", err)
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) { rt.observeChange(oldObj, newObj) },
-		DeleteFunc: func(obj any) { rt.observeChange(obj, nil) },
+		UpdateFunc: func(oldObj, newObj any) {
+			rt.observeChange(oldObj, newObj)
+			rt.notifyWake(newObj)
+		},
+		DeleteFunc: func(obj any) {
+			rt.observeChange(obj, nil)
+			rt.notifyWake(obj)
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("watching Sandboxes: %w", err)
 	}
 	if _, err := c.GetInformer(ctx, &extv1beta1.SandboxClaim{}, crcache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("watching SandboxClaims: %w", err)
 	}
-	if _, err := c.GetInformer(ctx, &corev1.Pod{}, crcache.BlockUntilSynced(false)); err != nil {
+	podInf, err := c.GetInformer(ctx, &corev1.Pod{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("watching the Pods of sandboxes: %w", err)
+	}
+	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { rt.notifyWake(obj) },
+		UpdateFunc: func(_, newObj any) { rt.notifyWake(newObj) },
+	}); err != nil {
 		return nil, fmt.Errorf("watching the Pods of sandboxes: %w", err)
 	}
 	return c, nil
@@ -98,6 +111,22 @@ func (rt *Router) observeChange(oldObj, newObj any) {
 	}
 }
 
+// notifyWake tells the wake in flight of a sandbox, if any, that the cache changed the sandbox
+// (obj is the Sandbox) or its Pod (obj is a Pod the Sandbox controls).
+func (rt *Router) notifyWake(obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	switch o := obj.(type) {
+	case *sandboxv1beta1.Sandbox:
+		rt.waker.notify(o.UID)
+	case *corev1.Pod:
+		if ref := metav1.GetControllerOf(o); ref != nil {
+			rt.waker.notify(ref.UID)
+		}
+	}
+}
+
 // sandboxPods selects the Pods of sandboxes.
 func sandboxPods() labels.Selector {
 	req, err := labels.NewRequirement(sandboxv1beta1.SandboxNameHashLabel, selection.Exists, nil)
@@ -106,7 +135,8 @@ func sandboxPods() labels.Selector {
 }
 
 // trimSandbox keeps what routing reads: identity, its controller (a claim), spec.agent, the
-// recorded agent ports, pod IPs and conditions.
+// recorded agent ports, pod IPs and conditions; and what idle policies need: spec.idlePolicy,
+// spec.operatingMode and the last-activity and suspended-by annotations.
 func trimSandbox(obj any) (any, error) {
 	sb, ok := obj.(*sandboxv1beta1.Sandbox)
 	if !ok {
@@ -114,11 +144,28 @@ func trimSandbox(obj any) (any, error) {
 	}
 	out := &sandboxv1beta1.Sandbox{TypeMeta: sb.TypeMeta, ObjectMeta: trimMeta(sb.ObjectMeta)}
 	out.OwnerReferences = controllerRef(sb.OwnerReferences)
+	out.Annotations = idleAnnotations(sb.Annotations)
 	out.Spec.Agent = sb.Spec.Agent
+	out.Spec.IdlePolicy = sb.Spec.IdlePolicy
+	out.Spec.OperatingMode = sb.Spec.OperatingMode
 	out.Status.Agent = sb.Status.Agent
 	out.Status.PodIPs = slices.Clone(sb.Status.PodIPs)
 	out.Status.Conditions = sb.Status.Conditions
 	return out, nil
+}
+
+// idleAnnotations keeps the annotations of idle policies of a.
+func idleAnnotations(a map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{sandboxv1beta1.LastActivityAnnotation, sandboxv1beta1.SuspendedByAnnotation} {
+		if v, ok := a[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // trimClaim keeps the claim's identity and its bound sandbox.

@@ -29,6 +29,7 @@ const (
 	DefaultUpstreamMaxRetries      = 3
 	DefaultUpstreamRetryDelay      = 200 * time.Millisecond
 	DefaultShutdownTimeout         = 30 * time.Second
+	DefaultWakeTimeout             = 60 * time.Second
 )
 
 // DefaultHTTPAddr is where the router serves, contract.DefaultRouterPort on every address.
@@ -97,6 +98,9 @@ type Config struct {
 	UpstreamRetryDelay time.Duration
 	// ShutdownTimeout bounds the wait for requests in flight when Start or Serve stop.
 	ShutdownTimeout time.Duration
+	// WakeTimeout bounds how long a request for a suspended sandbox the router wakes waits for
+	// the sandbox to be Ready (504 beyond; the sandbox goes on starting).
+	WakeTimeout time.Duration
 	// Log receives the router's messages and access log; nil: slog.Default().
 	Log *slog.Logger
 }
@@ -122,6 +126,7 @@ func DefaultConfig() Config {
 		UpstreamMaxRetries:      DefaultUpstreamMaxRetries,
 		UpstreamRetryDelay:      DefaultUpstreamRetryDelay,
 		ShutdownTimeout:         DefaultShutdownTimeout,
+		WakeTimeout:             DefaultWakeTimeout,
 	}
 }
 
@@ -132,7 +137,8 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("the agent token key has %d bytes; it needs at least %d: give the key the controller "+
 			"uses (--agent-token-key-file), or make one with: head -c 48 /dev/urandom | base64 > key", len(c.AgentTokenKey), contract.MinAgentTokenKeyBytes))
 	}
-	for name, d := range map[string]time.Duration{"proxy timeout": c.ProxyTimeout, "claim token max TTL": c.ClaimTokenMaxTTL} {
+	for name, d := range map[string]time.Duration{"proxy timeout": c.ProxyTimeout, "claim token max TTL": c.ClaimTokenMaxTTL,
+		"wake timeout": c.WakeTimeout} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("the %s must be positive, not %s", name, d))
 		}

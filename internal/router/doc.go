@@ -23,6 +23,14 @@
 // sandbox whose Ready condition is True. Nothing the client sends (X-Sandbox-Pod-IP,
 // X-Sandbox-UID) chooses the address.
 //
+// # Idle policies
+//
+// For a Sandbox with spec.idlePolicy the router keeps the kubox.dev/last-activity annotation
+// fresh (activity.go: at most one write per max(suspendAfter/2, 15s), in the background), and a
+// request for such a sandbox that is suspended with wake OnRequest resumes it, once however many
+// requests wait, for a caller allowed to patch the Sandbox or holding its claim's token, and is
+// proxied once the sandbox is Ready (wake.go; 504 after Config.WakeTimeout).
+//
 // # Authentication and authorization
 //
 // The bearer token (and, on preview hosts, the kubox-token cookie) is tried as the shared

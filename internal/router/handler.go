@@ -92,12 +92,17 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		}
 		return nil
 	}})
+	if t.sandbox.Spec.IdlePolicy != nil {
+		// Until the response ends: ServeHTTP returns when a stream or an upgraded connection does.
+		defer rt.activity.begin(t.sandbox)()
+	}
 	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview, pathBase: rte.base}
 	rt.proxy.ServeHTTP(cookieGuard{w}, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
 }
 
 // admit runs the checks in an order that reveals nothing to a stranger: credentials (401), then
-// permission (403), then whether the sandbox exists (404) and is ready (503).
+// permission (403), then whether the sandbox exists (404), is suspended (woken, or 403 and 503)
+// and is ready (503).
 func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*target, *httpError) {
 	info := infoFrom(ctx)
 	p := &principal{kind: principalAnonymous}
@@ -154,6 +159,18 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 	if herr := checkPathRoute(p, rte, sb); herr != nil {
 		return nil, herr
 	}
+	woken, herr := rt.wakeIfSuspended(ctx, p, sb)
+	if herr != nil {
+		return nil, herr
+	}
+	if woken != sb {
+		// A woken sandbox records its agent's ports only now: browser routes must refuse them
+		// before resolveTarget adds the agent token to them.
+		if herr := rt.checkBrowserPort(p, rte, woken); herr != nil {
+			return nil, herr
+		}
+		sb = woken
+	}
 	return rt.resolveTarget(ctx, sb, rte.port)
 }
 
@@ -200,5 +217,17 @@ func (rt *Router) limitBody(w http.ResponseWriter, r *http.Request) *httpError {
 		return errorf(http.StatusRequestEntityTooLarge, "the request body has %d bytes, more than the router's limit of %d (--max-request-body-bytes)", r.ContentLength, max)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, max)
+	return nil
+}
+
+// checkBrowserPort refuses, on the routes browsers use (preview hosts, path routes), the ports
+// the sandbox records as its agent's.
+func (rt *Router) checkBrowserPort(p *principal, rte *route, sb *sandboxv1beta1.Sandbox) *httpError {
+	switch rte.kind {
+	case kindPreview:
+		return rt.checkPreviewPort(sb, rte.port)
+	case kindPath:
+		return checkPathRoute(p, rte, sb)
+	}
 	return nil
 }

@@ -12,7 +12,8 @@ import (
 type httpError struct {
 	code int
 	msg  string
-	// retryAfter is the Retry-After of a 429 in seconds; 0: 1.
+	// retryAfter is the Retry-After in seconds of a 429 or 503 (0: 1), or of another answer
+	// (a 504 of a wake) when not 0.
 	retryAfter int
 }
 
@@ -36,7 +37,7 @@ func writeError(w http.ResponseWriter, e *httpError) {
 	if e.code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="kubox-router"`)
 	}
-	if e.code == http.StatusTooManyRequests || e.code == http.StatusServiceUnavailable {
+	if e.code == http.StatusTooManyRequests || e.code == http.StatusServiceUnavailable || e.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(max(e.retryAfter, 1)))
 	}
 	w.WriteHeader(e.code)

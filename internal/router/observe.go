@@ -14,6 +14,8 @@ import (
 // requestInfo collects what the handler learns about a request, for the access log and metrics.
 type requestInfo struct {
 	route, namespace, name, principal, err string
+	// start is when the request arrived.
+	start time.Time
 }
 
 type infoKey struct{}
@@ -73,7 +75,7 @@ func (rt *Router) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		rt.metrics.Inflight.Inc()
 		defer rt.metrics.Inflight.Dec()
-		info := &requestInfo{}
+		info := &requestInfo{start: start}
 		rec := &recorder{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		client := clientIP(r)

@@ -151,19 +151,45 @@ func noAgentPort(sb *sandboxv1beta1.Sandbox) *httpError {
 // its Pod's IP a moment after the Pod changes; in that moment the IP may already belong to
 // another Pod, and the router must not send the sandbox's traffic (or its agent token) there.
 func (rt *Router) checkPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, ip netip.Addr) *httpError {
-	pods := &corev1.PodList{}
-	if err := rt.cache.List(ctx, pods, client.InNamespace(sb.Namespace),
-		client.MatchingFields{indexer.ControllerUIDKey: string(sb.UID)}); err != nil {
+	held, err := rt.podHolds(ctx, sb, ip)
+	if err != nil {
 		return errorf(http.StatusServiceUnavailable, "looking up the Pod of sandbox %s/%s in the router's cache: %v; retry shortly", sb.Namespace, sb.Name, err)
 	}
-	for i := range pods.Items {
-		if p := &pods.Items[i]; provenance.ControlledBy(p, provenance.Sandbox, sb.UID) && podLive(p) && podHasIP(p, ip) {
-			return nil
-		}
+	if held {
+		return nil
 	}
 	rt.metrics.UpstreamErrors.WithLabelValues(sb.Namespace, metrics.ReasonStalePodIP).Inc()
 	return errorf(http.StatusServiceUnavailable, "sandbox %s/%s reports the pod IP %s, but no running Pod of the sandbox has that IP "+
 		"(its Pod was deleted or replaced, and the sandbox's status has not caught up); retry shortly", sb.Namespace, sb.Name, ip)
+}
+
+// podHolds reports whether a live Pod the sandbox controls holds ip, as the cache has them.
+func (rt *Router) podHolds(ctx context.Context, sb *sandboxv1beta1.Sandbox, ip netip.Addr) (bool, error) {
+	pods := &corev1.PodList{}
+	if err := rt.cache.List(ctx, pods, client.InNamespace(sb.Namespace),
+		client.MatchingFields{indexer.ControllerUIDKey: string(sb.UID)}); err != nil {
+		return false, err
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; provenance.ControlledBy(p, provenance.Sandbox, sb.UID) && podLive(p) && podHasIP(p, ip) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// podReady reports whether the cache holds the live Pod of sb with sb's first pod IP: a woken
+// sandbox is proxied to once resolveTarget will find it there.
+func (rt *Router) podReady(ctx context.Context, sb *sandboxv1beta1.Sandbox) bool {
+	if len(sb.Status.PodIPs) == 0 {
+		return false
+	}
+	ip, err := netip.ParseAddr(sb.Status.PodIPs[0])
+	if err != nil {
+		return true // resolveTarget answers that
+	}
+	held, err := rt.podHolds(ctx, sb, ip)
+	return held || err != nil
 }
 
 // podLive reports whether pod is neither terminating nor terminated.

@@ -12,10 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubox-dev/kubox/internal/router/authn"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
@@ -37,6 +39,11 @@ type Router struct {
 	handler  http.Handler
 	now      func() time.Time
 	tickets  ticketLedger // browser tickets redeemed (path routing)
+	// writer patches Sandboxes: their last activity, and the resume of a sandbox being woken.
+	writer   client.Client
+	activity *activityTracker
+	waker    *waker
+	bg       *background
 
 	synced    atomic.Bool
 	cacheOnce sync.Once
@@ -65,6 +72,10 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 	if rt.cache, err = rt.newCache(restConfig); err != nil {
 		return nil, err
 	}
+	if rt.writer, err = client.New(restConfig, client.Options{Scheme: newScheme()}); err != nil {
+		return nil, fmt.Errorf("creating a Kubernetes client: %w", err)
+	}
+	rt.newIdle()
 	rt.upstream = rt.newUpstream()
 	rt.proxy = rt.newProxy()
 	rt.handler = rt.observe(http.HandlerFunc(rt.serveHTTP))
@@ -90,6 +101,15 @@ func newReviewer(cfg Config, restConfig *rest.Config) (*authn.Reviewer, error) {
 		authn.NewBudget(cfg.TokenReviewBudget, clock.RealClock{}), clock.RealClock{}), nil
 }
 
+// newIdle sets up what serves idle policies: the activity tracker and the waker.
+func (rt *Router) newIdle() {
+	rt.bg = newBackground()
+	rt.activity = &activityTracker{write: rt.writeLastActivity, lookup: rt.cachedSandbox, now: rt.now,
+		writes: rt.metrics.ActivityWrites, log: rt.log, bg: rt.bg, bySandbox: map[types.UID]*activity{}}
+	rt.waker = &waker{timeout: rt.cfg.WakeTimeout, now: rt.now, current: rt.cachedSandbox, resume: rt.resumeSandbox,
+		podReady: rt.podReady, bg: rt.bg, ops: map[types.UID]*wakeOp{}}
+}
+
 // MetricsHandler serves the router's Prometheus metrics.
 func (rt *Router) MetricsHandler() http.Handler { return rt.metrics.Handler() }
 
@@ -107,6 +127,8 @@ func (rt *Router) HealthHandler() http.Handler {
 // Serve and Start call it.
 func (rt *Router) StartCache(ctx context.Context) {
 	rt.cacheOnce.Do(func() {
+		rt.bg.goBackground(rt.activity.run)
+		context.AfterFunc(ctx, rt.bg.cancel)
 		rt.cacheWG.Add(2)
 		go func() {
 			defer rt.cacheWG.Done()
@@ -149,6 +171,7 @@ func (rt *Router) Serve(ctx context.Context, l net.Listener) error {
 	rt.StartCache(ctx)
 	err := rt.serve(ctx, l, rt.mainServer())
 	rt.upstream.closeIdle()
+	rt.bg.stop()
 	rt.cacheWG.Wait()
 	return err
 }
@@ -188,6 +211,7 @@ func (rt *Router) Start(ctx context.Context) error {
 		all = append(all, <-errs)
 	}
 	rt.upstream.closeIdle()
+	rt.bg.stop()
 	rt.cacheWG.Wait()
 	return errors.Join(append(all, rt.cacheErr)...)
 }

@@ -114,6 +114,7 @@ func (o *options) bindFlags(cmd *cobra.Command) {
 	f.IntVar(&c.UpstreamMaxRetries, "upstream-max-retries", c.UpstreamMaxRetries, "dial retries to a sandbox (only failed dials are retried)")
 	f.DurationVar(&c.UpstreamRetryDelay, "upstream-retry-initial-delay", c.UpstreamRetryDelay, "wait before the first dial retry; doubled each time")
 	f.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight get to finish")
+	f.DurationVar(&c.WakeTimeout, "wake-timeout", c.WakeTimeout, "how long a request for a suspended sandbox the router wakes (idlePolicy wake OnRequest) waits for it to be Ready (504 beyond)")
 }
 
 func (o *options) run(cmd *cobra.Command) error {

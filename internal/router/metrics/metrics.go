@@ -47,6 +47,24 @@ const (
 	RejectionClaimToken = "claim_token"
 )
 
+// Results of kubox_router_activity_writes_total.
+const (
+	ActivityWriteSuccess = "success"
+	ActivityWriteError   = "error"
+)
+
+// Results of kubox_router_wakes_total, one per request that found its sandbox suspended.
+const (
+	// WakeWoken: the sandbox became Ready and the request went on to it.
+	WakeWoken = "woken"
+	// WakeTimeout: the sandbox was not Ready within --wake-timeout (504).
+	WakeTimeout = "timeout"
+	// WakeFailed: resuming failed, or the sandbox reported a failure while starting (503).
+	WakeFailed = "failed"
+	// WakeForbidden: the caller may not resume the sandbox (403).
+	WakeForbidden = "forbidden"
+)
+
 // Metrics are one router's metrics.
 type Metrics struct {
 	Registry           *prometheus.Registry
@@ -60,6 +78,12 @@ type Metrics struct {
 	TokenRejections    *prometheus.CounterVec
 	// TokenReviewsLimited counts answers 429 for lack of TokenReview budget, by scope.
 	TokenReviewsLimited *prometheus.CounterVec
+	// ActivityWrites counts the router's writes of a sandbox's kubox.dev/last-activity, by result.
+	ActivityWrites *prometheus.CounterVec
+	// Wakes counts the requests that found their sandbox suspended, by outcome.
+	Wakes *prometheus.CounterVec
+	// WakeDuration is the time from such a request's arrival to its sandbox being Ready.
+	WakeDuration prometheus.Histogram
 }
 
 // New registers a fresh set of metrics on a new registry.
@@ -103,9 +127,22 @@ func New() *Metrics {
 			Name: "sandbox_router_tokenreviews_limited_total",
 			Help: "Requests answered 429 because reviewing their unknown bearer token would exceed the TokenReview budget, by scope (client, router).",
 		}, []string{"scope"}),
+		ActivityWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubox_router_activity_writes_total",
+			Help: "Writes of the kubox.dev/last-activity annotation of sandboxes with an idle policy, by result (success, error).",
+		}, []string{"result"}),
+		Wakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubox_router_wakes_total",
+			Help: "Requests that found their sandbox suspended with wake OnRequest, by outcome (woken, timeout, failed, forbidden).",
+		}, []string{"result"}),
+		WakeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubox_router_wake_duration_seconds",
+			Help:    "Time from the arrival of a request for a suspended sandbox to the sandbox being Ready.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 10), // 250 ms to ~2 min
+		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.Duration, m.Inflight, m.UpstreamErrors, m.UpstreamRetries,
-		m.CacheInvalidations, m.AuthzDecisions, m.TokenRejections, m.TokenReviewsLimited, buildInfo(version.Get()),
+		m.CacheInvalidations, m.AuthzDecisions, m.TokenRejections, m.TokenReviewsLimited, m.ActivityWrites, m.Wakes, m.WakeDuration, buildInfo(version.Get()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
