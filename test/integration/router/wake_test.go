@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/router"
@@ -451,5 +452,23 @@ func TestActivityOfHeaderRoutedRequests(t *testing.T) {
 	})
 	if patches, _ := e.patches.of("busy"); patches != 1 {
 		t.Errorf("11 header-routed requests made %d writes of the last activity, want 1", patches)
+	}
+}
+
+// TestWakeKeepsTheAgentPortFromPreviewHosts: a suspended sandbox records no agent ports, so the
+// preview host's refusal of them finds nothing to refuse before the wake; after it, the woken
+// sandbox records them again, and the request must still be refused rather than reach the
+// agent with the token the router adds.
+func TestWakeKeepsTheAgentPortFromPreviewHosts(t *testing.T) {
+	e := startWakeEnv(t, func(c *router.Config) { c.PreviewDomain = previewDomain })
+	sb := e.sandbox(t, "box", onRequest(), true, false)
+	framework.Update(t, env, e.get(t, "box"), markSuspendedByIdle)
+	e.waitSeenSuspended(t, "box")
+
+	host := contract.PreviewHost(e.agentPort, contract.PreviewID(sb.UID), previewDomain) + ":8080"
+	res := do(t, http.MethodGet, e.url+"/healthz", "", "Host: "+host, bearer(e.waker))
+	if res.code != http.StatusForbidden || !strings.Contains(res.body, "preview hosts never serve") {
+		t.Fatalf("GET of the agent's port on the preview host of a suspended sandbox: %s; want 403 once it is woken, "+
+			"the agent's ports being refused there", res)
 	}
 }
