@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubox-dev/kubox/api/contract"
@@ -249,6 +250,9 @@ func limitMessage(msg string) string {
 // and, when the sandbox is to suspend, patches sb (which then holds the patched Sandbox, so the
 // rest of the pass deletes its Pod). It returns when to look at sb again for the policy.
 func (r *Reconciler) checkIdle(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (time.Duration, error) {
+	if err := r.clearSuspendedBy(ctx, sb); err != nil {
+		return 0, err
+	}
 	var ask askAgent
 	if sb.Spec.Agent != nil {
 		ask = func() (*agentv1.GetActivityResponse, error) { return r.activity.GetActivity(ctx, sb) }
@@ -262,7 +266,7 @@ func (r *Reconciler) checkIdle(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 }
 
 // errIdleConflict: the Sandbox changed since the pass read it (a request's last-activity, a user's
-// change); the pass stops and the newer version decides.
+// change) or is gone; the pass stops and the newer version decides.
 var errIdleConflict = errors.New("the Sandbox changed while being suspended for its idle policy")
 
 // suspendIdle sets operatingMode Suspended and the suspended-by annotation in one patch, at the
@@ -286,6 +290,27 @@ func (r *Reconciler) suspendIdle(ctx context.Context, sb *sandboxv1beta1.Sandbox
 		return fmt.Errorf("suspending Sandbox %s for its idle policy: %w", sb.Name, err)
 	}
 	r.recorder.Eventf(sb, nil, corev1.EventTypeNormal, EventIdleSuspended, "Suspend", "%s", obs.idle.Message)
+	return nil
+}
+
+// clearSuspendedBy removes the suspended-by annotation from a Running sandbox. kubox-router
+// removes it when it wakes the sandbox, but a resume by any other client (kubox resume, the SDK,
+// kubectl) leaves it, and a later suspend by a user would then pass for the idle policy's.
+func (r *Reconciler) clearSuspendedBy(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
+	if _, set := sb.Annotations[sandboxv1beta1.SuspendedByAnnotation]; !set || suspended(sb) {
+		return nil
+	}
+	patch := mustJSON(map[string]any{"metadata": map[string]any{
+		"resourceVersion": sb.ResourceVersion,
+		"annotations":     map[string]any{sandboxv1beta1.SuspendedByAnnotation: nil},
+	}})
+	err := r.client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return errIdleConflict
+	case err != nil:
+		return fmt.Errorf("removing %s from Sandbox %s: %w", sandboxv1beta1.SuspendedByAnnotation, sb.Name, err)
+	}
 	return nil
 }
 

@@ -18,7 +18,11 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubox-dev/kubox/api/contract"
@@ -324,4 +328,121 @@ func suspendMetric(t *testing.T, name, reason string) float64 {
 		}
 	}
 	return sum
+}
+
+// quietAgent answers every sandbox: nothing is going on.
+type quietAgent struct{}
+
+func (quietAgent) GetActivity(context.Context, *sandboxv1beta1.Sandbox) (*agentv1.GetActivityResponse, error) {
+	return &agentv1.GetActivityResponse{}, nil
+}
+
+// idleReconciler returns a Reconciler on a fake API holding sb, with a quiet agent.
+func idleReconciler(t *testing.T, now time.Time, sb *sandboxv1beta1.Sandbox) (*Reconciler, client.Client, *events.FakeRecorder) {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(sb).Build()
+	rec := events.NewFakeRecorder(10)
+	return &Reconciler{client: c, recorder: rec, clock: clocktesting.NewFakePassiveClock(now), activity: quietAgent{}}, c, rec
+}
+
+// idleAtDeadline is a Ready sandbox whose suspendAfter has passed since its last activity.
+func idleAtDeadline(now time.Time) *sandboxv1beta1.Sandbox {
+	sb := testSandbox().Obj()
+	sb.Spec.Agent = &sandboxv1beta1.AgentSpec{}
+	sb.Spec.IdlePolicy = &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: time.Minute}}
+	sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.SandboxConditionReady, Status: metav1.ConditionTrue,
+		Reason: sandboxv1beta1.SandboxReasonDependenciesReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+	sb.Status.Idle = &sandboxv1beta1.IdleStatus{LastActiveTime: ptr.To(metav1.NewTime(now.Add(-time.Minute))), Reason: sandboxv1beta1.IdleReasonIdle}
+	return sb
+}
+
+func TestCheckIdleSuspendsInOnePatch(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r, c, rec := idleReconciler(t, now, idleAtDeadline(now))
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: testNS, Name: testName}, sb); err != nil {
+		t.Fatal(err)
+	}
+	obs := &observed{}
+	if _, err := r.checkIdle(t.Context(), sb, obs); err != nil {
+		t.Fatalf("checkIdle: %v", err)
+	}
+	stored := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended ||
+		stored.Annotations[sandboxv1beta1.SuspendedByAnnotation] != sandboxv1beta1.SuspendedByIdle {
+		t.Errorf("stored operatingMode %q, annotations %v; want Suspended by %s", stored.Spec.OperatingMode, stored.Annotations, sandboxv1beta1.SuspendedByIdle)
+	}
+	if sb.ResourceVersion != stored.ResourceVersion || !suspended(sb) {
+		t.Errorf("the pass goes on with resourceVersion %s, operatingMode %q; want the patched Sandbox's (%s)", sb.ResourceVersion, sb.Spec.OperatingMode, stored.ResourceVersion)
+	}
+	if obs.idle == nil || obs.idle.Reason != sandboxv1beta1.IdleReasonSuspended {
+		t.Errorf("status.idle to write = %+v, want reason Suspended", obs.idle)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, EventIdleSuspended) {
+			t.Errorf("event %q, want %s", ev, EventIdleSuspended)
+		}
+	default:
+		t.Errorf("no %s event", EventIdleSuspended)
+	}
+}
+
+// A request that moved the annotation after the pass read the Sandbox wins: the suspend's patch,
+// made at the resourceVersion read, fails and nothing changes.
+func TestCheckIdleLosesToANewerVersion(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r, c, rec := idleReconciler(t, now, idleAtDeadline(now))
+	stale := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: testNS, Name: testName}, stale); err != nil {
+		t.Fatal(err)
+	}
+	fresh := stale.DeepCopy()
+	fresh.Annotations = map[string]string{sandboxv1beta1.LastActivityAnnotation: now.Format(time.RFC3339)}
+	if err := c.Update(t.Context(), fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.checkIdle(t.Context(), stale, &observed{}); !errors.Is(err, errIdleConflict) {
+		t.Fatalf("checkIdle on a stale Sandbox: %v, want errIdleConflict", err)
+	}
+	stored := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(stale), stored); err != nil {
+		t.Fatal(err)
+	}
+	if suspended(stored) || suspended(stale) {
+		t.Errorf("operatingMode stored %q, in the pass %q; want both unchanged", stored.Spec.OperatingMode, stale.Spec.OperatingMode)
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("an event was recorded for a suspend that did not happen: %s", <-rec.Events)
+	}
+}
+
+// A sandbox resumed by another client than the router keeps no suspended-by annotation, so a
+// later user suspend is not taken for the idle policy's.
+func TestCheckIdleClearsSuspendedByOnARunningSandbox(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	sb := idleAtDeadline(now)
+	sb.Annotations = map[string]string{sandboxv1beta1.SuspendedByAnnotation: sandboxv1beta1.SuspendedByIdle, "keep": "me"}
+	sb.Status.Idle.Reason = sandboxv1beta1.IdleReasonSuspended
+	r, c, _ := idleReconciler(t, now, sb)
+	got := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), got); err != nil {
+		t.Fatal(err)
+	}
+	obs := &observed{}
+	if _, err := r.checkIdle(t.Context(), got, obs); err != nil {
+		t.Fatalf("checkIdle: %v", err)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), got); err != nil {
+		t.Fatal(err)
+	}
+	if _, set := got.Annotations[sandboxv1beta1.SuspendedByAnnotation]; set || got.Annotations["keep"] != "me" {
+		t.Errorf("annotations = %v, want suspended-by removed and the others kept", got.Annotations)
+	}
+	if obs.idle == nil || obs.idle.Reason != sandboxv1beta1.IdleReasonRequests {
+		t.Errorf("status.idle to write = %+v, want reason Requests (woken)", obs.idle)
+	}
 }
