@@ -111,10 +111,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.expired(sb) {
 		return r.expire(ctx, sb)
 	}
-	// A failed PVC phase keeps the Pod from being created (it would mount a claim that is not
-	// the Sandbox's), but the Pod is still observed and the Service reconciled, so one child's
-	// error does not hide what the others show (the Pod's IPs) from the status.
 	obs := &observed{}
+	// The idle policy first: when it suspends the sandbox, this pass deletes the Pod.
 	idleAfter, err := r.checkIdle(ctx, sb, obs)
 	switch {
 	case errors.Is(err, errIdleConflict):
@@ -122,6 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err != nil:
 		return ctrl.Result{}, err
 	}
+	// A failed PVC phase keeps the Pod from being created (it would mount a claim that is not
+	// the Sandbox's), but the Pod is still observed and the Service reconciled, so one child's
+	// error does not hide what the others show (the Pod's IPs) from the status.
 	pvcErr := r.reconcilePVCs(ctx, sb, obs)
 	podPhase := r.reconcilePod
 	if pvcErr != nil {

@@ -33,7 +33,8 @@ import (
 // Between those moments it only requeues at the next deadline: no polling, and a status write
 // only when the check finds activity.
 
-// EventIdleSuspended: the controller suspended the sandbox for its idle policy.
+// EventIdleSuspended is the reason of the event the controller records when it suspends a sandbox
+// for its idle policy.
 const EventIdleSuspended = "SandboxIdleSuspended"
 
 const (
