@@ -115,10 +115,23 @@ func TestIdleSandboxIsSuspended(t *testing.T) {
 	const name = "idle"
 	env.Create(t, e.sandbox(name, sandboxv1beta1.IdleProcessPolicyKeepAwake).VolumeClaimTemplate("work", "1Gi").Obj())
 	pvcName := sandboxv1beta1.PVCName("work", name)
-	readyAt := readyTime(t, waitReady(t, e.ns, name))
+	ready := waitReady(t, e.ns, name)
+	readyAt := readyTime(t, ready)
+	writes := countWritesUntilSuspended(t, ready)
 	pvc := framework.WaitForObject(t, env, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: pvcName}}, nil)
 
 	sb := waitIdle(t, e.ns, name, idleSuspended)
+	// The idle window costs one write, the status that starts the clock; a controller that
+	// polled or wrote per check would write every few seconds.
+	select {
+	case n := <-writes:
+		if n < 0 || n > 2 {
+			t.Errorf("the Sandbox was written %d times between Ready and the suspend (-1: the watch ended); want the clock's start at most", n)
+		}
+		t.Logf("Writes to the Sandbox between Ready and the suspend: %d", n)
+	case <-time.After(framework.DefaultTimeout):
+		t.Error("the watch did not see the suspend")
+	}
 	if got := sb.Annotations[sandboxv1beta1.SuspendedByAnnotation]; got != sandboxv1beta1.SuspendedByIdle {
 		t.Errorf("annotation %s = %q, want %q", sandboxv1beta1.SuspendedByAnnotation, got, sandboxv1beta1.SuspendedByIdle)
 	}
@@ -139,6 +152,56 @@ func TestIdleSandboxIsSuspended(t *testing.T) {
 	if kept.UID != pvc.UID || kept.DeletionTimestamp != nil {
 		t.Errorf("PersistentVolumeClaim %s was replaced or is being deleted; want it kept", pvcName)
 	}
+
+	t.Log("A request wakes it, as kubox-router does: Running, suspended-by removed, last-activity now")
+	saved := idleSuspendedSeconds(t)
+	updateSandbox(t, e.ns, name, func(sb *sandboxv1beta1.Sandbox) {
+		sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning
+		delete(sb.Annotations, sandboxv1beta1.SuspendedByAnnotation)
+		sb.Annotations[sandboxv1beta1.LastActivityAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	})
+	woken := waitReady(t, e.ns, name)
+	if woken.Status.Idle == nil || woken.Status.Idle.Reason != sandboxv1beta1.IdleReasonRequests ||
+		woken.Status.Idle.LastActiveTime == nil || woken.Status.Idle.LastActiveTime.Before(&metav1.Time{Time: readyTime(t, sb)}) {
+		t.Errorf("status.idle after the wake = %s at %v; want Requests, after the suspend", describeIdle(woken), woken.Status.Idle)
+	}
+	if woken.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeRunning {
+		t.Errorf("operatingMode %q right after the wake; want Running", woken.Spec.OperatingMode)
+	}
+	if got := idleSuspendedSeconds(t) - saved; got <= 0 {
+		t.Errorf("kubox_sandbox_idle_suspended_seconds_total += %v at the resume; want the time it was suspended", got)
+	}
+}
+
+// countWritesUntilSuspended counts the changes to sb after the version given until one sets
+// operatingMode Suspended, and sends the count (without that change) once it has come.
+func countWritesUntilSuspended(t *testing.T, sb *sandboxv1beta1.Sandbox) <-chan int {
+	t.Helper()
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(t.Context(), &sandboxv1beta1.SandboxList{}, client.InNamespace(sb.Namespace),
+		client.MatchingFields{"metadata.name": sb.Name}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: sb.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan int, 1)
+	go func() {
+		defer w.Stop()
+		n := 0
+		for ev := range w.ResultChan() {
+			if got, ok := ev.Object.(*sandboxv1beta1.Sandbox); ok {
+				if got.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
+					out <- n
+					return
+				}
+				n++
+			}
+		}
+		out <- -1
+	}()
+	return out
 }
 
 // TestLastActivityPostponesTheSuspend: a last-activity annotation written during the window, as
@@ -257,20 +320,35 @@ func TestUserSuspendIsCountedAsUser(t *testing.T) {
 	}
 }
 
+// idleSuspendedSeconds reads kubox_sandbox_idle_suspended_seconds_total.
+func idleSuspendedSeconds(t *testing.T) float64 {
+	t.Helper()
+	return counter(t, "kubox_sandbox_idle_suspended_seconds_total", func(*dto.Metric) bool { return true })
+}
+
 // suspends reads kubox_sandbox_suspends_total{reason} from controller-runtime's registry, where
 // the controller registers it.
 func suspends(t *testing.T, reason string) float64 {
+	t.Helper()
+	return counter(t, "kubox_sandbox_suspends_total", func(m *dto.Metric) bool {
+		return slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "reason" && l.GetValue() == reason })
+	})
+}
+
+// counter reads the series of the counter called name that match accepts from controller-runtime's
+// registry, where the controller registers its metrics; 0 when there is none.
+func counter(t *testing.T, name string, match func(*dto.Metric) bool) float64 {
 	t.Helper()
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "kubox_sandbox_suspends_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "reason" && l.GetValue() == reason }) {
+			if match(m) {
 				return m.GetCounter().GetValue()
 			}
 		}
