@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,6 +54,7 @@ type Reconciler struct {
 	agent         AgentOptions
 	pods          *inflight.Versions // Pods' versions this process patched from
 	status        *status.Writer
+	activity      ActivityReader // the idle policy's questions to the sandboxes' agents
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -65,11 +67,14 @@ func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Sch
 	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
 		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk),
-		status: status.NewWriter(c, recorder, FieldManager, "Sandbox")}
+		status: status.NewWriter(c, recorder, FieldManager, "Sandbox"), activity: newAgentActivity(agent.TokenKey)}
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := metrics.RegisterSuspendMetrics(); err != nil {
+		return fmt.Errorf("registering the %s metrics: %w", Name, err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&sandboxv1beta1.Sandbox{}).
@@ -106,10 +111,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.expired(sb) {
 		return r.expire(ctx, sb)
 	}
+	obs := &observed{}
+	// The idle policy first: when it suspends the sandbox, this pass deletes the Pod.
+	idleAfter, err := r.checkIdle(ctx, sb, obs)
+	switch {
+	case errors.Is(err, errIdleConflict):
+		return ctrl.Result{RequeueAfter: status.ConflictRetry}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
 	// A failed PVC phase keeps the Pod from being created (it would mount a claim that is not
 	// the Sandbox's), but the Pod is still observed and the Service reconciled, so one child's
 	// error does not hide what the others show (the Pod's IPs) from the status.
-	obs := &observed{}
 	pvcErr := r.reconcilePVCs(ctx, sb, obs)
 	podPhase := r.reconcilePod
 	if pvcErr != nil {
@@ -126,7 +139,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case out == status.Conflict:
 		return ctrl.Result{RequeueAfter: out.RequeueAfter()}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.untilExpiry(sb)}, nil
+	return ctrl.Result{RequeueAfter: sooner(r.untilExpiry(sb), idleAfter)}, nil
+}
+
+// sooner is the earlier of two requeue delays, where 0 means none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // writeStatus computes the status from obs and writes it when it changed, then emits the pass's
@@ -134,12 +155,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (status.Outcome, error) {
 	now := metav1.NewTime(r.clock.Now())
 	st := computeStatus(sb, obs, r.clusterDomain, now)
+	before := sb.Status.DeepCopy()
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
 	evs := append(obs.events, transitionEvents(&sb.Status, &st)...)
 	out, err := status.Write(ctx, r.status, sb, &sb.Status, st, evs...)
 	if out != status.Written {
 		return out, err
 	}
+	countSuspends(sb, before, &st, now.Time)
 	if !wasReady && meta.IsStatusConditionTrue(st.Conditions, sandboxv1beta1.SandboxConditionReady) && sb.Generation == 1 {
 		// Generation 1: the spec never changed since creation, so this is the first time it is
 		// Ready, not a resume.

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/status"
+	"github.com/kubox-dev/kubox/internal/metrics"
 )
 
 // expired reports whether sb's shutdownTime has passed.
@@ -38,17 +40,24 @@ func (r *Reconciler) expire(ctx context.Context, sb *sandboxv1beta1.Sandbox) (ct
 		r.recorder.Eventf(sb, nil, corev1.EventTypeNormal, EventExpired, "Expire",
 			"Sandbox reached its shutdownTime %s; deleting it (shutdownPolicy Delete)", sb.Spec.ShutdownTime.UTC().Format(time.RFC3339))
 		// No status describes a deleted Sandbox: the event is the only record.
-		return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}))
+		err := r.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID})
+		if err == nil {
+			metrics.CountSandboxSuspend(metrics.SuspendReasonExpiry)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	alreadyExpired := meta.IsStatusConditionFalse(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) &&
 		meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady).Reason == sandboxv1beta1.SandboxReasonExpired
-	obs := &observed{expired: true}
+	obs := &observed{expired: true, idle: sb.Status.Idle}
 	if !alreadyExpired {
 		obs.record(nil, corev1.EventTypeNormal, EventExpired, "Expire", fmt.Sprintf(
 			"Sandbox reached its shutdownTime %s; its Pod and Service were deleted (shutdownPolicy Retain)",
 			sb.Spec.ShutdownTime.UTC().Format(time.RFC3339)))
 	}
 	out, err := r.writeStatus(ctx, sb, obs)
+	if out == status.Written && !alreadyExpired {
+		metrics.CountSandboxSuspend(metrics.SuspendReasonExpiry)
+	}
 	return ctrl.Result{RequeueAfter: out.RequeueAfter()}, err
 }
 

@@ -31,6 +31,8 @@ type observed struct {
 	err error
 	// events are emitted once the status is written (package status).
 	events []status.Event
+	// idle is the status.idle the idle policy's check decided (idle.go).
+	idle *sandboxv1beta1.IdleStatus
 }
 
 // record adds an event about the Sandbox, and related when not nil, to emit once the status is
@@ -50,6 +52,7 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 		// Once set, the selector stays while no Pod exists (suspended, expired, between Pods),
 		// as agent-sandbox v1 keeps it: clients find the sandbox's Pods by it at any time.
 		LabelSelector: sb.Status.LabelSelector,
+		Idle:          obs.idle,
 	}
 	gen := sb.Generation
 	set := func(c metav1.Condition) {

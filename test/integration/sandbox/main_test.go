@@ -13,4 +13,4 @@ import (
 
 var env *framework.Env
 
-func TestMain(m *testing.M) { framework.Main(m, &env) }
+func TestMain(m *testing.M) { framework.Main(m, &env, framework.WithAgents()) }
