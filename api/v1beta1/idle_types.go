@@ -9,7 +9,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // WebSocket or terminal counts for as long as it is open) and, unless runningProcesses is
 // Ignore, a process running in the sandbox other than its main command and the agent. The
 // controller looks at the sandbox when suspendAfter has passed since the activity it last
-// saw, not on every request, so a sandbox suspends between suspendAfter and about 1.5 ×
+// saw, not on every request, so a sandbox suspends between suspendAfter and about twice
 // suspendAfter after its last activity. A sandbox waiting unclaimed in a warm pool never
 // suspends.
 // +kubebuilder:validation:XValidation:rule="duration(self.suspendAfter) >= duration('30s') && duration(self.suspendAfter) <= duration('8760h')",message="idlePolicy.suspendAfter must be between 30s and 8760h (one year)",fieldPath=".suspendAfter"
