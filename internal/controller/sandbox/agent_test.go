@@ -59,11 +59,11 @@ func TestInjectAgentArgv(t *testing.T) {
 			wantArgs:    []string{"--", "sh"},
 		},
 		"sandboxd's addresses in the environment become the agent's sandboxd ports": {
-			env: []corev1.EnvVar{{Name: "SANDBOXD_GRPC_ADDR", Value: "localhost:9090"}, {Name: "SANDBOXD_REST_ADDR", Value: "127.0.0.1:8080"}},
+			env:         []corev1.EnvVar{{Name: "SANDBOXD_GRPC_ADDR", Value: "localhost:9090"}, {Name: "SANDBOXD_REST_ADDR", Value: "127.0.0.1:8080"}},
 			wantCommand: append(append([]string{}, agentFlags...), "--sandboxd-grpc-port=9090", "--sandboxd-rest-port=8080"),
 		},
 		"an address from valueFrom or without a port is not passed": {
-			env: []corev1.EnvVar{{Name: "SANDBOXD_GRPC_ADDR", ValueFrom: &corev1.EnvVarSource{}}, {Name: "SANDBOXD_REST_ADDR", Value: "localhost"}},
+			env:         []corev1.EnvVar{{Name: "SANDBOXD_GRPC_ADDR", ValueFrom: &corev1.EnvVarSource{}}, {Name: "SANDBOXD_REST_ADDR", Value: "localhost"}},
 			wantCommand: agentFlags,
 		},
 		"no sandboxd ports when compatibility is off": {
