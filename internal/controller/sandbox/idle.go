@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/agentclient"
 	"github.com/kubox-dev/kubox/internal/metrics"
 	"github.com/kubox-dev/kubox/internal/provenance"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
@@ -54,37 +51,26 @@ type ActivityReader interface {
 	GetActivity(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*agentv1.GetActivityResponse, error)
 }
 
-// agentActivity calls ActivityService.GetActivity at the sandbox's first Pod IP and agent port
-// with the sandbox's agent token. One transport serves every sandbox; connections are not kept,
-// since a sandbox is asked at most once per suspendAfter and a cluster has thousands of them.
+// agentActivity calls ActivityService.GetActivity on the sandbox's agent (agentclient).
 type agentActivity struct {
-	key       []byte
-	transport http.RoundTripper
-	timeout   time.Duration
+	agents  *agentclient.Dialer
+	timeout time.Duration
 }
 
 // newAgentActivity returns the ActivityReader of a controller whose agent tokens derive from key.
 func newAgentActivity(key []byte) *agentActivity {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DisableKeepAlives = true
-	t.Proxy = nil // Pod IPs are never reached through a proxy
-	return &agentActivity{key: key, transport: t, timeout: agentActivityTimeout}
+	return &agentActivity{agents: agentclient.New(key), timeout: agentActivityTimeout}
 }
 
 // GetActivity implements ActivityReader.
 func (a *agentActivity) GetActivity(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*agentv1.GetActivityResponse, error) {
-	if len(sb.Status.PodIPs) == 0 || sb.Status.Agent == nil || sb.Status.Agent.Port == 0 {
-		return nil, errors.New("the status names no Pod IP and agent port")
+	hc, base, err := a.agents.Endpoint(sb)
+	if err != nil {
+		return nil, err
 	}
-	if len(a.key) == 0 {
-		return nil, errors.New("the controller has no agent token key")
-	}
-	hc := &http.Client{Transport: &contract.BearerTransport{Token: contract.DeriveAgentToken(a.key, sb.UID), Base: a.transport}}
-	addr := net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(int(sb.Status.Agent.Port)))
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	resp, err := agentv1connect.NewActivityServiceClient(hc, "http://"+addr).
-		GetActivity(ctx, connect.NewRequest(&agentv1.GetActivityRequest{}))
+	resp, err := agentv1connect.NewActivityServiceClient(hc, base).GetActivity(ctx, connect.NewRequest(&agentv1.GetActivityRequest{}))
 	if err != nil {
 		return nil, err
 	}

@@ -2,14 +2,10 @@ package sandboxclaim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"net"
-	"net/http"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/agentclient"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
@@ -177,33 +173,20 @@ type agentSettings interface {
 	ApplySettings(ctx context.Context, sb *sandboxv1beta1.Sandbox, req *agentv1.ApplySettingsRequest) error
 }
 
-// agentClient reaches the agent of a sandbox at its first Pod IP and status.agent.port, with the
-// sandbox's agent token, derived from key.
-type agentClient struct {
-	key       []byte
-	transport http.RoundTripper
-}
+// agentClient calls SettingsService.ApplySettings on the sandbox's agent (agentclient).
+type agentClient struct{ agents *agentclient.Dialer }
 
 // newAgentClient returns an agentSettings for key; with no key, every call fails saying so.
-func newAgentClient(key []byte) agentSettings {
-	// Each sandbox is called about once: no connection is kept for the next.
-	return &agentClient{key: key, transport: &http.Transport{
-		DialContext: (&net.Dialer{Timeout: settingsTimeout}).DialContext, DisableKeepAlives: true,
-	}}
-}
+func newAgentClient(key []byte) agentSettings { return &agentClient{agents: agentclient.New(key)} }
 
 // ApplySettings implements agentSettings.
 func (c *agentClient) ApplySettings(ctx context.Context, sb *sandboxv1beta1.Sandbox, req *agentv1.ApplySettingsRequest) error {
-	switch {
-	case len(c.key) == 0:
-		return errors.New("the controller has no agent token key: set agent.tokenKeyFile in the controller configuration")
-	case sb.Status.Agent == nil || len(sb.Status.PodIPs) == 0:
-		return fmt.Errorf("sandbox %s reports no agent port or Pod IP yet", sb.Name)
+	hc, base, err := c.agents.Endpoint(sb)
+	if err != nil {
+		return err
 	}
-	base := "http://" + net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(int(sb.Status.Agent.Port)))
-	hc := &http.Client{Transport: &contract.BearerTransport{Token: contract.DeriveAgentToken(c.key, sb.UID), Base: c.transport}}
 	ctx, cancel := context.WithTimeout(ctx, settingsTimeout)
 	defer cancel()
-	_, err := agentv1connect.NewSettingsServiceClient(hc, base).ApplySettings(ctx, connect.NewRequest(req))
+	_, err = agentv1connect.NewSettingsServiceClient(hc, base).ApplySettings(ctx, connect.NewRequest(req))
 	return err
 }
