@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,23 +37,7 @@ func TestGeneratedClusterRoleIsEnough(t *testing.T) {
 			}
 		}
 	}
-	// A name of this test's own: ClusterRoles are not namespaced.
-	role.Name = "kubox-router-" + ns
-	cs := env.Clientset(t)
-	if _, err := cs.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	routerToken := env.ServiceAccountToken(t, ns, "kubox-router")
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kubox-router", Namespace: ns}}}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(t.Context(), role.Name, metav1.DeleteOptions{})
-		_ = cs.RbacV1().ClusterRoles().Delete(t.Context(), role.Name, metav1.DeleteOptions{})
-	})
+	routerToken := bindGeneratedRouterRole(t, ns)
 
 	_, url := env.StartRouterAs(t, env.ConfigFor(routerToken), ns, key, nil)
 	startAgentSandbox(t, ns, "box")
@@ -86,4 +71,29 @@ func generatedRouterRole(t *testing.T) *rbacv1.ClusterRole {
 		t.Fatal("config/rbac/router/role.yaml has no rules")
 	}
 	return role
+}
+
+// bindGeneratedRouterRole creates the ClusterRole generated into config/rbac/router (under a
+// name of this test's own), binds ServiceAccount kubox-router of ns to it alone, and returns
+// the ServiceAccount's token.
+func bindGeneratedRouterRole(t *testing.T, ns string) string {
+	t.Helper()
+	role := generatedRouterRole(t)
+	role.Name = "kubox-router-" + ns
+	cs := env.Clientset(t)
+	if _, err := cs.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok := env.ServiceAccountToken(t, ns, "kubox-router")
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kubox-router", Namespace: ns}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	return tok
 }

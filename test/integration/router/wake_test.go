@@ -2,7 +2,6 @@ package router
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -211,31 +210,6 @@ func (e *wakeEnv) checkWoken(t *testing.T, name string) {
 		t.Errorf("Sandbox %s: %s is %q after the wake, want an RFC 3339 time", name, sandboxv1beta1.LastActivityAnnotation,
 			sb.Annotations[sandboxv1beta1.LastActivityAnnotation])
 	}
-}
-
-// bindGeneratedRouterRole creates the ClusterRole generated into config/rbac/router (under a
-// name of this test's own), binds ServiceAccount kubox-router of ns to it alone, and returns
-// the ServiceAccount's token.
-func bindGeneratedRouterRole(t *testing.T, ns string) string {
-	t.Helper()
-	role := generatedRouterRole(t)
-	role.Name = "kubox-router-" + ns
-	cs := env.Clientset(t)
-	if _, err := cs.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tok := env.ServiceAccountToken(t, ns, "kubox-router")
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kubox-router", Namespace: ns}}}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-	})
-	return tok
 }
 
 // markSuspendedByIdle sets the annotation the controller's idle check sets when it suspends.
