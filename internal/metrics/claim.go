@@ -164,25 +164,32 @@ func ObserveClaimPhase(phase string, d time.Duration) {
 	claimPhaseSeconds.WithLabelValues(phase).Observe(d.Seconds())
 }
 
-var (
-	registerClaimOnce sync.Once
-	registerClaimErr  error
-)
+var claimRegistration registration
 
 // RegisterClaimMetrics registers the claim metrics on controller-runtime's registry. Only the
 // first call registers; later calls return its result.
-func RegisterClaimMetrics() error {
-	registerClaimOnce.Do(func() {
-		registerClaimErr = registerClaim(crmetrics.Registry)
-	})
-	return registerClaimErr
-}
+func RegisterClaimMetrics() error { return claimRegistration.do(registerClaim) }
 
 func registerClaim(reg prometheus.Registerer) error {
+	return registerAll(reg, claimStartupLatency, claimControllerStartupLatency, clientClaimStartupLatency, claimCreationTotal,
+		claimPhaseSeconds)
+}
+
+// registration registers a set of metrics on controller-runtime's registry once.
+type registration struct {
+	once sync.Once
+	err  error
+}
+
+func (r *registration) do(register func(prometheus.Registerer) error) error {
+	r.once.Do(func() { r.err = register(crmetrics.Registry) })
+	return r.err
+}
+
+// registerAll registers every collector, and returns every error.
+func registerAll(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{
-		claimStartupLatency, claimControllerStartupLatency, clientClaimStartupLatency, claimCreationTotal, claimPhaseSeconds,
-	} {
+	for _, c := range cs {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

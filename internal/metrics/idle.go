@@ -1,12 +1,9 @@
 package metrics
 
 import (
-	"errors"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Suspend metrics, kubox additions: why sandboxes stop running, and how much the idle policy
@@ -54,20 +51,12 @@ func AddIdleSuspended(d time.Duration) {
 	idleSuspendedSeconds.Add(d.Seconds())
 }
 
-var (
-	registerSuspendOnce sync.Once
-	registerSuspendErr  error
-)
+var suspendRegistration registration
 
 // RegisterSuspendMetrics registers the suspend metrics on controller-runtime's registry. Only the
 // first call registers; later calls return its result.
-func RegisterSuspendMetrics() error {
-	registerSuspendOnce.Do(func() {
-		registerSuspendErr = registerSuspend(crmetrics.Registry)
-	})
-	return registerSuspendErr
-}
+func RegisterSuspendMetrics() error { return suspendRegistration.do(registerSuspend) }
 
 func registerSuspend(reg prometheus.Registerer) error {
-	return errors.Join(reg.Register(sandboxSuspends), reg.Register(idleSuspendedSeconds))
+	return registerAll(reg, sandboxSuspends, idleSuspendedSeconds)
 }
