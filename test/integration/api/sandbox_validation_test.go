@@ -355,6 +355,8 @@ func TestSandboxUpdateValidation(t *testing.T) {
 	withData := func(name string) *testutil.SandboxWrapper {
 		return testutil.MakeSandbox(name, ns).VolumeClaimTemplate("data", "1Gi")
 	}
+	// update runs twice (on the object sent, and on the one expected): one time for both.
+	inAnHour := time.Now().Add(time.Hour).Truncate(time.Second)
 	cases := map[string]struct {
 		sandbox  *testutil.SandboxWrapper
 		update   func(*sandboxv1beta1.Sandbox)
@@ -420,7 +422,7 @@ func TestSandboxUpdateValidation(t *testing.T) {
 		"setting and changing the shutdown time and policy": {
 			sandbox: withData("shutdown"),
 			update: func(sb *sandboxv1beta1.Sandbox) {
-				sb.Spec.ShutdownTime = ptr.To(metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second)))
+				sb.Spec.ShutdownTime = ptr.To(metav1.NewTime(inAnHour))
 				sb.Spec.ShutdownPolicy = ptr.To(sandboxv1beta1.ShutdownPolicyDelete)
 			},
 		},
