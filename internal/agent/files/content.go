@@ -51,6 +51,9 @@ type WriteOptions struct {
 	// Mode is the file's permission bits (the umask does not apply). Nil keeps the mode of the
 	// file being replaced, or gives a new file DefaultFileMode.
 	Mode *fs.FileMode
+	// NoSync skips the fsync of the file and its directory: for a file that is written again
+	// after any restart (a claim's settings), atomicity without durability is enough.
+	NoSync bool
 }
 
 // WriteFile replaces the file at p with what src holds, atomically: it streams src to a
@@ -67,10 +70,11 @@ func (r *Root) WriteFile(p string, src io.Reader, opts WriteOptions) (Entry, err
 	if err != nil {
 		return Entry{}, err
 	}
-	return r.writeFile("write", t, src, opts.Mode)
+	return r.writeFile("write", t, src, opts)
 }
 
-func (r *Root) writeFile(op string, t target, src io.Reader, mode *fs.FileMode) (Entry, error) {
+func (r *Root) writeFile(op string, t target, src io.Reader, opts WriteOptions) (Entry, error) {
+	mode := opts.Mode
 	if t.rel == "" {
 		return Entry{}, newError(op, t.shown, ErrIsDirectory, nil)
 	}
@@ -123,8 +127,10 @@ func (r *Root) writeFile(op string, t target, src io.Reader, mode *fs.FileMode) 
 	if err := tmp.Chmod(perm); err != nil {
 		return Entry{}, fromOS(op, t.shown, unwrapPathError(err))
 	}
-	if err := tmp.Sync(); err != nil {
-		return Entry{}, fromOS(op, t.shown, unwrapPathError(err))
+	if !opts.NoSync {
+		if err := tmp.Sync(); err != nil {
+			return Entry{}, fromOS(op, t.shown, unwrapPathError(err))
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return Entry{}, fromOS(op, t.shown, unwrapPathError(err))
@@ -133,7 +139,9 @@ func (r *Root) writeFile(op string, t target, src io.Reader, mode *fs.FileMode) 
 		return Entry{}, fromOS(op, t.shown, unwrapPathError(err))
 	}
 	done = true
-	r.syncDir(dir)
+	if !opts.NoSync {
+		r.syncDir(dir)
+	}
 	info, err := r.fs.Lstat(t.rel)
 	if err != nil {
 		return Entry{}, fromOS(op, t.shown, unwrapPathError(err))

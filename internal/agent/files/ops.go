@@ -336,7 +336,7 @@ func (r *Root) moveAcross(src, dst target, overwrite bool) error {
 	}
 	defer func() { _ = f.Close() }()
 	mode := info.Mode() & modeBits
-	if _, err := r.writeFile("move", dst, f, &mode); err != nil {
+	if _, err := r.writeFile("move", dst, f, WriteOptions{Mode: &mode}); err != nil {
 		return err
 	}
 	return unwrapPathError(r.fs.Remove(src.rel))

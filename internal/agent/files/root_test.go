@@ -173,7 +173,7 @@ func TestSwappedComponentCannotEscape(t *testing.T) {
 		t.Fatalf("opened %q through a swapped link and read %q", tgt.rel, b[:n])
 	}
 	for name, op := range map[string]func() error{
-		"write":  func() error { _, err := r.writeFile("write", tgt, strings.NewReader("x"), nil); return err },
+		"write":  func() error { _, err := r.writeFile("write", tgt, strings.NewReader("x"), WriteOptions{}); return err },
 		"remove": func() error { return r.fs.Remove(tgt.rel) },
 		"rename": func() error { return r.fs.Rename(tgt.rel, "stolen") },
 	} {
