@@ -43,7 +43,7 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, pool *extv1beta1.SandboxW
 			continue
 		}
 		obs.members = append(obs.members, obs.newMember(pool, sb))
-		obs.record(corev1.EventTypeNormal, EventAdopted, "Adopt", fmt.Sprintf("Adopted orphaned member %s", sb.Name))
+		obs.recordAction(corev1.EventTypeNormal, EventAdopted, "Adopt", fmt.Sprintf("Adopted orphaned member %s", sb.Name))
 	}
 	return errors.Join(errs...)
 }

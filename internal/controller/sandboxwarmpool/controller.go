@@ -192,17 +192,24 @@ func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.Sandbox
 }
 
 // writeStatus computes the status from obs and writes it when it changed; once written, it
-// emits the pass's events and those of the condition changes it wrote (package status).
+// emits the pass's events and those of the condition changes it wrote (package status). The
+// events of what the pass did (members adopted, deleted) are emitted first, whatever the write
+// meets: a conflict would drop them for good, as no later pass does it again.
 func (r *Reconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed) error {
 	st, prog := computeStatus(pool, obs, r.clock.Now())
 	obs.wakeIn(prog.deadlineIn)
-	evs := make([]status.Event, 0, len(obs.events))
-	for _, e := range append(obs.events, conditionEvents(pool.Status, st, prog)...) {
-		evs = append(evs, status.Event{Type: e.eventType, Reason: e.reason, Action: e.action, Note: e.note})
-	}
-	out, err := status.Write(ctx, r.status, pool, &pool.Status, st, evs...)
+	r.status.Emit(pool, statusEvents(obs.actions)...)
+	out, err := status.Write(ctx, r.status, pool, &pool.Status, st, statusEvents(append(obs.events, conditionEvents(pool.Status, st, prog)...))...)
 	obs.wakeIn(out.RequeueAfter())
 	return err
+}
+
+func statusEvents(pes []poolEvent) []status.Event {
+	evs := make([]status.Event, 0, len(pes))
+	for _, e := range pes {
+		evs = append(evs, status.Event{Type: e.eventType, Reason: e.reason, Action: e.action, Note: e.note})
+	}
+	return evs
 }
 
 // poolKey is the expectations key of pool.

@@ -19,15 +19,15 @@ func (o *observed) recordDeletions(dels []deletion, grace time.Duration, strateg
 		byReason[d.reason] = append(byReason[d.reason], d.member.sandbox.Name)
 	}
 	if names := byReason[deleteNotReady]; len(names) > 0 {
-		o.record(corev1.EventTypeNormal, EventReplacedNotReady, "Replace",
+		o.recordAction(corev1.EventTypeNormal, EventReplacedNotReady, "Replace",
 			fmt.Sprintf("Replacing %d members not Ready within %v or whose Pod terminated: %s", len(names), grace, nameList(names)))
 	}
 	if names := byReason[deleteTampered]; len(names) > 0 {
-		o.record(corev1.EventTypeWarning, EventDeletedTampered, "Replace",
+		o.recordAction(corev1.EventTypeWarning, EventDeletedTampered, "Replace",
 			fmt.Sprintf("Replacing %d members whose spec is not the one the pool created (someone changed it): %s", len(names), nameList(names)))
 	}
 	if names := byReason[deleteStale]; len(names) > 0 {
-		o.record(corev1.EventTypeNormal, EventDeletedStale, "Replace",
+		o.recordAction(corev1.EventTypeNormal, EventDeletedStale, "Replace",
 			fmt.Sprintf("Replacing %d members built from an older template (updateStrategy %s): %s", len(names), strategy, nameList(names)))
 	}
 }

@@ -62,8 +62,10 @@ type observed struct {
 	errs []error
 	// requeueAfter is when the pool must be looked at again even if nothing changes.
 	requeueAfter time.Duration
-	// events are recorded after the status is written.
-	events []poolEvent
+	// events are recorded after the status is written; actions (members this pass adopted or
+	// deleted) are recorded whatever becomes of the status write, since no later pass sees them
+	// again.
+	events, actions []poolEvent
 }
 
 // poolEvent is one event to record about the pool.
@@ -80,6 +82,11 @@ func (o *observed) wakeIn(d time.Duration) {
 
 func (o *observed) record(eventType, reason, action, note string) {
 	o.events = append(o.events, poolEvent{eventType: eventType, reason: reason, action: action, note: note})
+}
+
+// recordAction records an event about something this pass did.
+func (o *observed) recordAction(eventType, reason, action, note string) {
+	o.actions = append(o.actions, poolEvent{eventType: eventType, reason: reason, action: action, note: note})
 }
 
 // observe reads the pool's template, members and orphans from the cache.

@@ -12,7 +12,9 @@
 //
 // Events are emitted only once the status they describe is in the API server: after a successful
 // write, or when the status already was what the pass wanted. A pass whose write met a conflict or
-// a missing object emits none; the next pass observes what was done and reports it.
+// a missing object emits none; the next pass observes what was done and reports it. Events about
+// an action the pass carried out that no later pass will see again (a child it deleted) are
+// emitted with Emit as soon as the action is done.
 package status
 
 import (
@@ -95,11 +97,17 @@ func NewWriter(c client.Client, recorder events.EventRecorder, fieldManager, kin
 func Write[S any](ctx context.Context, w *Writer, obj client.Object, current *S, desired S, evs ...Event) (Outcome, error) {
 	out, err := write(ctx, w, obj, current, desired)
 	if out.Settled() {
-		for _, e := range evs {
-			w.recorder.Eventf(obj, e.Related, e.Type, e.Reason, e.Action, "%s", e.Note)
-		}
+		w.Emit(obj, evs...)
 	}
 	return out, err
+}
+
+// Emit records evs about obj now, whatever becomes of the pass's status write: for events about
+// actions the pass completed.
+func (w *Writer) Emit(obj runtime.Object, evs ...Event) {
+	for _, e := range evs {
+		w.recorder.Eventf(obj, e.Related, e.Type, e.Reason, e.Action, "%s", e.Note)
+	}
 }
 
 func write[S any](ctx context.Context, w *Writer, obj client.Object, current *S, desired S) (Outcome, error) {
