@@ -257,10 +257,7 @@ func TestRunningProcessesKeepASandboxAwake(t *testing.T) {
 		url := "http://" + net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(e.port))
 		act, err := agentv1connect.NewActivityServiceClient(contract.BearerClient(token), url).
 			GetActivity(t.Context(), connect.NewRequest(&agentv1.GetActivityRequest{}))
-		switch {
-		case connect.CodeOf(err) == connect.CodeUnimplemented:
-			t.Skip("kubox-agent does not serve ActivityService yet (branch h/agentact): it cannot report processes")
-		case err != nil:
+		if err != nil {
 			t.Fatalf("GetActivity from the agent of %s: %v", name, err)
 		}
 		others = max(others, act.Msg.GetRunningProcessCount())
