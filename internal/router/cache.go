@@ -79,7 +79,13 @@ func (rt *Router) newCache(restConfig *rest.Config) (crcache.Cache, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("watching Sandboxes: %w", err)
 	}
-	if _, err := c.GetInformer(ctx, &extv1beta1.SandboxClaim{}, crcache.BlockUntilSynced(false)); err != nil {
+	claimInf, err := c.GetInformer(ctx, &extv1beta1.SandboxClaim{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("watching SandboxClaims: %w", err)
+	}
+	if _, err := claimInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, newObj any) { rt.notifyClaimWake(newObj) },
+	}); err != nil {
 		return nil, fmt.Errorf("watching SandboxClaims: %w", err)
 	}
 	podInf, err := c.GetInformer(ctx, &corev1.Pod{}, crcache.BlockUntilSynced(false))
@@ -127,6 +133,14 @@ func (rt *Router) notifyWake(obj any) {
 	}
 }
 
+// notifyClaimWake tells the wake in flight of the sandbox bound to a claim, if any, that the cache
+// changed the claim (its Ready says when its settings are in the woken Pod).
+func (rt *Router) notifyClaimWake(obj any) {
+	if c, ok := obj.(*extv1beta1.SandboxClaim); ok && c.Status.Sandbox.Name != "" {
+		rt.waker.notifyNamed(c.Namespace, c.Status.Sandbox.Name)
+	}
+}
+
 // sandboxPods selects the Pods of sandboxes.
 func sandboxPods() labels.Selector {
 	req, err := labels.NewRequirement(sandboxv1beta1.SandboxNameHashLabel, selection.Exists, nil)
@@ -168,13 +182,18 @@ func idleAnnotations(a map[string]string) map[string]string {
 	return out
 }
 
-// trimClaim keeps the claim's identity and its bound sandbox.
+// trimClaim keeps the claim's identity, its bound sandbox, its conditions, and whether it takes
+// settings (its secretFiles, which name Secrets, and the names of its env, not their values).
 func trimClaim(obj any) (any, error) {
 	c, ok := obj.(*extv1beta1.SandboxClaim)
 	if !ok {
 		return obj, nil
 	}
 	out := &extv1beta1.SandboxClaim{TypeMeta: c.TypeMeta, ObjectMeta: trimMeta(c.ObjectMeta)}
+	out.Spec.SecretFiles = c.Spec.SecretFiles
+	for _, e := range c.Spec.Env {
+		out.Spec.Env = append(out.Spec.Env, extv1beta1.EnvVar{Name: e.Name})
+	}
 	out.Status.Sandbox.Name = c.Status.Sandbox.Name
 	out.Status.Conditions = c.Status.Conditions
 	return out, nil

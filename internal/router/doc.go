@@ -29,7 +29,8 @@
 // fresh (activity.go: at most one write per max(suspendAfter/2, 15s), in the background), and a
 // request for such a sandbox that is suspended with wake OnRequest resumes it, once however many
 // requests wait, for a caller allowed to patch the Sandbox or holding its claim's token, and is
-// proxied once the sandbox is Ready (wake.go; 504 after Config.WakeTimeout).
+// proxied once the sandbox is Ready and, for a warm claim's sandbox, its claim's settings are in
+// the new Pod (wake.go; 504 after Config.WakeTimeout).
 //
 // # Authentication and authorization
 //

@@ -107,7 +107,7 @@ func (rt *Router) newIdle() {
 	rt.activity = &activityTracker{write: rt.writeLastActivity, lookup: rt.cachedSandbox, now: rt.now,
 		writes: rt.metrics.ActivityWrites, log: rt.log, bg: rt.bg, bySandbox: map[types.UID]*activity{}}
 	rt.waker = &waker{timeout: rt.cfg.WakeTimeout, now: rt.now, current: rt.cachedSandbox, resume: rt.resumeSandbox,
-		podReady: rt.podReady, bg: rt.bg, ops: map[types.UID]*wakeOp{}}
+		serving: rt.serving, bg: rt.bg, ops: map[types.UID]*wakeOp{}}
 }
 
 // MetricsHandler serves the router's Prometheus metrics.

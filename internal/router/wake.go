@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/provenance"
 	"github.com/kubox-dev/kubox/internal/router/authn"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
 )
@@ -86,9 +88,11 @@ type waker struct {
 	current func(ctx context.Context, ns, name string) *sandboxv1beta1.Sandbox
 	// resume sets the sandbox's operatingMode to Running (once) and returns its generation then.
 	resume func(ctx context.Context, sb *sandboxv1beta1.Sandbox, at time.Time) (int64, error)
-	// podReady reports whether the cache holds the live Pod of sb with its pod IP.
-	podReady func(ctx context.Context, sb *sandboxv1beta1.Sandbox) bool
-	bg       *background
+	// serving reports whether sb, Ready for the resumed generation, can take the held requests:
+	// the cache holds its live Pod with its pod IP and its claim's settings are in that Pod
+	// (Router.serving); or an error when it never will.
+	serving func(ctx context.Context, sb *sandboxv1beta1.Sandbox) (bool, *httpError)
+	bg      *background
 
 	mu  sync.Mutex
 	ops map[types.UID]*wakeOp
@@ -173,14 +177,34 @@ func (w *waker) run(ctx context.Context, op *wakeOp, sb *sandboxv1beta1.Sandbox)
 func (w *waker) await(ctx context.Context, op *wakeOp, gen int64) *httpError {
 	for {
 		sb := w.current(ctx, op.namespace, op.name)
-		if done, herr := wakeOutcome(sb, op.uid, gen); done && (herr != nil || w.podReady(ctx, sb)) {
-			return herr
+		if done, herr := wakeOutcome(sb, op.uid, gen); done {
+			if herr != nil {
+				return herr
+			}
+			if ok, herr := w.serving(ctx, sb); ok || herr != nil {
+				return herr
+			}
 		}
 		select {
 		case <-op.notify:
 		case <-ctx.Done():
 			return w.timeoutError(&sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: op.namespace, Name: op.name}})
 		}
+	}
+}
+
+// notifyNamed tells the wake of the sandbox ns/name, if any, that the cache changed its claim.
+func (w *waker) notifyNamed(ns, name string) {
+	w.mu.Lock()
+	var uid types.UID
+	for u, op := range w.ops {
+		if op.namespace == ns && op.name == name {
+			uid = u
+		}
+	}
+	w.mu.Unlock()
+	if uid != "" {
+		w.notify(uid)
 	}
 }
 
@@ -347,4 +371,55 @@ func (rt *Router) resumeSandbox(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 	rt.activity.written(sb.UID, at)
 	rt.log.Info("Resumed a suspended sandbox for a request", "namespace", sb.Namespace, "name", sb.Name, "generation", out.Generation)
 	return out.Generation, nil
+}
+
+// serving reports whether sb, which the cache shows Ready for the generation the router resumed,
+// can take the requests held for it: its live Pod is in the cache, and the settings of the claim
+// that owns it are in that Pod (claimSettingsIn).
+func (rt *Router) serving(ctx context.Context, sb *sandboxv1beta1.Sandbox) (bool, *httpError) {
+	if !rt.podReady(ctx, sb) {
+		return false, nil
+	}
+	return rt.claimSettingsIn(ctx, sb)
+}
+
+// claimSettingsIn reports whether the claim that controls sb, if it takes settings through the
+// agent (its env and secret files, extv1beta1.SandboxClaimSpec.TakesSettings), has them in sb's
+// current Pod. A woken sandbox's new Pod starts without them; the claim controller sends them
+// once the sandbox is Ready and only then turns the claim's Ready True, so the claim's Ready must
+// have turned True no earlier than the sandbox's. A claim whose Secret cannot be read will not
+// get there: that is an error naming it.
+func (rt *Router) claimSettingsIn(ctx context.Context, sb *sandboxv1beta1.Sandbox) (bool, *httpError) {
+	if gk, ok := provenance.ControllerKind(sb); !ok || gk != provenance.SandboxClaim {
+		return true, nil
+	}
+	ref := metav1.GetControllerOf(sb)
+	claim, herr := rt.lookupClaim(ctx, sb.Namespace, ref.Name)
+	if herr != nil || claim == nil || claim.UID != ref.UID {
+		return true, nil // no claim to wait for: proxy as for any sandbox
+	}
+	return settingsOutcome(sb, claim)
+}
+
+// settingsOutcome is claimSettingsIn's answer for sb and the claim that controls it.
+func settingsOutcome(sb *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim) (bool, *httpError) {
+	if !claim.Spec.TakesSettings(extv1beta1.LaunchedWarm(sb.Labels)) {
+		return true, nil
+	}
+	sbReady := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
+	c := meta.FindStatusCondition(claim.Status.Conditions, extv1beta1.ClaimConditionReady)
+	switch {
+	case sbReady == nil || c == nil:
+		return false, nil
+	case c.Status == metav1.ConditionTrue:
+		// True since before the sandbox turned Ready is the claim's state before the suspend.
+		return !c.LastTransitionTime.Before(&sbReady.LastTransitionTime), nil
+	case c.Reason == extv1beta1.ClaimReasonSecretFilesRejected:
+		// While suspended the claim's reason is the sandbox's; this one is from the new Pod.
+		herr := errorf(http.StatusServiceUnavailable, "sandbox %s/%s was resumed to answer this request, but SandboxClaim %s cannot "+
+			"take its settings (%s: %s); fix it, then retry", sb.Namespace, sb.Name, claim.Name, c.Reason, c.Message)
+		herr.retryAfter = wakeFailedRetryAfter
+		return false, herr
+	}
+	return false, nil
 }

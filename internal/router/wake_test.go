@@ -72,7 +72,7 @@ func newTestWaker(t *testing.T, f *fakeSandboxes, timeout time.Duration) *waker 
 	bg := newBackground()
 	t.Cleanup(bg.stop)
 	return &waker{timeout: timeout, now: time.Now, current: f.current, resume: f.resume, bg: bg,
-		podReady: func(context.Context, *sandboxv1beta1.Sandbox) bool { return true }, ops: map[types.UID]*wakeOp{}}
+		serving: func(context.Context, *sandboxv1beta1.Sandbox) (bool, *httpError) { return true, nil }, ops: map[types.UID]*wakeOp{}}
 }
 
 // waitAll starts n requests' waits for the sandbox and returns their outcomes once all ended.

@@ -83,3 +83,12 @@ func (s *SandboxWarmPoolSpec) ReadinessGracePeriod(def time.Duration) time.Durat
 	}
 	return time.Duration(*s.ReadinessGracePeriodSeconds) * time.Second
 }
+
+// TakesSettings reports whether a sandbox bound to a claim of this spec takes settings through its
+// agent, again after every start of its Pod (a resume starts a new one): the claim's secretFiles,
+// and its env when the sandbox came from a warm pool (warm; a cold sandbox has the env in its Pod
+// spec). The claim controller delivers them and holds the claim's Ready until they arrive; the
+// router waits for that before it proxies to a sandbox it woke.
+func (s *SandboxClaimSpec) TakesSettings(warm bool) bool {
+	return len(s.SecretFiles) > 0 || (len(s.Env) > 0 && warm)
+}

@@ -93,3 +93,23 @@ func TestReadinessGracePeriod(t *testing.T) {
 		t.Errorf("ReadinessGracePeriod with 45 seconds = %v, want 45s", got)
 	}
 }
+
+func TestTakesSettings(t *testing.T) {
+	env := []EnvVar{{Name: "TOKEN", Value: "x"}}
+	files := []SecretFile{{SecretName: "api", MountPath: "/run/secrets/api"}}
+	for _, tc := range []struct {
+		spec SandboxClaimSpec
+		warm bool
+		want bool
+	}{
+		{SandboxClaimSpec{}, true, false},
+		{SandboxClaimSpec{Env: env}, true, true},
+		{SandboxClaimSpec{Env: env}, false, false}, // a cold sandbox has its env in its Pod spec
+		{SandboxClaimSpec{SecretFiles: files}, false, true},
+		{SandboxClaimSpec{SecretFiles: files}, true, true},
+	} {
+		if got := tc.spec.TakesSettings(tc.warm); got != tc.want {
+			t.Errorf("%+v warm=%v: TakesSettings = %v, want %v", tc.spec, tc.warm, got, tc.want)
+		}
+	}
+}

@@ -101,3 +101,9 @@ func IsReservedClaimLabelKey(key string) bool {
 func IsReservedClaimAnnotationKey(key string) bool {
 	return key != SafeToEvictAnnotation && IsReservedClaimLabelKey(key)
 }
+
+// LaunchedWarm reports whether a claimed sandbox with these labels was taken from a warm pool
+// (launch-type warm) rather than created for its claim.
+func LaunchedWarm(labels map[string]string) bool {
+	return labels[sandboxv1beta1.LaunchTypeLabel] == LaunchTypeWarm
+}

@@ -83,25 +83,13 @@ func envFitsWarm(env []extv1beta1.EnvVar, tpl *extv1beta1.SandboxTemplate) bool 
 	return mergeEnv(spec, env, tpl.Spec.EnvVarsInjectionPolicy, tpl.Name) == nil
 }
 
-// needsSettings reports whether the claim's sandbox takes settings through its agent: its
-// secretFiles, and its env when the sandbox came from a warm pool (a cold sandbox has the env in
-// its Pod).
-func needsSettings(claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox) bool {
-	return len(claim.Spec.SecretFiles) > 0 || (len(claim.Spec.Env) > 0 && isWarm(sb))
-}
-
-// isWarm reports whether sb was bound from a warm pool.
-func isWarm(sb *sandboxv1beta1.Sandbox) bool {
-	return sb.Labels[sandboxv1beta1.LaunchTypeLabel] == extv1beta1.LaunchTypeWarm
-}
-
 // deliverSettings is the pass's last phase: when the claim's sandbox is Ready and takes settings
 // its current Pod has not taken yet, it sends them to the sandbox's agent. Until that succeeds
 // the claim is Ready=False (SettingsPending, or SecretFilesRejected for a Secret it cannot read)
 // with the reason in the message, and the pass asks for the controller's backoff.
 func (r *Reconciler) deliverSettings(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) error {
 	sb := obs.sandbox
-	if obs.state != stateBound || sb == nil || !needsSettings(claim, sb) || !isSandboxReady(sb) {
+	if obs.state != stateBound || sb == nil || !claim.Spec.TakesSettings(extv1beta1.LaunchedWarm(sb.Labels)) || !isSandboxReady(sb) {
 		return nil
 	}
 	key := settingsKey(claim, sb)
@@ -143,7 +131,7 @@ func settingsKey(claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox) str
 // a failure and an error, so the claim is retried.
 func (r *Reconciler) settingsRequest(ctx context.Context, claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox) (*agentv1.ApplySettingsRequest, *failure, error) {
 	req := &agentv1.ApplySettingsRequest{ClaimUid: string(claim.UID)}
-	if isWarm(sb) {
+	if extv1beta1.LaunchedWarm(sb.Labels) {
 		for _, e := range claim.Spec.Env {
 			req.Env = append(req.Env, &agentv1.EnvVar{Name: e.Name, Value: e.Value})
 		}
