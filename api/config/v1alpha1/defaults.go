@@ -15,6 +15,7 @@ const (
 	DefaultClusterDomain            = "cluster.local"
 	DefaultQPS              float32 = -1
 	DefaultBurst            int32   = 100
+	DefaultAPIConnections   int32   = 1
 	DefaultSandboxWorkers   int32   = 100
 	DefaultMetricsAddress           = ":8080"
 	DefaultHealthAddress            = ":8081"
@@ -55,6 +56,12 @@ func SetDefaults(c *ControllerConfiguration) {
 	}
 	if c.ClientConnection.Burst == nil {
 		c.ClientConnection.Burst = ptr.To(DefaultBurst)
+	}
+	if c.ClientConnection.APIConnections == nil {
+		c.ClientConnection.APIConnections = ptr.To(DefaultAPIConnections)
+	}
+	if c.ClientConnection.SeparateWatchConnection == nil {
+		c.ClientConnection.SeparateWatchConnection = ptr.To(false)
 	}
 	if c.Controllers.Sandbox.Workers == nil {
 		c.Controllers.Sandbox.Workers = ptr.To(DefaultSandboxWorkers)

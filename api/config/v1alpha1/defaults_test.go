@@ -14,9 +14,10 @@ import (
 // here (API defaults are a contract), not taken from the Default* constants.
 func defaulted() *ControllerConfiguration {
 	return &ControllerConfiguration{
-		TypeMeta:         metav1.TypeMeta{APIVersion: "config.kubox.dev/v1alpha1", Kind: "ControllerConfiguration"},
-		ClusterDomain:    "cluster.local",
-		ClientConnection: ClientConnection{QPS: ptr.To[float32](-1), Burst: ptr.To[int32](100)},
+		TypeMeta:      metav1.TypeMeta{APIVersion: "config.kubox.dev/v1alpha1", Kind: "ControllerConfiguration"},
+		ClusterDomain: "cluster.local",
+		ClientConnection: ClientConnection{QPS: ptr.To[float32](-1), Burst: ptr.To[int32](100), APIConnections: ptr.To[int32](1),
+			SeparateWatchConnection: ptr.To(false)},
 		Controllers: Controllers{
 			Sandbox:         ControllerSettings{Workers: ptr.To[int32](100)},
 			Extensions:      ptr.To(true),
@@ -57,17 +58,19 @@ func TestSetDefaults(t *testing.T) {
 		},
 		"explicit values are kept, including zero and false": {
 			in: &ControllerConfiguration{
-				ClusterDomain:    "corp.example.com",
-				ClientConnection: ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0)},
-				Controllers:      Controllers{Sandbox: ControllerSettings{Workers: ptr.To[int32](0)}},
-				Metrics:          Metrics{BindAddress: "0"},
-				Health:           Health{BindAddress: "127.0.0.1:9000"},
-				LeaderElection:   LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"},
+				ClusterDomain: "corp.example.com",
+				ClientConnection: ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0), APIConnections: ptr.To[int32](0),
+					SeparateWatchConnection: ptr.To(true)},
+				Controllers:    Controllers{Sandbox: ControllerSettings{Workers: ptr.To[int32](0)}},
+				Metrics:        Metrics{BindAddress: "0"},
+				Health:         Health{BindAddress: "127.0.0.1:9000"},
+				LeaderElection: LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"},
 			},
 			want: func() *ControllerConfiguration {
 				c := defaulted()
 				c.ClusterDomain = "corp.example.com"
-				c.ClientConnection = ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0)}
+				c.ClientConnection = ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0), APIConnections: ptr.To[int32](0),
+					SeparateWatchConnection: ptr.To(true)}
 				c.Controllers.Sandbox.Workers = ptr.To[int32](0)
 				c.Metrics.BindAddress = "0"
 				c.Health.BindAddress = "127.0.0.1:9000"

@@ -83,6 +83,19 @@ type ClientConnection struct {
 	// burst is the number of requests allowed above qps for a short time. Default: 100.
 	// +optional
 	Burst *int32 `json:"burst,omitempty"`
+
+	// apiConnections is how many HTTP/2 connections to the API server the controller spreads its
+	// requests over, round-robin (agent-sandbox's --api-connections). One connection carries at
+	// most the server's --http2-max-streams-per-connection requests at once. Default: 1; see
+	// docs/benchmarks.md for when more helped.
+	// +optional
+	APIConnections *int32 `json:"apiConnections,omitempty"`
+
+	// separateWatchConnection gives the informers' watches a connection of their own, so event
+	// delivery never waits behind writes (agent-sandbox's --separate-watch-connection).
+	// Default: false.
+	// +optional
+	SeparateWatchConnection *bool `json:"separateWatchConnection,omitempty"`
 }
 
 // Controllers holds per-controller settings.

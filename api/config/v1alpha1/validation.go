@@ -21,6 +21,9 @@ func Validate(c *ControllerConfiguration) field.ErrorList {
 	if b := *c.ClientConnection.Burst; b <= 0 {
 		errs = append(errs, field.Invalid(cc.Child("burst"), b, "must be greater than 0"))
 	}
+	if n := *c.ClientConnection.APIConnections; n < 1 || n > 64 {
+		errs = append(errs, field.Invalid(cc.Child("apiConnections"), n, "must be between 1 and 64"))
+	}
 	errs = append(errs, validateControllers(&c.Controllers, field.NewPath("controllers"))...)
 	errs = append(errs, validatePeer(&c.NetworkPolicy.Router, field.NewPath("networkPolicy", "router"))...)
 	errs = append(errs, validatePeer(&c.NetworkPolicy.ClusterDNS, field.NewPath("networkPolicy", "clusterDNS"))...)

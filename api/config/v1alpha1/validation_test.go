@@ -50,6 +50,14 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *ControllerConfiguration) { c.ClientConnection.Burst = ptr.To[int32](0) },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "clientConnection.burst"}},
 		},
+		"apiConnections zero": {
+			mutate: func(c *ControllerConfiguration) { c.ClientConnection.APIConnections = ptr.To[int32](0) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "clientConnection.apiConnections"}},
+		},
+		"apiConnections above 64": {
+			mutate: func(c *ControllerConfiguration) { c.ClientConnection.APIConnections = ptr.To[int32](65) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "clientConnection.apiConnections"}},
+		},
 		"workers zero": {
 			mutate: func(c *ControllerConfiguration) { c.Controllers.Sandbox.Workers = ptr.To[int32](0) },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "controllers.sandbox.workers"}},

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kubox-dev/kubox/internal/controller/apiconn"
 	"github.com/kubox-dev/kubox/internal/controller/manager"
 	"github.com/kubox-dev/kubox/internal/tracing"
 	"github.com/kubox-dev/kubox/internal/version"
@@ -147,6 +148,10 @@ func (o *options) run() error {
 	restCfg.QPS = ptr.Deref(cfg.ClientConnection.QPS, 0)
 	restCfg.Burst = int(ptr.Deref(cfg.ClientConnection.Burst, 0))
 	restCfg.UserAgent = "kubox-controller/" + version.Get().GitVersion
+	restCfg, err = apiconn.Shard(restCfg, int(*cfg.ClientConnection.APIConnections), *cfg.ClientConnection.SeparateWatchConnection)
+	if err != nil {
+		return err
+	}
 
 	mgr, err := ctrl.NewManager(restCfg, manager.Options(cfg, manager.NewScheme()))
 	if err != nil {

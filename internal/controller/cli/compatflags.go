@@ -33,8 +33,6 @@ var inertFlags = []inertFlag{
 	{"enable-pprof-debug", true, "kubox-controller serves no pprof endpoint"},
 	{"pprof-block-profile-rate", false, "kubox-controller serves no pprof endpoint"},
 	{"pprof-mutex-profile-fraction", false, "kubox-controller serves no pprof endpoint"},
-	{"api-connections", false, "kubox uses one connection to the API server; tune --kube-api-qps and --kube-api-burst"},
-	{"separate-watch-connection", true, "kubox uses one connection to the API server for watches and writes"},
 	{"cache-label-selectors", true, "kubox always scopes its Pod, Service and PVC caches by label"},
 	{"enable-warm-pool-eviction", true, "kubox always marks unclaimed warm-pool Pods safe to evict unless the template says otherwise, and removes the mark when a claim takes the sandbox"},
 	{"sandbox-warm-pool-replenish-delay", false, "kubox refills a pool at once, in batches of controllers.sandboxWarmPool.maxBatchSize"},

@@ -26,6 +26,8 @@ type Flags struct {
 	leaderElectionNS string
 	qps              float64
 	burst            int
+	apiConnections   int
+	separateWatch    bool
 	sandboxWorkers   int
 	extensions       bool
 	templateWorkers  int
@@ -57,6 +59,10 @@ func BindFlags(fs *pflag.FlagSet) *Flags {
 		"Overrides clientConnection.qps: requests per second to the API server; negative turns client-side throttling off.")
 	fs.IntVar(&f.burst, "kube-api-burst", int(configv1alpha1.DefaultBurst),
 		"Overrides clientConnection.burst: requests allowed above qps for a short time.")
+	fs.IntVar(&f.apiConnections, "api-connections", int(configv1alpha1.DefaultAPIConnections),
+		"Overrides clientConnection.apiConnections: HTTP/2 connections to the API server that requests are spread over, round-robin.")
+	fs.BoolVar(&f.separateWatch, "separate-watch-connection", false,
+		"Overrides clientConnection.separateWatchConnection: give watches an HTTP/2 connection of their own.")
 	fs.IntVar(&f.sandboxWorkers, "sandbox-concurrent-workers", int(configv1alpha1.DefaultSandboxWorkers),
 		"Overrides controllers.sandbox.workers: Sandboxes reconciled at once.")
 	bindExtensionFlags(fs, f)
@@ -115,6 +121,10 @@ func (f *Flags) apply(name string, cfg *configv1alpha1.ControllerConfiguration) 
 		cfg.ClientConnection.QPS = ptr.To(float32(f.qps))
 	case "kube-api-burst":
 		cfg.ClientConnection.Burst = ptr.To(int32(f.burst))
+	case "api-connections":
+		cfg.ClientConnection.APIConnections = ptr.To(int32(f.apiConnections))
+	case "separate-watch-connection":
+		cfg.ClientConnection.SeparateWatchConnection = ptr.To(f.separateWatch)
 	case "sandbox-concurrent-workers":
 		cfg.Controllers.Sandbox.Workers = ptr.To(int32(f.sandboxWorkers))
 	default:

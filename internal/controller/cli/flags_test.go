@@ -69,6 +69,7 @@ metrics:
 		"flags given win over the file, flags not given leave it": {
 			args: []string{"--config", file, "--sandbox-concurrent-workers=3", "--leader-elect=false",
 				"--leader-election-namespace=kube-system", "--kube-api-qps=20", "--kube-api-burst=40",
+				"--api-connections=4", "--separate-watch-connection",
 				"--health-probe-bind-address=127.0.0.1:1", "--cluster-domain=flag.example",
 				"--extensions=false", "--sandbox-template-concurrent-workers=2", "--sandbox-warm-pool-concurrent-workers=3",
 				"--sandbox-claim-concurrent-workers=9", "--sandbox-warm-pool-max-batch-size=11",
@@ -83,6 +84,8 @@ metrics:
 				c.LeaderElection.Namespace = "kube-system"
 				c.ClientConnection.QPS = ptr.To[float32](20)
 				c.ClientConnection.Burst = ptr.To[int32](40)
+				c.ClientConnection.APIConnections = ptr.To[int32](4)
+				c.ClientConnection.SeparateWatchConnection = ptr.To(true)
 				c.Controllers.Extensions = ptr.To(false)
 				c.Controllers.SandboxTemplate.Workers = ptr.To[int32](2)
 				c.Controllers.SandboxWarmPool.Workers = ptr.To[int32](3)
@@ -134,6 +137,7 @@ func TestAgentSandboxFlagSpellings(t *testing.T) {
 		{"leader-election-namespace", "agent-sandbox-system"},
 		{"kube-api-qps", "50"},
 		{"kube-api-burst", "70"},
+		{"api-connections", "2"},
 		{"sandbox-concurrent-workers", "5"},
 		{"sandbox-template-concurrent-workers", "2"},
 		{"sandbox-warm-pool-concurrent-workers", "3"},
@@ -146,7 +150,7 @@ func TestAgentSandboxFlagSpellings(t *testing.T) {
 		{"zap-stacktrace-level", "panic"},
 		{"zap-time-encoding", "iso8601"},
 	}
-	boolean := []string{"leader-elect=false", "extensions=false", "disable-claim-events", "zap-devel"}
+	boolean := []string{"leader-elect=false", "extensions=false", "disable-claim-events", "zap-devel", "separate-watch-connection"}
 	spellings := map[string]func(dash, name, value string) []string{
 		"name=value": func(dash, name, value string) []string { return []string{dash + name + "=" + value} },
 		"name value": func(dash, name, value string) []string { return []string{dash + name, value} },
@@ -160,6 +164,8 @@ func TestAgentSandboxFlagSpellings(t *testing.T) {
 	want.LeaderElection.Namespace = "agent-sandbox-system"
 	want.ClientConnection.QPS = ptr.To[float32](50)
 	want.ClientConnection.Burst = ptr.To[int32](70)
+	want.ClientConnection.APIConnections = ptr.To[int32](2)
+	want.ClientConnection.SeparateWatchConnection = ptr.To(true)
 	want.Controllers.Extensions = ptr.To(false)
 	want.Controllers.Sandbox.Workers = ptr.To[int32](5)
 	want.Controllers.SandboxTemplate.Workers = ptr.To[int32](2)
