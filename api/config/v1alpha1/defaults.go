@@ -20,19 +20,29 @@ const (
 	DefaultHealthAddress            = ":8081"
 	DefaultLeaderElectionID         = "kubox-controller.kubox.dev"
 
-	DefaultTemplateWorkers                      int32 = 1
-	DefaultWarmPoolWorkers                      int32 = 4
-	DefaultClaimWorkers                         int32 = 50
-	DefaultWarmPoolMaxBatchSize                 int32 = 300
-	DefaultWarmPoolReadinessGracePeriod               = 5 * time.Minute
-	DefaultWarmPoolUnschedulableRecheckInterval       = time.Minute
-	DefaultAllowedLabelDomain                         = "sandbox.users.io"
-	DefaultAllowedAnnotationDomain                    = "sandbox.users.io"
-	DefaultRouterNamespace                            = contract.DefaultRouterNamespace
-	DefaultClusterDNSNamespace                        = "kube-system"
-	DefaultAgentPort                            int32 = contract.DefaultAgentPort
-	DefaultAgentCompatibilityPort               int32 = contract.DefaultAgentCompatibilityPort
+	DefaultTemplateWorkers                      int32   = 1
+	DefaultWarmPoolWorkers                      int32   = 4
+	DefaultClaimWorkers                         int32   = 50
+	DefaultWarmPoolMaxBatchSize                 int32   = 300
+	DefaultWarmPoolReadinessGracePeriod                 = 5 * time.Minute
+	DefaultWarmPoolUnschedulableRecheckInterval         = time.Minute
+	DefaultWarmPoolMaxRefillRate                float32 = 0
+	DefaultAllowedLabelDomain                           = "sandbox.users.io"
+	DefaultAllowedAnnotationDomain                      = "sandbox.users.io"
+	DefaultRouterNamespace                              = contract.DefaultRouterNamespace
+	DefaultClusterDNSNamespace                          = "kube-system"
+	DefaultAgentPort                            int32   = contract.DefaultAgentPort
+	DefaultAgentCompatibilityPort               int32   = contract.DefaultAgentCompatibilityPort
 )
+
+// DefaultWarmPoolReplenishDelay is how long a pool holds its refill after a claim takes a member.
+// agent-sandbox's default is 0 (refill at once). kubox holds briefly because a burst of claims
+// otherwise meets the pool re-creating each member as it goes, every create bringing a Pod, its
+// scheduling and several status writes that the API server serves in between the claims' own
+// writes; 200ms covers the gaps between the claims of a burst as the claim controller binds them,
+// so the refill starts once the burst is over and goes out as one batch (docs/benchmarks.md has
+// the measurements), while a pool still never waits longer than that once it is empty.
+const DefaultWarmPoolReplenishDelay = 200 * time.Millisecond
 
 // DefaultRouterPodLabels and DefaultClusterDNSPodLabels select the router's and the cluster DNS's
 // pods by default.
@@ -107,6 +117,12 @@ func setExtensionDefaults(c *Controllers) {
 	}
 	if wp.UnschedulableRecheckInterval == nil {
 		wp.UnschedulableRecheckInterval = &metav1.Duration{Duration: DefaultWarmPoolUnschedulableRecheckInterval}
+	}
+	if wp.ReplenishDelay == nil {
+		wp.ReplenishDelay = &metav1.Duration{Duration: DefaultWarmPoolReplenishDelay}
+	}
+	if wp.MaxRefillRate == nil {
+		wp.MaxRefillRate = ptr.To(DefaultWarmPoolMaxRefillRate)
 	}
 	if c.SandboxClaim.Workers == nil {
 		c.SandboxClaim.Workers = ptr.To(DefaultClaimWorkers)

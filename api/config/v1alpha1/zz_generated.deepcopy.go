@@ -21,7 +21,7 @@ limitations under the License.
 package v1alpha1
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -292,6 +292,16 @@ func (in *WarmPoolSettings) DeepCopyInto(out *WarmPoolSettings) {
 	if in.UnschedulableRecheckInterval != nil {
 		in, out := &in.UnschedulableRecheckInterval, &out.UnschedulableRecheckInterval
 		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.ReplenishDelay != nil {
+		in, out := &in.ReplenishDelay, &out.ReplenishDelay
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.MaxRefillRate != nil {
+		in, out := &in.MaxRefillRate, &out.MaxRefillRate
+		*out = new(float32)
 		**out = **in
 	}
 }

@@ -37,8 +37,6 @@ var inertFlags = []inertFlag{
 	{"separate-watch-connection", true, "kubox uses one connection to the API server for watches and writes"},
 	{"cache-label-selectors", true, "kubox always scopes its Pod, Service and PVC caches by label"},
 	{"enable-warm-pool-eviction", true, "kubox always marks unclaimed warm-pool Pods safe to evict unless the template says otherwise, and removes the mark when a claim takes the sandbox"},
-	{"sandbox-warm-pool-replenish-delay", false, "kubox refills a pool at once, in batches of controllers.sandboxWarmPool.maxBatchSize"},
-	{"sandbox-warm-pool-max-refill-rate", false, "kubox paces refills by batch (controllers.sandboxWarmPool.maxBatchSize), not by rate"},
 	{"sandbox-write-behind-window", false, "kubox writes each status once per reconcile pass, when it changed"},
 }
 
