@@ -209,19 +209,10 @@ func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.Sandbox
 // emits the pass's events and those of the condition changes it wrote (package status). The
 // events of what the pass did (members adopted, deleted) are emitted first, whatever the write
 // meets: a conflict would drop them for good, as no later pass does it again.
-//
-// While claims hold the pool's refill (refill.go), a status that differs only in its member
-// counts is not written: the pass that ends the hold writes it, so a burst of claims costs the
-// pool one status write rather than one per member taken.
 func (r *Reconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed) error {
 	st, prog := computeStatus(pool, obs, r.clock.Now())
 	obs.wakeIn(prog.deadlineIn)
 	r.status.Emit(pool, statusEvents(obs.actions)...)
-	if held, left := r.refill.holding(poolKey(pool)); held && len(obs.events) == 0 && !prog.exceeded &&
-		countsOnly(pool.Status, st) {
-		obs.wakeIn(left)
-		return nil
-	}
 	out, err := status.Write(ctx, r.status, pool, &pool.Status, st, statusEvents(append(obs.events, conditionEvents(pool.Status, st, prog)...))...)
 	obs.wakeIn(out.RequeueAfter())
 	return err

@@ -41,8 +41,7 @@
 // is no polling. The status (replicas, readyReplicas, updatedReplicas, selector for the scale
 // subresource, observedGeneration, and the Ready and Progressing conditions) is computed from the
 // observation (status.go) and written once per pass with optimistic concurrency (package status),
-// after which the pass's events are emitted; during a hold, a status that changed only in its
-// counts waits for the pass that ends the hold.
+// after which the pass's events are emitted.
 //
 // # Why no server-side apply
 //

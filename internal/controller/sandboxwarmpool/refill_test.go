@@ -200,36 +200,3 @@ func TestMemberHandlerHoldsOnTake(t *testing.T) {
 		})
 	}
 }
-
-// TestCountsOnly tells a status that changed only in its member counts from one that changed more.
-func TestCountsOnly(t *testing.T) {
-	base := extv1beta1.SandboxWarmPoolStatus{Replicas: 5, ReadyReplicas: 5, UpdatedReplicas: 5, ObservedGeneration: 2,
-		Conditions: []metav1.Condition{{Type: extv1beta1.WarmPoolConditionReady, Status: metav1.ConditionFalse,
-			Reason: extv1beta1.WarmPoolReasonReplicasNotReady, Message: "5 of 9 members are ready"}}}
-	cases := map[string]struct {
-		change func(*extv1beta1.SandboxWarmPoolStatus)
-		want   bool
-	}{
-		"nothing": {change: func(*extv1beta1.SandboxWarmPoolStatus) {}, want: true},
-		"counts and the message quoting them": {change: func(s *extv1beta1.SandboxWarmPoolStatus) {
-			s.Replicas, s.ReadyReplicas, s.UpdatedReplicas = 4, 4, 4
-			s.Conditions[0].Message = "4 of 9 members are ready"
-		}, want: true},
-		"a condition's status": {change: func(s *extv1beta1.SandboxWarmPoolStatus) {
-			s.Conditions[0].Status = metav1.ConditionTrue
-		}},
-		"a condition's reason": {change: func(s *extv1beta1.SandboxWarmPoolStatus) {
-			s.Conditions[0].Reason = extv1beta1.WarmPoolReasonMembersUnschedulable
-		}},
-		"the generation observed": {change: func(s *extv1beta1.SandboxWarmPoolStatus) { s.ObservedGeneration = 3 }},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			after := *base.DeepCopy()
-			tc.change(&after)
-			if got := countsOnly(base, after); got != tc.want {
-				t.Errorf("countsOnly = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -62,22 +61,6 @@ func computeStatus(pool *extv1beta1.SandboxWarmPool, obs *observed, now time.Tim
 	prog := progressingCondition(pool, obs, c, now)
 	setCondition(&st.Conditions, pool.Generation, prog.condition)
 	return st, prog
-}
-
-// countsOnly reports whether after differs from before in the member counts alone (the
-// replicas fields, and the condition messages that quote them): no condition changed its
-// status, reason or transition time, and the generation observed is the same.
-func countsOnly(before, after extv1beta1.SandboxWarmPoolStatus) bool {
-	return equality.Semantic.DeepEqual(withoutCounts(before), withoutCounts(after))
-}
-
-func withoutCounts(st extv1beta1.SandboxWarmPoolStatus) extv1beta1.SandboxWarmPoolStatus {
-	st = *st.DeepCopy()
-	st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = 0, 0, 0
-	for i := range st.Conditions {
-		st.Conditions[i].Message = ""
-	}
-	return st
 }
 
 // setCondition replaces the condition of c's type, or adds it, with the pool's generation. Unlike
