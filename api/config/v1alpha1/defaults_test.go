@@ -1,11 +1,11 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -27,6 +27,8 @@ func defaulted() *ControllerConfiguration {
 				MaxBatchSize:                 ptr.To[int32](300),
 				ReadinessGracePeriod:         &metav1.Duration{Duration: 5 * time.Minute},
 				UnschedulableRecheckInterval: &metav1.Duration{Duration: time.Minute},
+				ReplenishDelay:               &metav1.Duration{Duration: 200 * time.Millisecond},
+				MaxRefillRate:                ptr.To[float32](0),
 			},
 			SandboxClaim: ClaimSettings{
 				ControllerSettings:       ControllerSettings{Workers: ptr.To[int32](50)},

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -38,6 +40,9 @@ clientConnection:
 controllers:
   sandbox:
     workers: 8
+  sandboxWarmPool:
+    replenishDelay: 500ms
+    maxRefillRate: 2.5
 metrics:
   bindAddress: "0"
 leaderElection:
@@ -49,6 +54,8 @@ leaderElection:
 				c.ClusterDomain = "corp.example.com"
 				c.ClientConnection.QPS = ptr.To[float32](50)
 				c.Controllers.Sandbox.Workers = ptr.To[int32](8)
+				c.Controllers.SandboxWarmPool.ReplenishDelay = &metav1.Duration{Duration: 500 * time.Millisecond}
+				c.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To[float32](2.5)
 				c.Metrics.BindAddress = "0"
 				c.LeaderElection.Enabled = ptr.To(false)
 				c.LeaderElection.Namespace = "kubox-system"

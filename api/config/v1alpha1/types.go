@@ -139,6 +139,20 @@ type WarmPoolSettings struct {
 	// again. Default: 1m.
 	// +optional
 	UnschedulableRecheckInterval *metav1.Duration `json:"unschedulableRecheckInterval,omitempty"`
+
+	// replenishDelay holds a pool's refill while claims keep taking its members: each member a
+	// claim takes re-arms it, and once it runs out the pool creates its whole deficit in one
+	// batch. A claim's two writes then never queue behind the Sandbox, Pod and status writes of
+	// refilling the members just taken. A pool left with no Ready member waits no longer than
+	// one delay; a pool whose claims never pause is refilled at least every
+	// 5 × replenishDelay. 0 refills at once. Default: 200ms (see DefaultWarmPoolReplenishDelay).
+	// +optional
+	ReplenishDelay *metav1.Duration `json:"replenishDelay,omitempty"`
+
+	// maxRefillRate paces each pool's creations, in members per second (a token bucket holding
+	// at most max(1, maxRefillRate) members); 0 does not pace them. Default: 0.
+	// +optional
+	MaxRefillRate *float32 `json:"maxRefillRate,omitempty"`
 }
 
 // ClaimSettings configures the SandboxClaim controller.

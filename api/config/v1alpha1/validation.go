@@ -59,6 +59,12 @@ func validateControllers(c *Controllers, p *field.Path) field.ErrorList {
 	if d := c.SandboxWarmPool.UnschedulableRecheckInterval.Duration; d <= 0 {
 		errs = append(errs, field.Invalid(wp.Child("unschedulableRecheckInterval"), d.String(), "must be greater than 0"))
 	}
+	if d := c.SandboxWarmPool.ReplenishDelay.Duration; d < 0 {
+		errs = append(errs, field.Invalid(wp.Child("replenishDelay"), d.String(), "must not be negative"))
+	}
+	if r := float64(*c.SandboxWarmPool.MaxRefillRate); math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+		errs = append(errs, field.Invalid(wp.Child("maxRefillRate"), r, "must be a finite number, 0 (unpaced) or more"))
+	}
 	for i, d := range c.SandboxClaim.AllowedLabelDomains {
 		for _, msg := range validation.IsDNS1123Subdomain(d) {
 			errs = append(errs, field.Invalid(p.Child("sandboxClaim", "allowedLabelDomains").Index(i), d, msg))

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -88,6 +89,28 @@ func TestValidate(t *testing.T) {
 				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.maxBatchSize"},
 				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.readinessGracePeriod"},
 				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.unschedulableRecheckInterval"},
+			},
+		},
+		"refill settings negative": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Controllers.SandboxWarmPool.ReplenishDelay.Duration = -time.Millisecond
+				c.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To[float32](-1)
+			},
+			want: []fieldErr{
+				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.replenishDelay"},
+				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.maxRefillRate"},
+			},
+		},
+		"refill rate not finite": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To(float32(math.Inf(1)))
+			},
+			want: []fieldErr{{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.maxRefillRate"}},
+		},
+		"refill off and unpaced are valid": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Controllers.SandboxWarmPool.ReplenishDelay.Duration = 0
+				c.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To[float32](0.5)
 			},
 		},
 		"allowed label domain not a DNS subdomain": {

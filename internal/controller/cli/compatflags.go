@@ -35,8 +35,6 @@ var inertFlags = []inertFlag{
 	{"pprof-mutex-profile-fraction", false, "kubox-controller serves no pprof endpoint"},
 	{"cache-label-selectors", true, "kubox always scopes its Pod, Service and PVC caches by label"},
 	{"enable-warm-pool-eviction", true, "kubox always marks unclaimed warm-pool Pods safe to evict unless the template says otherwise, and removes the mark when a claim takes the sandbox"},
-	{"sandbox-warm-pool-replenish-delay", false, "kubox refills a pool at once, in batches of controllers.sandboxWarmPool.maxBatchSize"},
-	{"sandbox-warm-pool-max-refill-rate", false, "kubox paces refills by batch (controllers.sandboxWarmPool.maxBatchSize), not by rate"},
 	{"sandbox-write-behind-window", false, "kubox writes each status once per reconcile pass, when it changed"},
 }
 

@@ -36,6 +36,8 @@ type Flags struct {
 	poolBatch        int
 	poolGrace        time.Duration
 	poolRecheck      time.Duration
+	poolDelay        time.Duration
+	poolRefillRate   float64
 	noClaimEvents    bool
 	noClaimAnnotate  bool
 }
@@ -84,6 +86,10 @@ func bindExtensionFlags(fs *pflag.FlagSet, f *Flags) {
 		"Overrides controllers.sandboxWarmPool.readinessGracePeriod: how long a member may stay not Ready before it is replaced.")
 	fs.DurationVar(&f.poolRecheck, "sandbox-warm-pool-unschedulable-recheck-interval", configv1alpha1.DefaultWarmPoolUnschedulableRecheckInterval,
 		"Overrides controllers.sandboxWarmPool.unschedulableRecheckInterval.")
+	fs.DurationVar(&f.poolDelay, "sandbox-warm-pool-replenish-delay", configv1alpha1.DefaultWarmPoolReplenishDelay,
+		"Overrides controllers.sandboxWarmPool.replenishDelay: how long a pool holds its refill after a claim takes a member (0: refill at once).")
+	fs.Float64Var(&f.poolRefillRate, "sandbox-warm-pool-max-refill-rate", float64(configv1alpha1.DefaultWarmPoolMaxRefillRate),
+		"Overrides controllers.sandboxWarmPool.maxRefillRate: members per second each pool creates at most (0: unpaced).")
 	fs.BoolVar(&f.noClaimEvents, "disable-claim-events", false,
 		"Overrides controllers.sandboxClaim.events (as its negation): record no Events about claims, one API write each.")
 	fs.BoolVar(&f.noClaimAnnotate, "disable-claim-observability-annotations", false,
@@ -148,6 +154,10 @@ func (f *Flags) applyExtension(name string, c *configv1alpha1.Controllers) {
 		c.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: f.poolGrace}
 	case "sandbox-warm-pool-unschedulable-recheck-interval":
 		c.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: f.poolRecheck}
+	case "sandbox-warm-pool-replenish-delay":
+		c.SandboxWarmPool.ReplenishDelay = &metav1.Duration{Duration: f.poolDelay}
+	case "sandbox-warm-pool-max-refill-rate":
+		c.SandboxWarmPool.MaxRefillRate = ptr.To(float32(f.poolRefillRate))
 	case "disable-claim-events":
 		c.SandboxClaim.Events = ptr.To(!f.noClaimEvents)
 	case "disable-claim-observability-annotations":

@@ -74,6 +74,7 @@ metrics:
 				"--extensions=false", "--sandbox-template-concurrent-workers=2", "--sandbox-warm-pool-concurrent-workers=3",
 				"--sandbox-claim-concurrent-workers=9", "--sandbox-warm-pool-max-batch-size=11",
 				"--sandbox-warm-pool-readiness-grace-period=30s", "--sandbox-warm-pool-unschedulable-recheck-interval=2m",
+				"--sandbox-warm-pool-replenish-delay=750ms", "--sandbox-warm-pool-max-refill-rate=12.5",
 				"--disable-claim-events"},
 			want: func(c *configv1alpha1.ControllerConfiguration) {
 				c.ClusterDomain = "flag.example"
@@ -93,6 +94,8 @@ metrics:
 				c.Controllers.SandboxWarmPool.MaxBatchSize = ptr.To[int32](11)
 				c.Controllers.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: 30 * time.Second}
 				c.Controllers.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: 2 * time.Minute}
+				c.Controllers.SandboxWarmPool.ReplenishDelay = &metav1.Duration{Duration: 750 * time.Millisecond}
+				c.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To[float32](12.5)
 				c.Controllers.SandboxClaim.Events = ptr.To(false)
 			},
 		},
@@ -145,6 +148,8 @@ func TestAgentSandboxFlagSpellings(t *testing.T) {
 		{"sandbox-warm-pool-max-batch-size", "6"},
 		{"sandbox-warm-pool-readiness-grace-period", "45s"},
 		{"sandbox-warm-pool-unschedulable-recheck-interval", "3m"},
+		{"sandbox-warm-pool-replenish-delay", "0s"},
+		{"sandbox-warm-pool-max-refill-rate", "20"},
 		{"zap-log-level", "debug"},
 		{"zap-encoder", "console"},
 		{"zap-stacktrace-level", "panic"},
@@ -174,6 +179,8 @@ func TestAgentSandboxFlagSpellings(t *testing.T) {
 	want.Controllers.SandboxWarmPool.MaxBatchSize = ptr.To[int32](6)
 	want.Controllers.SandboxWarmPool.ReadinessGracePeriod = &metav1.Duration{Duration: 45 * time.Second}
 	want.Controllers.SandboxWarmPool.UnschedulableRecheckInterval = &metav1.Duration{Duration: 3 * time.Minute}
+	want.Controllers.SandboxWarmPool.ReplenishDelay = &metav1.Duration{Duration: 0}
+	want.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To[float32](20)
 	want.Controllers.SandboxClaim.Events = ptr.To(false)
 
 	for _, dash := range []string{"-", "--"} {

@@ -63,6 +63,10 @@ type Settings struct {
 	ReadinessGracePeriod time.Duration
 	// UnschedulableRecheckInterval is how often a pool holding unschedulable members is looked at.
 	UnschedulableRecheckInterval time.Duration
+	// ReplenishDelay is how long a pool holds its refill after a claim takes a member; 0 does not.
+	ReplenishDelay time.Duration
+	// MaxRefillRate is the most members per second a pool creates; 0 does not pace them.
+	MaxRefillRate float64
 }
 
 // SettingsFrom returns the settings of cfg, which has its defaults set.
@@ -72,12 +76,17 @@ func SettingsFrom(cfg *configv1alpha1.ControllerConfiguration) Settings {
 		MaxBatchSize:                 ptr.Deref(wp.MaxBatchSize, configv1alpha1.DefaultWarmPoolMaxBatchSize),
 		ReadinessGracePeriod:         configv1alpha1.DefaultWarmPoolReadinessGracePeriod,
 		UnschedulableRecheckInterval: configv1alpha1.DefaultWarmPoolUnschedulableRecheckInterval,
+		ReplenishDelay:               configv1alpha1.DefaultWarmPoolReplenishDelay,
+		MaxRefillRate:                float64(ptr.Deref(wp.MaxRefillRate, configv1alpha1.DefaultWarmPoolMaxRefillRate)),
 	}
 	if wp.ReadinessGracePeriod != nil {
 		s.ReadinessGracePeriod = wp.ReadinessGracePeriod.Duration
 	}
 	if wp.UnschedulableRecheckInterval != nil {
 		s.UnschedulableRecheckInterval = wp.UnschedulableRecheckInterval.Duration
+	}
+	if wp.ReplenishDelay != nil {
+		s.ReplenishDelay = wp.ReplenishDelay.Duration
 	}
 	return s
 }
@@ -90,6 +99,7 @@ type Reconciler struct {
 	expectations *inflight.Expectations
 	settings     Settings
 	status       *status.Writer
+	refill       *refillGate
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -99,7 +109,8 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, clk clock.PassiveClock,
 	exp *inflight.Expectations, settings Settings) *Reconciler {
 	return &Reconciler{client: c, scheme: scheme, clock: clk, expectations: exp, settings: settings,
-		status: status.NewWriter(c, recorder, FieldManager, "SandboxWarmPool")}
+		status: status.NewWriter(c, recorder, FieldManager, "SandboxWarmPool"),
+		refill: newRefillGate(clk, settings.ReplenishDelay, settings.MaxRefillRate)}
 }
 
 // Setup registers the SandboxWarmPool controller with mgr, configured by cfg.
@@ -126,6 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.String())
+			r.refill.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -188,7 +200,9 @@ func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.Sandbox
 		return nil
 	}
 	obs.recordDeletions(p.deletions, pool.Spec.ReadinessGracePeriod(r.settings.ReadinessGracePeriod), pool.Spec.UpdateStrategy.StrategyType())
-	return r.createMembers(ctx, pool, obs, p.create)
+	create, retryIn := r.refill.admit(poolKey(pool), p.create, countMembers(pool, obs).ready)
+	obs.wakeIn(retryIn)
+	return r.createMembers(ctx, pool, obs, create)
 }
 
 // writeStatus computes the status from obs and writes it when it changed; once written, it

@@ -29,8 +29,13 @@
 //   - missing members are created and excess ones deleted, not-ready first, then stale, then newest
 //     (replicas.go).
 //
-// Creates and deletes go out in parallel slow-start batches (1, 2, 4, ...) that stop at the first
-// error; a pass creates at most maxBatchSize members. Deletes carry the member's UID and
+// Refill yields to claims (refill.go): each member a claim takes re-arms a hold of replenishDelay
+// on its pool, during which the pool creates nothing, so a claim's two writes do not queue in the
+// API server behind the writes of refilling the members just taken; when the hold runs out the
+// whole deficit is created in one batch. A hold lasts at most five delays, and at most one once
+// the pool has no Ready member. maxRefillRate, when set, paces creations with a per-pool token
+// bucket. Creates and deletes go out in parallel slow-start batches (1, 2, 4, ...) that stop at
+// the first error; a pass creates at most maxBatchSize members. Deletes carry the member's UID and
 // resourceVersion as preconditions, so a member a claim bound in the meantime is never deleted.
 // Timers (RequeueAfter) bring the pool back when a grace period or a progress deadline ends; there
 // is no polling. The status (replicas, readyReplicas, updatedReplicas, selector for the scale

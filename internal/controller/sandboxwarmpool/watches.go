@@ -36,6 +36,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 				handler.OnlyControllerOwner()),
 			orphans:      handler.EnqueueRequestsFromMapFunc(r.orphanToPools),
 			expectations: r.expectations,
+			refill:       r.refill,
 		}).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templateToPools),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -85,6 +86,7 @@ func (r *Reconciler) orphanToPools(ctx context.Context, obj client.Object) []rec
 type memberHandler struct {
 	owner, orphans handler.EventHandler
 	expectations   *inflight.Expectations
+	refill         *refillGate
 }
 
 var _ handler.EventHandler = (*memberHandler)(nil)
@@ -99,10 +101,15 @@ func (h *memberHandler) Create(ctx context.Context, e event.CreateEvent, q queue
 }
 
 // Update implements handler.EventHandler. A claim binding a member changes its controller: the
-// old pool is told and woken too.
+// old pool is told and woken too, and its refill is held (refill.go).
 func (h *memberHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
 	h.observe(e.ObjectOld, false)
 	h.observe(e.ObjectNew, false)
+	if from, ok := poolOf(e.ObjectOld); ok && e.ObjectNew.GetDeletionTimestamp() == nil {
+		if to, _ := poolOf(e.ObjectNew); to != from {
+			h.refill.taken(from)
+		}
+	}
 	h.owner.Update(ctx, e, q)
 	h.orphans.Update(ctx, e, q)
 }
@@ -121,16 +128,24 @@ func (h *memberHandler) Generic(ctx context.Context, e event.GenericEvent, q que
 // observe feeds the expectations of the pool controlling obj: the informer has seen it, and seen
 // it deleted when gone is true or it carries a deletion timestamp.
 func (h *memberHandler) observe(obj client.Object, gone bool) {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != "SandboxWarmPool" {
+	key, ok := poolOf(obj)
+	if !ok {
 		return
 	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != extv1beta1.GroupVersion.Group {
-		return
-	}
-	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}.String()
 	h.expectations.CreationObserved(key, obj.GetUID())
 	if gone || obj.GetDeletionTimestamp() != nil {
 		h.expectations.DeletionObserved(key, obj.GetUID())
 	}
+}
+
+// poolOf returns the expectations key of the pool controlling obj, if a pool does.
+func poolOf(obj client.Object) (string, bool) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "SandboxWarmPool" {
+		return "", false
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != extv1beta1.GroupVersion.Group {
+		return "", false
+	}
+	return client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}.String(), true
 }

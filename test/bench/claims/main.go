@@ -51,6 +51,9 @@ type options struct {
 	burst          int
 	readyTimeout   time.Duration
 	scenarioFilter string
+	// replenishDelay and maxRefillRate are the warm pool's refill settings.
+	replenishDelay time.Duration
+	maxRefillRate  float64
 }
 
 func main() {
@@ -66,6 +69,8 @@ func main() {
 	flag.IntVar(&o.burst, "burst", 300, "claims created at once in the burst scenario")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for a scenario's claims to be Ready")
 	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst)")
+	flag.DurationVar(&o.replenishDelay, "replenish-delay", configv1alpha1.DefaultWarmPoolReplenishDelay, "controllers.sandboxWarmPool.replenishDelay")
+	flag.Float64Var(&o.maxRefillRate, "max-refill-rate", float64(configv1alpha1.DefaultWarmPoolMaxRefillRate), "controllers.sandboxWarmPool.maxRefillRate")
 	flag.Parse()
 	ctrl.SetLogger(ctrlLogger())
 	if err := run(o); err != nil {
@@ -93,7 +98,7 @@ func run(o options) error {
 	}()
 
 	writes := harness.NewWriteCounter()
-	stopMgr, err := startKubox(ctx, cl, writes)
+	stopMgr, err := startKubox(ctx, cl, writes, o)
 	if err != nil {
 		return err
 	}
@@ -143,8 +148,10 @@ func startCluster(ctx context.Context, repo string, nodes int) (*harness.Cluster
 
 // startKubox runs every kubox controller in this process, as kubox-controller does, with the
 // client's writes counted.
-func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteCounter) (func(), error) {
+func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteCounter, o options) (func(), error) {
 	cfg := &configv1alpha1.ControllerConfiguration{}
+	cfg.Controllers.SandboxWarmPool.ReplenishDelay = &metav1.Duration{Duration: o.replenishDelay}
+	cfg.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To(float32(o.maxRefillRate))
 	configv1alpha1.SetDefaults(cfg)
 	rc := rest.CopyConfig(cl.Config)
 	rc.QPS, rc.Burst = -1, int(*cfg.ClientConnection.Burst)
