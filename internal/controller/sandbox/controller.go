@@ -130,16 +130,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	podErr := podPhase(ctx, sb, obs)
 	obs.err = errors.Join(pvcErr, podErr, r.reconcileService(ctx, sb, obs))
-	out, err := r.writeStatus(ctx, sb, obs)
+	_, statusAfter, err := r.writeStatus(ctx, sb, obs)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
 	case obs.err != nil:
 		return ctrl.Result{}, obs.err
-	case out == status.Conflict:
-		return ctrl.Result{RequeueAfter: out.RequeueAfter()}, nil
 	}
-	return ctrl.Result{RequeueAfter: sooner(r.untilExpiry(sb), idleAfter)}, nil
+	return ctrl.Result{RequeueAfter: sooner(statusAfter, sooner(r.untilExpiry(sb), idleAfter))}, nil
 }
 
 // sooner is the earlier of two requeue delays, where 0 means none.
@@ -151,16 +149,22 @@ func sooner(a, b time.Duration) time.Duration {
 }
 
 // writeStatus computes the status from obs and writes it when it changed, then emits the pass's
-// events (package status).
-func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (status.Outcome, error) {
+// events (package status). It also returns how soon the Sandbox must be looked at again because of
+// its status: after a conflict, or when a write of mere progress waits (progressDeferral; the
+// outcome is then Unchanged, since the status in the API server is left as it is).
+func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (status.Outcome, time.Duration, error) {
 	now := metav1.NewTime(r.clock.Now())
 	st := computeStatus(sb, obs, r.clusterDomain, now)
+	if wait := progressDeferral(&sb.Status, &st, now.Time); wait > 0 && len(obs.events) == 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Deferring a status write of the Pod's progress", "for", wait)
+		return status.Unchanged, wait, nil
+	}
 	before := sb.Status.DeepCopy()
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
 	evs := append(obs.events, transitionEvents(&sb.Status, &st)...)
 	out, err := status.Write(ctx, r.status, sb, &sb.Status, st, evs...)
 	if out != status.Written {
-		return out, err
+		return out, out.RequeueAfter(), err
 	}
 	countSuspends(sb, before, &st, now.Time)
 	if !wasReady && meta.IsStatusConditionTrue(st.Conditions, sandboxv1beta1.SandboxConditionReady) && sb.Generation == 1 {
@@ -169,7 +173,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox
 		metrics.ObserveCreationLatency(sb.Namespace, sb.Labels[sandboxv1beta1.LaunchTypeLabel],
 			sb.Annotations[sandboxv1beta1.SandboxTemplateRefAnnotation], now.Sub(sb.CreationTimestamp.Time))
 	}
-	return out, nil
+	return out, 0, nil
 }
 
 func mustJSON(v any) []byte {
