@@ -53,6 +53,7 @@ type Reconciler struct {
 	clusterDomain string
 	agent         AgentOptions
 	pods          *inflight.Versions // Pods' versions this process patched from
+	sandboxes     *inflight.Versions // Sandboxes' versions this process wrote from
 	status        *status.Writer
 	activity      ActivityReader // the idle policy's questions to the sandboxes' agents
 }
@@ -66,7 +67,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
 	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
-		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk),
+		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk), sandboxes: inflight.NewVersions(clk),
 		status: status.NewWriter(c, recorder, FieldManager, "Sandbox"), activity: newAgentActivity(agent.TokenKey)}
 }
 
@@ -101,6 +102,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	sb := &sandboxv1beta1.Sandbox{}
 	if err := r.client.Get(ctx, req.NamespacedName, sb); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.sandboxes.Behind(sb.UID, sb.ResourceVersion) {
+		// The cache shows the Sandbox as it was before this process's own write (the pod-name
+		// annotation, the status): a pass now would compute from the old status and meet a
+		// conflict. The written version's event requeues it.
+		return ctrl.Result{}, nil
 	}
 	if sb.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, sb)
@@ -162,10 +169,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox
 	before := sb.Status.DeepCopy()
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
 	evs := append(obs.events, transitionEvents(&sb.Status, &st)...)
+	base := sb.ResourceVersion
 	out, err := status.Write(ctx, r.status, sb, &sb.Status, st, evs...)
 	if out != status.Written {
 		return out, out.RequeueAfter(), err
 	}
+	r.sandboxes.Wrote(sb.UID, base)
 	countSuspends(sb, before, &st, now.Time)
 	if !wasReady && meta.IsStatusConditionTrue(st.Conditions, sandboxv1beta1.SandboxConditionReady) && sb.Generation == 1 {
 		// Generation 1: the spec never changed since creation, so this is the first time it is
