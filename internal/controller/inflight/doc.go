@@ -17,7 +17,8 @@
 //   - Versions, the cache lag after our own write to an object: it remembers the resourceVersion a
 //     write replaced, and while the cache still shows that version the pass is skipped (the newer
 //     version's event is on its way). The Sandbox controller uses it for the Pods whose metadata it
-//     patches, the SandboxClaim controller for the claims whose status it writes.
+//     patches and the Sandboxes it annotates and writes the status of, the SandboxClaim controller
+//     for the claims whose status it writes.
 //   - Expectations, expected creations and deletions of children: a reconciler that creates or
 //     deletes N children from a count (the warm pool) acts only when the cache shows every child it
 //     created or deleted before, so a burst of events never makes it over-create. This is

@@ -1,6 +1,7 @@
 package inflight
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,25 +19,33 @@ const VersionsExpiry = 10 * time.Minute
 // After a write, the written version's watch event is on its way and will requeue the object; a
 // pass that runs before it arrives sees the old version and would send the same write again.
 // Remembering the resourceVersion each write replaced is enough to skip such a pass: while the
-// cache shows that version, it is behind. Versions are only compared for equality, as the API
-// asks.
+// cache shows that version, it is behind. A pass that writes an object twice (its metadata, then
+// its status) replaces two versions, and the cache may show either: both are remembered until the
+// cache shows another. Versions are only compared for equality, as the API asks.
 type Versions struct {
-	store *Store[types.UID, string]
+	store *Store[types.UID, []string]
 }
 
 // NewVersions returns an empty Versions on clk.
 func NewVersions(clk clock.PassiveClock) *Versions {
-	return &Versions{store: NewStore[types.UID, string](clk, VersionsExpiry)}
+	return &Versions{store: NewStore[types.UID, []string](clk, VersionsExpiry)}
 }
 
 // Wrote records that a write replaced version base of the object with uid.
-func (v *Versions) Wrote(uid types.UID, base string) { v.store.Set(uid, base) }
+func (v *Versions) Wrote(uid types.UID, base string) {
+	v.store.Update(uid, func(bases *[]string, _ time.Duration, _ bool) Action {
+		if !slices.Contains(*bases, base) {
+			*bases = append(*bases, base)
+		}
+		return Touch
+	})
+}
 
 // Behind reports whether the cached object, at resourceVersion rv, predates this process's last
-// write to it. Once the cache shows another version the entry is dropped.
+// writes to it. Once the cache shows another version the entry is dropped.
 func (v *Versions) Behind(uid types.UID, rv string) (behind bool) {
-	v.store.Update(uid, func(base *string, _ time.Duration, found bool) Action {
-		behind = found && *base == rv
+	v.store.Update(uid, func(bases *[]string, _ time.Duration, found bool) Action {
+		behind = found && slices.Contains(*bases, rv)
 		if !behind {
 			return Drop
 		}

@@ -25,6 +25,14 @@ func TestVersions(t *testing.T) {
 		t.Error("Behind once the cache moved on = true; the entry should be spent")
 	}
 	w.Wrote("a", "12")
+	w.Wrote("a", "13") // a second write in the same pass
+	if !w.Behind("a", "12") || !w.Behind("a", "13") {
+		t.Error("Behind at either version two writes replaced = false; want true")
+	}
+	if w.Behind("a", "14") || w.Behind("a", "12") {
+		t.Error("Behind once the cache moved past both writes = true; the entry should be spent")
+	}
+	w.Wrote("a", "12")
 	w.Forget("a")
 	if w.Behind("a", "12") {
 		t.Error("Behind after Forget = true")

@@ -53,6 +53,7 @@ type Reconciler struct {
 	clusterDomain string
 	agent         AgentOptions
 	pods          *inflight.Versions // Pods' versions this process patched from
+	sandboxes     *inflight.Versions // Sandboxes' versions this process wrote from
 	status        *status.Writer
 	activity      ActivityReader // the idle policy's questions to the sandboxes' agents
 }
@@ -66,7 +67,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder,
 	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
-		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk),
+		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk), sandboxes: inflight.NewVersions(clk),
 		status: status.NewWriter(c, recorder, FieldManager, "Sandbox"), activity: newAgentActivity(agent.TokenKey)}
 }
 
@@ -102,6 +103,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, sb); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.sandboxes.Behind(sb.UID, sb.ResourceVersion) {
+		// The cache shows the Sandbox as it was before this process's own write (the pod-name
+		// annotation, the status): a pass now would compute from the old status and meet a
+		// conflict. The written version's event requeues it.
+		return ctrl.Result{}, nil
+	}
 	if sb.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, sb)
 	}
@@ -130,16 +137,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	podErr := podPhase(ctx, sb, obs)
 	obs.err = errors.Join(pvcErr, podErr, r.reconcileService(ctx, sb, obs))
-	out, err := r.writeStatus(ctx, sb, obs)
+	_, statusAfter, err := r.writeStatus(ctx, sb, obs)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
 	case obs.err != nil:
 		return ctrl.Result{}, obs.err
-	case out == status.Conflict:
-		return ctrl.Result{RequeueAfter: out.RequeueAfter()}, nil
 	}
-	return ctrl.Result{RequeueAfter: sooner(r.untilExpiry(sb), idleAfter)}, nil
+	return ctrl.Result{RequeueAfter: sooner(statusAfter, sooner(r.untilExpiry(sb), idleAfter))}, nil
 }
 
 // sooner is the earlier of two requeue delays, where 0 means none.
@@ -151,17 +156,25 @@ func sooner(a, b time.Duration) time.Duration {
 }
 
 // writeStatus computes the status from obs and writes it when it changed, then emits the pass's
-// events (package status).
-func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (status.Outcome, error) {
+// events (package status). It also returns how soon the Sandbox must be looked at again because of
+// its status: after a conflict, or when a write of mere progress waits (progressDeferral; the
+// outcome is then Unchanged, since the status in the API server is left as it is).
+func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (status.Outcome, time.Duration, error) {
 	now := metav1.NewTime(r.clock.Now())
 	st := computeStatus(sb, obs, r.clusterDomain, now)
+	if wait := progressDeferral(&sb.Status, &st, now.Time); wait > 0 && len(obs.events) == 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Deferring a status write of the Pod's progress", "for", wait)
+		return status.Unchanged, wait, nil
+	}
 	before := sb.Status.DeepCopy()
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
 	evs := append(obs.events, transitionEvents(&sb.Status, &st)...)
+	base := sb.ResourceVersion
 	out, err := status.Write(ctx, r.status, sb, &sb.Status, st, evs...)
 	if out != status.Written {
-		return out, err
+		return out, out.RequeueAfter(), err
 	}
+	r.sandboxes.Wrote(sb.UID, base)
 	countSuspends(sb, before, &st, now.Time)
 	if !wasReady && meta.IsStatusConditionTrue(st.Conditions, sandboxv1beta1.SandboxConditionReady) && sb.Generation == 1 {
 		// Generation 1: the spec never changed since creation, so this is the first time it is
@@ -169,7 +182,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox
 		metrics.ObserveCreationLatency(sb.Namespace, sb.Labels[sandboxv1beta1.LaunchTypeLabel],
 			sb.Annotations[sandboxv1beta1.SandboxTemplateRefAnnotation], now.Sub(sb.CreationTimestamp.Time))
 	}
-	return out, nil
+	return out, 0, nil
 }
 
 func mustJSON(v any) []byte {

@@ -54,11 +54,11 @@ func (r *Reconciler) expire(ctx context.Context, sb *sandboxv1beta1.Sandbox) (ct
 			"Sandbox reached its shutdownTime %s; its Pod and Service were deleted (shutdownPolicy Retain)",
 			sb.Spec.ShutdownTime.UTC().Format(time.RFC3339)))
 	}
-	out, err := r.writeStatus(ctx, sb, obs)
+	out, after, err := r.writeStatus(ctx, sb, obs)
 	if out == status.Written && !alreadyExpired {
 		metrics.CountSandboxSuspend(metrics.SuspendReasonExpiry)
 	}
-	return ctrl.Result{RequeueAfter: out.RequeueAfter()}, err
+	return ctrl.Result{RequeueAfter: after}, err
 }
 
 func (r *Reconciler) deleteChildrenOnExpiry(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {

@@ -141,9 +141,11 @@ func (r *Reconciler) recordPodName(ctx context.Context, sb *sandboxv1beta1.Sandb
 		return nil
 	}
 	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sandboxv1beta1.PodNameAnnotation, sb.Name))
+	base := sb.ResourceVersion
 	if err := r.client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("annotating Sandbox %s with its Pod name: %w", sb.Name, err)
 	}
+	r.sandboxes.Wrote(sb.UID, base)
 	return nil
 }
 

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
@@ -180,14 +179,14 @@ func TestWarmClaimTakesSettingsThroughItsAgent(t *testing.T) {
 // claim controller writes the bind and the claim's status (and the observability annotations),
 // as for a plain warm claim (TestWarmClaimWrites); the settings go to the agent.
 func TestWarmClaimWithSettingsWrites(t *testing.T) {
-	log := &writeLog{}
-	e := startWithAgents(t, func(o *ctrl.Options) { o.NewClient = countingClient(log) })
+	log := env.NewWriteLog()
+	e := startWithAgents(t, log.Counting())
 	env.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: e.ns}, Data: map[string][]byte{"token": []byte("s3cr3t")}})
 	env.Create(t, settingsTemplate("python", e.ns, e.port))
 	env.Create(t, testutil.MakePool("pool", e.ns, "python").Replicas(1).Obj())
 	waitForPoolReady(t, e.ns, "pool", 1)
 	time.Sleep(quiet) // let the pool and its member settle, then start counting
-	log.take()
+	log.Take()
 
 	env.Create(t, makeClaimWithSettings("c1", e.ns, "TOKEN", "claim-1", extv1beta1.SecretFile{SecretName: "api", MountPath: settingsDir}))
 	claim := waitReady(t, e.ns, "c1")
@@ -195,7 +194,7 @@ func TestWarmClaimWithSettingsWrites(t *testing.T) {
 		return hasReady("True", "")(framework.Read[extv1beta1.SandboxClaim](t, env, e.ns, "c1")), "claim lost Ready"
 	})
 	var got []string
-	for _, w := range log.take() {
+	for _, w := range log.Take() {
 		if strings.HasSuffix(w, " by "+sandboxclaim.FieldManager) {
 			got = append(got, w)
 		}

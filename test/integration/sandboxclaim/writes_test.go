@@ -1,21 +1,14 @@
 package sandboxclaim
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -23,78 +16,6 @@ import (
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
-
-// writeLog records the API writes the controllers' client makes, as "VERB kind/name[/subresource]
-// by fieldManager".
-type writeLog struct {
-	mu     sync.Mutex
-	writes []string
-}
-
-func (l *writeLog) add(verb string, obj client.Object, sub, fieldManager string) {
-	gvk, err := apiutil.GVKForObject(obj, env.Scheme)
-	kind := gvk.Kind
-	if err != nil {
-		kind = fmt.Sprintf("%T", obj)
-	}
-	w := fmt.Sprintf("%s %s/%s", verb, kind, obj.GetName())
-	if sub != "" {
-		w += "/" + sub
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.writes = append(l.writes, w+" by "+fieldManager)
-}
-
-// take returns the writes recorded since the last take.
-func (l *writeLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.writes
-	l.writes = nil
-	return w
-}
-
-// countingClient wraps the manager's client so every write lands in log.
-func countingClient(log *writeLog) client.NewClientFunc {
-	return func(config *rest.Config, options client.Options) (client.Client, error) {
-		c, err := client.NewWithWatch(config, options)
-		if err != nil {
-			return nil, err
-		}
-		return interceptor.NewClient(c, interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				o := (&client.CreateOptions{}).ApplyOptions(opts)
-				log.add("CREATE", obj, "", o.FieldManager)
-				return c.Create(ctx, obj, opts...)
-			},
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				o := (&client.UpdateOptions{}).ApplyOptions(opts)
-				log.add("UPDATE", obj, "", o.FieldManager)
-				return c.Update(ctx, obj, opts...)
-			},
-			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-				o := (&client.PatchOptions{}).ApplyOptions(opts)
-				log.add("PATCH", obj, "", o.FieldManager)
-				return c.Patch(ctx, obj, patch, opts...)
-			},
-			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-				log.add("DELETE", obj, "", "")
-				return c.Delete(ctx, obj, opts...)
-			},
-			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-				o := (&client.SubResourceUpdateOptions{}).ApplyOptions(opts)
-				log.add("UPDATE", obj, sub, o.FieldManager)
-				return c.SubResource(sub).Update(ctx, obj, opts...)
-			},
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				o := (&client.SubResourcePatchOptions{}).ApplyOptions(opts)
-				log.add("PATCH", obj, sub, o.FieldManager)
-				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			},
-		}), nil
-	}
-}
 
 // TestWarmClaimWrites checks the warm path's budget: the claim controller writes twice for a
 // warm claim on its way to Ready (the bind and the claim's status), plus, once it is bound and
@@ -112,22 +33,22 @@ func TestWarmClaimWrites(t *testing.T) {
 func testWarmClaimWrites(t *testing.T, annotate bool) {
 	ns := env.NewNamespace(t)
 	env.StartKubelet(t, ns)
-	log := &writeLog{}
+	log := env.NewWriteLog()
 	env.StartKubox(t, ns, func(c *configv1alpha1.ControllerConfiguration) {
 		c.Controllers.SandboxClaim.ObservabilityAnnotations = ptr.To(annotate)
-	}, func(o *ctrl.Options) { o.NewClient = countingClient(log) })
+	}, log.Counting())
 	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
 	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
 	waitForPoolReady(t, ns, "pool", 1)
 	time.Sleep(quiet) // let the pool and its member settle, then start counting
-	log.take()
+	log.Take()
 
 	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
 	claim := waitReady(t, ns, "c1")
 	framework.Consistently(t, quiet, func() (bool, string) {
 		return hasReady("True", "")(framework.Read[extv1beta1.SandboxClaim](t, env, ns, "c1")), "claim lost Ready"
 	})
-	writes := log.take()
+	writes := log.Take()
 
 	var byClaimController, others []string
 	for _, w := range writes {
