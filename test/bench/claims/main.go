@@ -65,7 +65,7 @@ func main() {
 	flag.DurationVar(&o.maxFor, "max-for", 20*time.Second, "duration of the max-throughput scenario")
 	flag.IntVar(&o.burst, "burst", 300, "claims created at once in the burst scenario")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for a scenario's claims to be Ready")
-	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst)")
+	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst, storm, storm-ha)")
 	flag.Parse()
 	ctrl.SetLogger(ctrlLogger())
 	if err := run(o); err != nil {
@@ -93,16 +93,15 @@ func run(o options) error {
 	}()
 
 	writes := harness.NewWriteCounter()
-	stopMgr, err := startKubox(ctx, cl, writes)
-	if err != nil {
+	b := &bench{o: o, c: cl.Client, writes: writes, stored: map[string]time.Time{}}
+	if b.stopKubox, _, err = startKubox(ctx, cl, writes); err != nil {
 		return err
 	}
-	defer stopMgr()
-	w, err := newWatcher(ctx, cl)
-	if err != nil {
+	defer func() { b.stopKubox() }() // the storm scenarios replace the controllers
+	if b.w, err = newWatcher(ctx, cl); err != nil {
 		return err
 	}
-	b := &bench{o: o, c: cl.Client, writes: writes, w: w, stored: map[string]time.Time{}}
+	b.cl = cl
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
@@ -142,8 +141,8 @@ func startCluster(ctx context.Context, repo string, nodes int) (*harness.Cluster
 }
 
 // startKubox runs every kubox controller in this process, as kubox-controller does, with the
-// client's writes counted.
-func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteCounter) (func(), error) {
+// client's writes counted; configure changes the manager's options.
+func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteCounter, configure ...func(*ctrl.Options)) (func(), ctrl.Manager, error) {
 	cfg := &configv1alpha1.ControllerConfiguration{}
 	configv1alpha1.SetDefaults(cfg)
 	rc := rest.CopyConfig(cl.Config)
@@ -153,29 +152,32 @@ func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteC
 	opts.LeaderElection = false
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
+	for _, c := range configure {
+		c(&opts)
+	}
 	mgr, err := ctrl.NewManager(rc, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := manager.SetupReconcilers(mgr, cfg, controller.Options{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		cancel()
-		return nil, fmt.Errorf("the controller's caches did not sync: %v", <-done)
+		return nil, nil, fmt.Errorf("the controller's caches did not sync: %v", <-done)
 	}
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
 			fmt.Fprintf(os.Stderr, "kubox controllers stopped: %v\n", err)
 		}
-	}, nil
+	}, mgr, nil
 }
 
 // watcher records when each claim was first seen Ready, from an informer of the benchmark's own
@@ -258,6 +260,13 @@ type bench struct {
 	w      *watcher
 	seq    int
 
+	// cl and stopKubox let the storm scenarios kill the controllers and start new ones.
+	cl        *harness.Cluster
+	stopKubox func()
+	// check, when a scenario's load sets it, runs once its claims are Ready; its report is
+	// printed with the result.
+	check func(ctx context.Context, names []string) (string, error)
+
 	// stored is when each claim's Create call returned: the claim exists from then on.
 	storedMu sync.Mutex
 	stored   map[string]time.Time
@@ -322,6 +331,8 @@ func (b *bench) scenarios() []scenario {
 		{"burst", fmt.Sprintf("%d claims at once", b.o.burst), func(ctx context.Context, b *bench) ([]string, map[string]time.Time, error) {
 			return b.burst(ctx, b.o.burst)
 		}},
+		b.stormScenario(false),
+		b.stormScenario(true),
 	}
 }
 
@@ -445,6 +456,7 @@ type result struct {
 	throughputPer float64
 	phasesBefore  phaseTotals
 	phasesAfter   phaseTotals
+	report        string
 }
 
 func (b *bench) runScenario(ctx context.Context, s scenario) (*result, error) {
@@ -484,6 +496,12 @@ func (b *bench) runScenario(ctx context.Context, s scenario) (*result, error) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	res.heapMB = float64(ms.HeapAlloc) / (1 << 20)
+	if check := b.check; check != nil {
+		b.check = nil
+		if res.report, err = check(ctx, names); err != nil {
+			return nil, err
+		}
+	}
 	return res, b.reset(ctx)
 }
 
@@ -540,6 +558,7 @@ func (r *result) print() {
 		fmt.Printf("| %s | %d | %.2f |\n", k, r.writes[k], float64(r.writes[k])/float64(r.claims))
 	}
 	fmt.Printf("| **all** | %d | %.2f |\n\n", total, float64(total)/float64(r.claims))
+	fmt.Print(r.report)
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
