@@ -65,7 +65,7 @@ func main() {
 	flag.DurationVar(&o.maxFor, "max-for", 20*time.Second, "duration of the max-throughput scenario")
 	flag.IntVar(&o.burst, "burst", 300, "claims created at once in the burst scenario")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for a scenario's claims to be Ready")
-	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst, storm, storm-ha)")
+	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst, storm, storm-ha, settings)")
 	flag.Parse()
 	ctrl.SetLogger(ctrlLogger())
 	if err := run(o); err != nil {
@@ -141,8 +141,8 @@ func startCluster(ctx context.Context, repo string, nodes int) (*harness.Cluster
 }
 
 // startKubox runs every kubox controller in this process, as kubox-controller does, with the
-// client's writes counted; configure changes the manager's options.
-func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteCounter, configure ...func(*ctrl.Options)) (func(), ctrl.Manager, error) {
+// client's writes counted; configure changes the configuration and the manager's options.
+func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteCounter, configure ...func(*configv1alpha1.ControllerConfiguration, *ctrl.Options)) (func(), ctrl.Manager, error) {
 	cfg := &configv1alpha1.ControllerConfiguration{}
 	configv1alpha1.SetDefaults(cfg)
 	rc := rest.CopyConfig(cl.Config)
@@ -153,7 +153,7 @@ func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteC
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
 	for _, c := range configure {
-		c(&opts)
+		c(cfg, &opts)
 	}
 	mgr, err := ctrl.NewManager(rc, opts)
 	if err != nil {
@@ -333,6 +333,7 @@ func (b *bench) scenarios() []scenario {
 		}},
 		b.stormScenario(false),
 		b.stormScenario(true),
+		b.settingsScenario(),
 	}
 }
 

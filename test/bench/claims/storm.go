@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
@@ -175,7 +176,7 @@ func (st *storm) killDuringStorm(ctx context.Context, names []string) error {
 // startReplica starts one more controller, shut down without grace when killed and, in storm-ha,
 // a candidate for the Lease that it never releases.
 func (st *storm) startReplica(ctx context.Context) error {
-	stop, mgr, err := startKubox(ctx, st.b.cl, st.b.writes, func(o *ctrl.Options) {
+	stop, mgr, err := startKubox(ctx, st.b.cl, st.b.writes, func(_ *configv1alpha1.ControllerConfiguration, o *ctrl.Options) {
 		o.GracefulShutdownTimeout = ptr.To(time.Duration(0))
 		o.Controller.SkipNameValidation = ptr.To(true) // the killed replica's names stay registered
 		o.LeaderElection = st.ha
