@@ -33,6 +33,7 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/apiconn"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/controller/manager"
 	"github.com/kubox-dev/kubox/test/bench/harness"
@@ -54,6 +55,9 @@ type options struct {
 	// replenishDelay and maxRefillRate are the warm pool's refill settings.
 	replenishDelay time.Duration
 	maxRefillRate  float64
+	// apiConnections and separateWatch are the controllers' clientConnection settings.
+	apiConnections int
+	separateWatch  bool
 }
 
 func main() {
@@ -68,9 +72,11 @@ func main() {
 	flag.DurationVar(&o.maxFor, "max-for", 20*time.Second, "duration of the max-throughput scenario")
 	flag.IntVar(&o.burst, "burst", 300, "claims created at once in the burst scenario")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for a scenario's claims to be Ready")
-	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst)")
+	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst, storm, storm-ha, settings)")
 	flag.DurationVar(&o.replenishDelay, "replenish-delay", configv1alpha1.DefaultWarmPoolReplenishDelay, "controllers.sandboxWarmPool.replenishDelay")
 	flag.Float64Var(&o.maxRefillRate, "max-refill-rate", float64(configv1alpha1.DefaultWarmPoolMaxRefillRate), "controllers.sandboxWarmPool.maxRefillRate")
+	flag.IntVar(&o.apiConnections, "api-connections", int(configv1alpha1.DefaultAPIConnections), "clientConnection.apiConnections: HTTP/2 connections the controllers' requests are spread over")
+	flag.BoolVar(&o.separateWatch, "separate-watch-connection", false, "clientConnection.separateWatchConnection")
 	flag.Parse()
 	ctrl.SetLogger(ctrlLogger())
 	if err := run(o); err != nil {
@@ -98,16 +104,15 @@ func run(o options) error {
 	}()
 
 	writes := harness.NewWriteCounter()
-	stopMgr, err := startKubox(ctx, cl, writes, o)
-	if err != nil {
+	b := &bench{o: o, c: cl.Client, writes: writes, stored: map[string]time.Time{}}
+	if b.stopKubox, _, err = startKubox(ctx, cl, writes, o); err != nil {
 		return err
 	}
-	defer stopMgr()
-	w, err := newWatcher(ctx, cl)
-	if err != nil {
+	defer func() { b.stopKubox() }() // the storm scenarios replace the controllers
+	if b.w, err = newWatcher(ctx, cl); err != nil {
 		return err
 	}
-	b := &bench{o: o, c: cl.Client, writes: writes, w: w, stored: map[string]time.Time{}}
+	b.cl = cl
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
@@ -147,42 +152,53 @@ func startCluster(ctx context.Context, repo string, nodes int) (*harness.Cluster
 }
 
 // startKubox runs every kubox controller in this process, as kubox-controller does, with the
-// client's writes counted.
-func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteCounter, o options) (func(), error) {
+// client's writes counted, the options o gives, and configure's changes to the configuration
+// and the manager's options.
+func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteCounter, o options,
+	configure ...func(*configv1alpha1.ControllerConfiguration, *ctrl.Options)) (func(), ctrl.Manager, error) {
 	cfg := &configv1alpha1.ControllerConfiguration{}
 	cfg.Controllers.SandboxWarmPool.ReplenishDelay = &metav1.Duration{Duration: o.replenishDelay}
 	cfg.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To(float32(o.maxRefillRate))
+	cfg.ClientConnection.APIConnections = ptr.To(int32(o.apiConnections))
+	cfg.ClientConnection.SeparateWatchConnection = ptr.To(o.separateWatch)
 	configv1alpha1.SetDefaults(cfg)
 	rc := rest.CopyConfig(cl.Config)
 	rc.QPS, rc.Burst = -1, int(*cfg.ClientConnection.Burst)
 	rc.WrapTransport = writes.Wrap
+	rc, err := apiconn.Shard(rc, o.apiConnections, o.separateWatch)
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := manager.Options(cfg, manager.NewScheme())
 	opts.LeaderElection = false
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
+	for _, c := range configure {
+		c(cfg, &opts)
+	}
 	mgr, err := ctrl.NewManager(rc, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := manager.SetupReconcilers(mgr, cfg, controller.Options{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		cancel()
-		return nil, fmt.Errorf("the controller's caches did not sync: %v", <-done)
+		return nil, nil, fmt.Errorf("the controller's caches did not sync: %v", <-done)
 	}
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
 			fmt.Fprintf(os.Stderr, "kubox controllers stopped: %v\n", err)
 		}
-	}, nil
+	}, mgr, nil
 }
 
 // watcher records when each claim was first seen Ready, from an informer of the benchmark's own
@@ -265,6 +281,13 @@ type bench struct {
 	w      *watcher
 	seq    int
 
+	// cl and stopKubox let the storm scenarios kill the controllers and start new ones.
+	cl        *harness.Cluster
+	stopKubox func()
+	// check, when a scenario's load sets it, runs once its claims are Ready; its report is
+	// printed with the result.
+	check func(ctx context.Context, names []string) (string, error)
+
 	// stored is when each claim's Create call returned: the claim exists from then on.
 	storedMu sync.Mutex
 	stored   map[string]time.Time
@@ -329,6 +352,9 @@ func (b *bench) scenarios() []scenario {
 		{"burst", fmt.Sprintf("%d claims at once", b.o.burst), func(ctx context.Context, b *bench) ([]string, map[string]time.Time, error) {
 			return b.burst(ctx, b.o.burst)
 		}},
+		b.stormScenario(false),
+		b.stormScenario(true),
+		b.settingsScenario(),
 	}
 }
 
@@ -452,6 +478,7 @@ type result struct {
 	throughputPer float64
 	phasesBefore  phaseTotals
 	phasesAfter   phaseTotals
+	report        string
 }
 
 func (b *bench) runScenario(ctx context.Context, s scenario) (*result, error) {
@@ -491,6 +518,12 @@ func (b *bench) runScenario(ctx context.Context, s scenario) (*result, error) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	res.heapMB = float64(ms.HeapAlloc) / (1 << 20)
+	if check := b.check; check != nil {
+		b.check = nil
+		if res.report, err = check(ctx, names); err != nil {
+			return nil, err
+		}
+	}
 	return res, b.reset(ctx)
 }
 
@@ -547,6 +580,7 @@ func (r *result) print() {
 		fmt.Printf("| %s | %d | %.2f |\n", k, r.writes[k], float64(r.writes[k])/float64(r.claims))
 	}
 	fmt.Printf("| **all** | %d | %.2f |\n\n", total, float64(total)/float64(r.claims))
+	fmt.Print(r.report)
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

@@ -6,6 +6,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -191,4 +192,42 @@ func logExit(p *exec.Cmd, err error) {
 	if err != nil && !errors.As(err, &exit) {
 		fmt.Fprintf(os.Stderr, "waiting for %s: %v\n", p.Path, err)
 	}
+}
+
+// AddNode adds one more kwok node that takes maxPods pods, gives them IPs from podCIDR (kwok
+// uses a node's spec.podCIDR when it has one) and has taint, and waits until it is Ready.
+func (c *Cluster) AddNode(ctx context.Context, name string, maxPods int, podCIDR string, taint corev1.Taint) error {
+	pods := resource.MustParse(fmt.Sprint(maxPods))
+	capacity := corev1.ResourceList{corev1.ResourcePods: pods, corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("10Ti")}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			Labels: map[string]string{"kubernetes.io/hostname": name, "type": "kwok"}},
+		Spec:   corev1.NodeSpec{PodCIDR: podCIDR, PodCIDRs: []string{podCIDR}},
+		Status: corev1.NodeStatus{Allocatable: capacity, Capacity: capacity},
+	}
+	if err := c.Client.Create(ctx, node); err != nil {
+		return fmt.Errorf("creating node %s: %w", name, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+			return err
+		}
+		if nodeReady(node) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s not Ready after a minute; see %s", name, filepath.Join(c.dir, "kwok.log"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	taints, err := json.Marshal([]corev1.Taint{taint})
+	if err != nil {
+		return err
+	}
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"taints":%s}}`, taints))
+	if err := c.Client.Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("tainting node %s: %w", name, err)
+	}
+	return nil
 }

@@ -18,7 +18,13 @@ import (
 // reconcilers stop when t ends.
 func (e *Env) StartKubox(t *testing.T, ns string, configure func(*configv1alpha1.ControllerConfiguration), opts ...ManagerOption) {
 	t.Helper()
-	e.StartManager(t, ns, func(mgr ctrl.Manager) error {
+	e.StartManager(t, ns, kuboxSetup(t, configure), append([]ManagerOption{productionCaches}, opts...)...)
+}
+
+// kuboxSetup registers the field indexes and every kubox reconciler, with the default
+// configuration changed by configure when it is not nil.
+func kuboxSetup(t *testing.T, configure func(*configv1alpha1.ControllerConfiguration)) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error {
 		if err := indexer.Setup(t.Context(), mgr.GetFieldIndexer()); err != nil {
 			return err
 		}
@@ -28,7 +34,7 @@ func (e *Env) StartKubox(t *testing.T, ns string, configure func(*configv1alpha1
 			configure(cfg)
 		}
 		return manager.SetupReconcilers(mgr, cfg, controller.Options{SkipNameValidation: ptr.To(true)})
-	}, append([]ManagerOption{productionCaches}, opts...)...)
+	}
 }
 
 // productionCaches gives a manager kubox-controller's cache options, kept to the test's namespace.

@@ -43,6 +43,14 @@ func (e *Env) ManagerOptions(namespace string) ctrl.Options {
 // their own options; the manager-wide setting covers those that do not.
 func (e *Env) StartManager(t testing.TB, namespace string, setup func(ctrl.Manager) error, opts ...ManagerOption) ctrl.Manager {
 	t.Helper()
+	mgr, _ := e.startManager(t, namespace, setup, opts...)
+	return mgr
+}
+
+// startManager is StartManager; it also returns a function that stops the manager before the
+// test ends, after which the manager's error is not reported: the test stopped it on purpose.
+func (e *Env) startManager(t testing.TB, namespace string, setup func(ctrl.Manager) error, opts ...ManagerOption) (ctrl.Manager, func()) {
+	t.Helper()
 	o := e.ManagerOptions(namespace)
 	for _, opt := range opts {
 		opt(&o)
@@ -56,27 +64,25 @@ func (e *Env) StartManager(t testing.TB, namespace string, setup func(ctrl.Manag
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var runErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		runErr = mgr.Start(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		if runErr != nil && !errors.Is(runErr, context.Canceled) {
-			t.Errorf("Manager stopped with an error: %v", runErr)
-		}
-	})
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop := func(report bool) {
+		once.Do(func() {
+			cancel()
+			if err := <-done; report && err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("Manager stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() { stop(true) })
 
 	syncCtx, syncCancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		t.Fatalf("The manager's cache did not sync within %v", DefaultTimeout)
 	}
-	return mgr
+	return mgr, func() { stop(false) }
 }
 
 // logEnabled reports whether KUBOX_TEST_LOG asks for controller-runtime's logs.
