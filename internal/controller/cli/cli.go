@@ -148,7 +148,9 @@ func (o *options) run() error {
 	restCfg.Burst = int(ptr.Deref(cfg.ClientConnection.Burst, 0))
 	restCfg.UserAgent = "kubox-controller/" + version.Get().GitVersion
 
-	mgr, err := ctrl.NewManager(restCfg, manager.Options(cfg, manager.NewScheme()))
+	opts := manager.Options(cfg, manager.NewScheme())
+	opts.PprofBindAddress = o.flags.PprofBindAddress()
+	mgr, err := ctrl.NewManager(restCfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
