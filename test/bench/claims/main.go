@@ -65,7 +65,7 @@ func main() {
 	flag.DurationVar(&o.maxFor, "max-for", 20*time.Second, "duration of the max-throughput scenario")
 	flag.IntVar(&o.burst, "burst", 300, "claims created at once in the burst scenario")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for a scenario's claims to be Ready")
-	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst)")
+	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst; or scale, which only -only runs: scale.go)")
 	flag.Parse()
 	ctrl.SetLogger(ctrlLogger())
 	if err := run(o); err != nil {
@@ -80,6 +80,9 @@ func run(o options) error {
 	repo, err := repoRoot()
 	if err != nil {
 		return err
+	}
+	if o.scenarioFilter == scaleScenario {
+		return runScale(ctx, repo)
 	}
 	cl, err := startCluster(ctx, repo, o.nodes)
 	if err != nil {

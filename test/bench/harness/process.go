@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -31,8 +32,14 @@ type Process struct{ Cmd *exec.Cmd }
 
 // StartProcess starts bin with args, its stderr on ours, and waits until healthURL answers 200.
 func StartProcess(bin, healthURL string, args ...string) (*Process, error) {
+	return StartProcessLogging(os.Stderr, bin, healthURL, args...)
+}
+
+// StartProcessLogging is StartProcess with the process's stderr on log, for a process whose log
+// would drown the benchmark's output.
+func StartProcessLogging(log io.Writer, bin, healthURL string, args ...string) (*Process, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
