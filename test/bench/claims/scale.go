@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,7 @@ var (
 	scaleWorkers   = flag.Int("scale-create-workers", 16, "scale: concurrent Create calls while filling the cluster")
 	scaleTimeout   = flag.Duration("scale-ready-timeout", 15*time.Minute, "scale: how long a step may take to make every Sandbox Ready")
 	scalePodsNode  = flag.Int("scale-pods-per-node", 500, "scale: pods per kwok node (the node count follows)")
+	scaleBaseline  = flag.String("scale-baseline-bin", "", "scale: another kubox-controller binary (say, built from main) to restart and measure at each step, for a before/after on the same cluster")
 )
 
 // scaleBench fills a kwok cluster with Sandboxes in steps and measures, at each step, the
@@ -55,12 +58,14 @@ type scaleStep struct {
 	standalone, total int
 	fill              time.Duration
 	rest              restFigures
-	restart           syncFigures
+	restarts          []syncFigures // this checkout's binary, then -scale-baseline-bin's
 	heapTop           string
 	profile           string
 }
 
 func runScale(ctx context.Context, repo string) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // stop the cluster on ^C
+	defer stop()
 	if err := os.Chdir(repo); err != nil { // harness.BuildStatic builds ./cmd/kubox-controller
 		return err
 	}
@@ -163,8 +168,27 @@ func (b *scaleBench) step(ctx context.Context, n int) (scaleStep, error) {
 	if s.heapTop, err = b.ctrl.heapProfile(s.profile); err != nil {
 		return s, err
 	}
-	s.restart, err = b.ctrl.restart(ctx, s.total, *scalePools)
-	return s, err
+	return s, b.restarts(ctx, &s)
+}
+
+// restarts measures a restart of this checkout's controller and, with -scale-baseline-bin, one
+// of the baseline's, after which this checkout's controller runs again.
+func (b *scaleBench) restarts(ctx context.Context, s *scaleStep) error {
+	own := b.ctrl.bin
+	f, err := b.ctrl.restart(ctx, "", s.total, *scalePools)
+	if err != nil {
+		return err
+	}
+	s.restarts = append(s.restarts, f)
+	if *scaleBaseline == "" {
+		return nil
+	}
+	if f, err = b.ctrl.restart(ctx, *scaleBaseline, s.total, *scalePools); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	s.restarts = append(s.restarts, f)
+	_, err = b.ctrl.restart(ctx, own, s.total, *scalePools)
+	return err
 }
 
 // createSandboxes creates standalone Sandboxes until there are n, with -scale-create-workers
@@ -231,18 +255,27 @@ func (s *scaleStep) print() {
 	fmt.Printf("filled and all Ready in %.0fs\n\n", s.fill.Seconds())
 	fmt.Printf("at rest for %.0fs after filling:\n\n", s.rest.window.Seconds())
 	s.rest.print()
-	fmt.Printf("restart: caches synced (first reconcile) after %.1fs, full sync after %.1fs "+
-		"(every Sandbox and pool reconciled once, every work queue empty); then %d reconciles, %d API requests\n\n",
-		s.restart.synced.Seconds(), s.restart.full.Seconds(), s.restart.reconciles, s.restart.requests)
-	fmt.Printf("after the restart, at rest: RSS %.0f MiB, heap in use %.0f MiB\n\n", s.restart.rssMiB, s.restart.heapMiB)
+	fmt.Printf("restarts: caches synced = first reconcile; full sync = every Sandbox and pool reconciled once and every " +
+		"work queue empty; memory 20 s later\n\n| binary | caches synced, s | full sync, s | reconciles | API requests " +
+		"| RSS MiB (anon + file) | heap in use MiB |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range s.restarts {
+		fmt.Printf("| %s | %.1f | %.1f | %d | %d | %.0f (%.0f + %.0f) | %.0f |\n", r.bin, r.synced.Seconds(), r.full.Seconds(),
+			r.reconciles, r.requests, r.mem.rss, r.mem.anon, r.mem.file, r.heapMiB)
+	}
+	fmt.Println()
 	fmt.Printf("heap profile %s (go tool pprof -top -sample_index=inuse_space):\n\n```\n%s```\n\n", s.profile, s.heapTop)
 }
 
 func printScaleSummary(steps []scaleStep) {
-	fmt.Printf("## summary\n\n| Sandboxes | RSS MiB | heap in use MiB | RSS after restart MiB | reconciles/s at rest | API requests/s at rest | full sync after restart, s |\n|---|---|---|---|---|---|---|\n")
+	fmt.Printf("## summary\n\n| Sandboxes | RSS MiB | heap in use MiB | reconciles/s at rest | API requests/s at rest " +
+		"| after a restart: full sync s, RSS MiB, heap MiB | baseline after a restart |\n|---|---|---|---|---|---|---|\n")
 	for _, s := range steps {
-		fmt.Printf("| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.1f |\n", s.total, s.rest.rssMiB, s.rest.heapMiB,
-			s.restart.rssMiB, s.rest.reconcilesPerSec, s.rest.requestsPerSec, s.restart.full.Seconds())
+		cells := make([]string, 2)
+		for i, r := range s.restarts {
+			cells[i] = fmt.Sprintf("%.1f, %.0f, %.0f", r.full.Seconds(), r.mem.rss, r.heapMiB)
+		}
+		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.2f | %s | %s |\n", s.total, s.rest.mem.rss, s.rest.heapMiB,
+			s.rest.reconcilesPerSec, s.rest.requestsPerSec, cells[0], cells[1])
 	}
 	fmt.Println()
 }

@@ -73,15 +73,30 @@ func (c *controllerProcess) stop() {
 	}
 }
 
-func (c *controllerProcess) rssMiB() (float64, error) {
-	kib, err := c.proc.RSSKiB()
-	return float64(kib) / 1024, err
+// memFigures is the process's memory from /proc/<pid>/status: resident in all, of which
+// anonymous (heap, stacks, runtime) and file-backed (the binary's pages), and the peak.
+type memFigures struct{ rss, anon, file, peak float64 }
+
+func (c *controllerProcess) memory() (memFigures, error) {
+	var m memFigures
+	for _, f := range []struct {
+		dst   *float64
+		field string
+	}{{&m.rss, "VmRSS"}, {&m.anon, "RssAnon"}, {&m.file, "RssFile"}, {&m.peak, "VmHWM"}} {
+		kib, err := c.proc.StatusKiB(f.field)
+		if err != nil {
+			return m, err
+		}
+		*f.dst = float64(kib) / 1024
+	}
+	return m, nil
 }
 
 // restFigures is the controller measured at rest: nothing changes in the cluster.
 type restFigures struct {
 	window                           time.Duration
-	rssMiB, heapMiB, sysMiB          float64
+	mem                              memFigures
+	heapMiB, sysMiB                  float64
 	reconcilesPerSec, requestsPerSec float64
 	reconciles, requests             map[string]float64
 }
@@ -102,7 +117,7 @@ func (c *controllerProcess) measureRest(ctx context.Context, window time.Duratio
 	if err != nil {
 		return f, err
 	}
-	if f.rssMiB, err = c.rssMiB(); err != nil {
+	if f.mem, err = c.memory(); err != nil {
 		return f, err
 	}
 	f.heapMiB = after.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
@@ -115,8 +130,9 @@ func (c *controllerProcess) measureRest(ctx context.Context, window time.Duratio
 }
 
 func (f *restFigures) print() {
-	fmt.Printf("| RSS MiB | heap in use MiB | Go runtime sys MiB | reconciles/s | API requests/s |\n|---|---|---|---|---|\n")
-	fmt.Printf("| %.0f | %.0f | %.0f | %.3f | %.3f |\n\n", f.rssMiB, f.heapMiB, f.sysMiB, f.reconcilesPerSec, f.requestsPerSec)
+	fmt.Printf("| RSS MiB (anon + file) | peak RSS MiB | heap in use MiB | Go runtime sys MiB | reconciles/s | API requests/s |\n|---|---|---|---|---|---|\n")
+	fmt.Printf("| %.0f (%.0f + %.0f) | %.0f | %.0f | %.0f | %.3f | %.3f |\n\n", f.mem.rss, f.mem.anon, f.mem.file, f.mem.peak,
+		f.heapMiB, f.sysMiB, f.reconcilesPerSec, f.requestsPerSec)
 	for _, d := range []map[string]float64{f.reconciles, f.requests} {
 		for _, k := range slices.Sorted(maps.Keys(d)) {
 			fmt.Printf("- %s: +%.0f\n", k, d[k])
@@ -130,16 +146,22 @@ func (f *restFigures) print() {
 // syncFigures is a restart: the time to the first reconcile (every informer synced: controllers
 // start their workers only then) and to the end of the first full pass (syncDone).
 type syncFigures struct {
+	bin                  string
 	synced, full         time.Duration
 	reconciles, requests int
-	rssMiB, heapMiB      float64
+	mem                  memFigures
+	heapMiB              float64
 }
 
 // restart stops the controller, starts it again and polls its metrics until its first pass over
-// sandboxes Sandboxes and pools pools is done; then it lets it rest 10 s and reads its memory.
-func (c *controllerProcess) restart(ctx context.Context, sandboxes, pools int) (syncFigures, error) {
-	var f syncFigures
+// sandboxes Sandboxes and pools pools is done; then it lets it rest 20 s and reads its memory.
+// bin, when not empty, replaces the controller's binary from now on.
+func (c *controllerProcess) restart(ctx context.Context, bin string, sandboxes, pools int) (syncFigures, error) {
 	c.stop()
+	if bin != "" {
+		c.bin = bin
+	}
+	f := syncFigures{bin: c.bin}
 	start := time.Now()
 	if err := c.start(); err != nil {
 		return f, err
@@ -168,13 +190,13 @@ func (c *controllerProcess) restart(ctx context.Context, sandboxes, pools int) (
 			return f, ctx.Err()
 		}
 	}
-	time.Sleep(10 * time.Second)
+	time.Sleep(20 * time.Second)
 	m, err := c.metrics()
 	if err != nil {
 		return f, err
 	}
 	f.heapMiB = m.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
-	f.rssMiB, err = c.rssMiB()
+	f.mem, err = c.memory()
 	return f, err
 }
 
