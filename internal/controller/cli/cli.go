@@ -153,7 +153,9 @@ func (o *options) run() error {
 		return err
 	}
 
-	mgr, err := ctrl.NewManager(restCfg, manager.Options(cfg, manager.NewScheme()))
+	opts := manager.Options(cfg, manager.NewScheme())
+	opts.PprofBindAddress = o.flags.PprofBindAddress()
+	mgr, err := ctrl.NewManager(restCfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

@@ -40,6 +40,7 @@ type Flags struct {
 	poolRefillRate   float64
 	noClaimEvents    bool
 	noClaimAnnotate  bool
+	pprofAddr        string
 }
 
 // BindFlags defines the flags on fs.
@@ -67,9 +68,15 @@ func BindFlags(fs *pflag.FlagSet) *Flags {
 		"Overrides clientConnection.separateWatchConnection: give watches an HTTP/2 connection of their own.")
 	fs.IntVar(&f.sandboxWorkers, "sandbox-concurrent-workers", int(configv1alpha1.DefaultSandboxWorkers),
 		"Overrides controllers.sandbox.workers: Sandboxes reconciled at once.")
+	// Not a configuration setting: a debugging switch for one run, off unless given.
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "",
+		`Where to serve net/http/pprof's /debug/pprof/ (e.g. "127.0.0.1:6060"); empty, the default, serves nothing. For profiling only: keep it on loopback.`)
 	bindExtensionFlags(fs, f)
 	return f
 }
+
+// PprofBindAddress is --pprof-bind-address: where the manager serves pprof, "" for nowhere.
+func (f *Flags) PprofBindAddress() string { return f.pprofAddr }
 
 func bindExtensionFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.BoolVar(&f.extensions, "extensions", true,

@@ -70,50 +70,21 @@ func managedLabelSelector() labels.Selector {
 // CacheOptions scopes the Pod, Service and PersistentVolumeClaim informers to objects carrying
 // the name-hash label (and the NetworkPolicy informer to the templates' policies, labelled with
 // the template-ref hash), so the cache holds kubox's objects and not the rest of the cluster's,
-// strips managedFields from everything, and keeps of each Pod only what the Sandbox status needs.
+// strips managedFields from everything, and keeps of each Pod and Service only what the Sandbox
+// reconciler reads (trim.go).
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: managedLabelSelector()}
-	pods := managed
-	pods.Transform = TrimPod
+	pods, services := managed, managed
+	pods.Transform, services.Transform = TrimPod, TrimService
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                   pods,
-			&corev1.Service{}:               managed,
+			&corev1.Service{}:               services,
 			&corev1.PersistentVolumeClaim{}: managed,
 			&networkingv1.NetworkPolicy{}:   sandboxtemplate.NetworkPolicyCache(),
 		},
 	}
-}
-
-// TrimPod is the Pod informer's transform: it keeps the metadata, spec.nodeName, the command of
-// the container that runs kubox-agent (its flags are the agent's ports, which the Sandbox records
-// in status.agent) and the status fields the Sandbox status is computed from, and drops the rest
-// (other container specs, volumes, container statuses), which is most of a Pod's size. Reconcilers never write a Pod from the
-// cache with Update: they send patches of the fields they own.
-func TrimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	pod.ManagedFields = nil
-	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName}
-	for _, c := range pod.Spec.Containers {
-		if len(c.Command) > 0 && c.Command[0] == sandbox.AgentBinary {
-			spec.Containers = []corev1.Container{{Name: c.Name, Command: c.Command}}
-			break
-		}
-	}
-	pod.Spec = spec
-	pod.Status = corev1.PodStatus{
-		Phase:      pod.Status.Phase,
-		Conditions: pod.Status.Conditions,
-		Message:    pod.Status.Message,
-		Reason:     pod.Status.Reason,
-		PodIP:      pod.Status.PodIP,
-		PodIPs:     pod.Status.PodIPs,
-	}
-	return pod, nil
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

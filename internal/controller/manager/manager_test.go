@@ -23,8 +23,10 @@ func TestTrimPod(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "i"},
 			{Name: "main", Image: "i", Command: []string{sandbox.AgentBinary, "--port=7070"}, Args: []string{"--", "sleep"}}}},
 		Status: corev1.PodStatus{
-			Phase:             corev1.PodRunning,
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "r", Message: "m"}},
 			PodIP:             "10.0.0.1",
 			PodIPs:            []corev1.PodIP{{IP: "10.0.0.1"}},
 			Message:           "msg",
@@ -40,11 +42,12 @@ func TestTrimPod(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "n1",
 			Containers: []corev1.Container{{Name: "main", Command: []string{sandbox.AgentBinary, "--port=7070"}}}},
 		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-			PodIP:      "10.0.0.1",
-			PodIPs:     []corev1.PodIP{{IP: "10.0.0.1"}},
-			Message:    "msg",
+			Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "r", Message: "m"}},
+			PodIP:   "10.0.0.1",
+			PodIPs:  []corev1.PodIP{{IP: "10.0.0.1"}},
+			Message: "msg",
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -53,6 +56,33 @@ func TestTrimPod(t *testing.T) {
 	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
 	if got, _ := TrimPod(other); got != other {
 		t.Errorf("TrimPod changed a non-Pod object: %v", got)
+	}
+}
+
+func TestTrimService(t *testing.T) {
+	ports := []corev1.ServicePort{{Name: "kubox-agent", Port: 7070}}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, ClusterIPs: []string{corev1.ClusterIPNone},
+			Selector: map[string]string{"s": "x"}, Ports: ports, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+			Type: corev1.ServiceTypeClusterIP},
+		Status: corev1.ServiceStatus{Conditions: []metav1.Condition{{Type: "t"}}},
+	}
+	got, err := TrimService(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"}},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"s": "x"}, Ports: ports},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("TrimService (-want +got):\n%s", diff)
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	if got, _ := TrimService(other); got != other {
+		t.Errorf("TrimService changed a non-Service object: %v", got)
 	}
 }
 

@@ -72,7 +72,7 @@ func main() {
 	flag.DurationVar(&o.maxFor, "max-for", 20*time.Second, "duration of the max-throughput scenario")
 	flag.IntVar(&o.burst, "burst", 300, "claims created at once in the burst scenario")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 5*time.Minute, "how long to wait for a scenario's claims to be Ready")
-	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst, storm, storm-ha, settings)")
+	flag.StringVar(&o.scenarioFilter, "only", "", "run only the scenario with this name (steady, fast, max, burst, storm, storm-ha, settings; or scale, which only -only runs: scale.go)")
 	flag.DurationVar(&o.replenishDelay, "replenish-delay", configv1alpha1.DefaultWarmPoolReplenishDelay, "controllers.sandboxWarmPool.replenishDelay")
 	flag.Float64Var(&o.maxRefillRate, "max-refill-rate", float64(configv1alpha1.DefaultWarmPoolMaxRefillRate), "controllers.sandboxWarmPool.maxRefillRate")
 	flag.IntVar(&o.apiConnections, "api-connections", int(configv1alpha1.DefaultAPIConnections), "clientConnection.apiConnections: HTTP/2 connections the controllers' requests are spread over")
@@ -91,6 +91,9 @@ func run(o options) error {
 	repo, err := repoRoot()
 	if err != nil {
 		return err
+	}
+	if o.scenarioFilter == scaleScenario {
+		return runScale(ctx, repo)
 	}
 	cl, err := startCluster(ctx, repo, o.nodes)
 	if err != nil {

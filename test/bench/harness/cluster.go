@@ -231,3 +231,25 @@ func (c *Cluster) AddNode(ctx context.Context, name string, maxPods int, podCIDR
 	}
 	return nil
 }
+
+// ToolOptions returns Options with the binaries of hack/tools/install.sh's cache (kube-scheduler,
+// kube-controller-manager, kwok and kwok's stages), for nodes of maxPods pods each.
+func ToolOptions(repo string, nodes, maxPods int) (Options, error) {
+	o := Options{Nodes: nodes, MaxPodsPerNode: maxPods}
+	for _, t := range []struct {
+		dst        *string
+		tool, file string
+	}{
+		{&o.SchedulerBin, "kubernetes", "kube-scheduler"},
+		{&o.ControllerManagerBin, "kubernetes", "kube-controller-manager"},
+		{&o.KwokBin, "kwok", "kwok"},
+		{&o.KwokStages, "kwok", "kwok-stages.yaml"},
+	} {
+		p, err := Tool(repo, t.tool, t.file)
+		if err != nil {
+			return o, err
+		}
+		*t.dst = p
+	}
+	return o, nil
+}

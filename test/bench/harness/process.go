@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -33,13 +34,26 @@ type Process struct{ Cmd *exec.Cmd }
 func StartProcess(bin, healthURL string, args ...string) (*Process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
+	return startProcess(cmd, healthURL)
+}
+
+// StartProcessLogging is StartProcess with the process's stderr on log, for a process whose log
+// would drown the benchmark's output; the process is killed if the benchmark dies.
+func StartProcessLogging(log io.Writer, bin, healthURL string, args ...string) (*Process, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = log
+	cmd.SysProcAttr = procAttr()
+	return startProcess(cmd, healthURL)
+}
+
+func startProcess(cmd *exec.Cmd, healthURL string) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	p := &Process{Cmd: cmd}
 	if err := waitHealthy(healthURL, 60*time.Second); err != nil {
 		p.Stop()
-		return nil, fmt.Errorf("%s: %w", filepath.Base(bin), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Base(cmd.Path), err)
 	}
 	return p, nil
 }
@@ -51,18 +65,22 @@ func (p *Process) Stop() {
 }
 
 // RSSKiB is the process's resident memory.
-func (p *Process) RSSKiB() (int64, error) {
+func (p *Process) RSSKiB() (int64, error) { return p.StatusKiB("VmRSS") }
+
+// StatusKiB is a memory field of /proc/<pid>/status in KiB: VmRSS, RssAnon (heap, stacks),
+// RssFile (the binary's pages), VmHWM (the peak RSS).
+func (p *Process) StatusKiB(field string) (int64, error) {
 	pid := p.Cmd.Process.Pid
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 func waitHealthy(url string, timeout time.Duration) error {
