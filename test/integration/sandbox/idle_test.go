@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -255,11 +256,14 @@ func TestRunningProcessesKeepASandboxAwake(t *testing.T) {
 		sb := waitReady(t, e.ns, name)
 		token := contract.DeriveAgentToken(e.key, sb.UID)
 		url := "http://" + net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(e.port))
-		act, err := agentv1connect.NewActivityServiceClient(contract.BearerClient(token), url).
-			GetActivity(t.Context(), connect.NewRequest(&agentv1.GetActivityRequest{}))
-		if err != nil {
-			t.Fatalf("GetActivity from the agent of %s: %v", name, err)
-		}
+		// The framework starts a Pod's agent from a watch: it may listen a moment after Ready.
+		var act *connect.Response[agentv1.GetActivityResponse]
+		framework.Eventually(t, func() (bool, string) {
+			var err error
+			act, err = agentv1connect.NewActivityServiceClient(contract.BearerClient(token), url).
+				GetActivity(t.Context(), connect.NewRequest(&agentv1.GetActivityRequest{}))
+			return err == nil, fmt.Sprintf("GetActivity from the agent of %s: %v", name, err)
+		})
 		others = max(others, act.Msg.GetRunningProcessCount())
 		startSleep(t, agentv1connect.NewProcessServiceClient(contract.BearerClient(token), url))
 	}
