@@ -27,7 +27,7 @@ func TestBoundMemberLeavesThePool(t *testing.T) {
 	before := members(t, ns, pool)
 
 	bound := bindFresh(t, before[0])
-	pool = waitForPool(t, ns, "pool", full(2))
+	pool = waitForRefill(t, ns, "pool", 2)
 	after := members(t, ns, pool)
 	if slices.Contains(uids(after), bound.UID) {
 		t.Errorf("The bound sandbox %s is still a member", bound.Name)
@@ -114,7 +114,7 @@ func TestPoolDeletionLeavesBoundSandboxes(t *testing.T) {
 	env.StartKubelet(t, ns)
 	pool := createFullPool(t, ns, testutil.MakePool("pool", ns, "tpl").Replicas(3))
 	bound := bindFresh(t, members(t, ns, pool)[0])
-	pool = waitForPool(t, ns, "pool", full(3))
+	pool = waitForRefill(t, ns, "pool", 3)
 	unbound := members(t, ns, pool)
 
 	// Foreground deletion: the API server keeps the pool, with a deletion timestamp, until the

@@ -124,6 +124,19 @@ func full(n int32) poolState {
 		ProgressReason: extv1beta1.WarmPoolReasonReplicasUpToDate}
 }
 
+// waitForRefill waits until the pool, which a claim just took a member of, is full with n members
+// again: its status says so and the replacement exists. The status alone may still be the one
+// from before the take while the refill is held (replenishDelay).
+func waitForRefill(t *testing.T, ns, name string, n int32) *extv1beta1.SandboxWarmPool {
+	t.Helper()
+	pool := waitForPool(t, ns, name, full(n))
+	framework.Eventually(t, func() (bool, string) {
+		ms := members(t, ns, pool)
+		return len(ms) == int(n), fmt.Sprintf("SandboxWarmPool %s has %d members; want %d once it has replaced the one taken", name, len(ms), n)
+	})
+	return waitForPool(t, ns, name, full(n))
+}
+
 // waitForPool waits until the pool's status is of its current generation and in state want, and
 // returns the pool.
 func waitForPool(t *testing.T, ns, name string, want poolState) *extv1beta1.SandboxWarmPool {
