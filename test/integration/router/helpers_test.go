@@ -325,6 +325,17 @@ func eventually(t *testing.T, cond func() (bool, string)) {
 
 // counter sums the samples of metric name whose labels contain every one of labels
 // (`key="value"`), as the router's metrics handler serves them.
+// waitNothingInFlight waits until the router has finished every request: a client reads the
+// last byte of a response before the handler returns, records its metrics and gives back its
+// slots, so a test that counts or fills slots right after a response waits for this first.
+func waitNothingInFlight(t *testing.T, rt *testRouter) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		got := counter(t, rt, "sandbox_router_inflight_requests")
+		return got == 0, fmt.Sprintf("sandbox_router_inflight_requests = %v with nothing in flight", got)
+	})
+}
+
 func counter(t *testing.T, rt *testRouter, name string, labels ...string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()

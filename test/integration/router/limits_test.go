@@ -111,6 +111,7 @@ func TestPerClientLimit(t *testing.T) {
 		}
 	}
 	// Slots are given back.
+	waitNothingInFlight(t, rt)
 	if res := do(t, http.MethodGet, url, "", bearer(sharedToken)); res.code != http.StatusOK {
 		t.Errorf("after the first two finished: %s; want 200", res)
 	}

@@ -16,6 +16,7 @@ func TestMetricsMoveAndProbesAnswer(t *testing.T) {
 	a := startAgentSandbox(t, ns, "box")
 	label := fmt.Sprintf("sandbox_namespace=%q", ns)
 	eventuallyStatus(t, http.StatusOK, http.MethodGet, rt.url+"/sandboxes/"+ns+"/box/healthz", "", bearer(sharedToken))
+	waitNothingInFlight(t, rt)
 
 	before := counter(t, rt, "sandbox_router_requests_total", label, `code="200"`, `method="GET"`)
 	allowBefore := counter(t, rt, "sandbox_router_authz_decisions_total", `decision="allow"`)
@@ -39,10 +40,7 @@ func TestMetricsMoveAndProbesAnswer(t *testing.T) {
 	if got := counter(t, rt, "sandbox_router_build_info"); got != 1 {
 		t.Errorf("sandbox_router_build_info = %v, want 1", got)
 	}
-	eventually(t, func() (bool, string) {
-		got := counter(t, rt, "sandbox_router_inflight_requests")
-		return got == 0, fmt.Sprintf("sandbox_router_inflight_requests = %v with nothing in flight", got)
-	})
+	waitNothingInFlight(t, rt)
 
 	// The router's own probes are neither counted nor routed.
 	probes := counter(t, rt, "sandbox_router_requests_total")
