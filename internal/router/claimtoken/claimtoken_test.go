@@ -101,3 +101,21 @@ func flip(s string) string {
 	}
 	return string(b)
 }
+
+// TestPeekReadsWithoutTheKey checks that a holder learns which claim its token names, and that
+// Peek, which cannot check the signature, still refuses malformed and expired tokens.
+func TestPeekReadsWithoutTheKey(t *testing.T) {
+	tok := mint(t, grant)
+	got, err := Peek(tok, now)
+	if err != nil || got != grant {
+		t.Errorf("Peek = %+v, %v; want %+v", got, err, grant)
+	}
+	if _, err := Peek(tok, time.Unix(grant.Expiry, 0)); !errors.Is(err, ErrExpired) {
+		t.Errorf("Peek at expiry: %v; want ErrExpired", err)
+	}
+	for _, bad := range []string{"", "kbx1.", Prefix + "!!!.sig", "Bearer " + tok, strings.TrimPrefix(tok, Prefix)} {
+		if _, err := Peek(bad, now); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Peek(%q): %v; want ErrMalformed", bad, err)
+		}
+	}
+}

@@ -20,6 +20,8 @@ type Sandbox struct {
 	ns, name  string
 	claim     string
 	ownsClaim bool
+	// attached, when set (Attach), is the only way to the agent: there is no Kubernetes client.
+	attached *endpoint
 
 	mu       sync.Mutex
 	obj      *sandboxv1beta1.Sandbox
@@ -121,6 +123,9 @@ func (s *Sandbox) Resume(ctx context.Context) error {
 }
 
 func (s *Sandbox) setMode(ctx context.Context, mode sandboxv1beta1.SandboxOperatingMode) (*sandboxv1beta1.Sandbox, error) {
+	if err := s.needsKube("setting spec.operatingMode=" + string(mode) + " on"); err != nil {
+		return nil, err
+	}
 	sb := &sandboxv1beta1.Sandbox{}
 	sb.Namespace, sb.Name = s.ns, s.name
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"operatingMode":"`+string(mode)+`"}}`))
@@ -135,13 +140,17 @@ func (s *Sandbox) setMode(ctx context.Context, mode sandboxv1beta1.SandboxOperat
 // Close deletes the sandbox's SandboxClaim (background propagation: the call returns once the
 // claim is deleted, and the garbage collector then deletes its Sandbox and Pod). A sandbox
 // opened by name (Client.Open) has no claim: Close does nothing. Close is idempotent; a claim
-// already gone is not an error. RBAC: delete on sandboxclaims.
+// already gone is not an error. RBAC: delete on sandboxclaims. A sandbox attached by URL
+// (Attach) cannot delete its claim: Close returns ErrAttached.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed || s.claim == "" {
 		return nil
+	}
+	if err := s.needsKube("deleting the claim of"); err != nil {
+		return err
 	}
 	if err := s.c.deleteClaim(ctx, s.ns, s.claim); err != nil {
 		return err

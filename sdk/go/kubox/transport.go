@@ -130,6 +130,9 @@ func (c *Client) routerBase(ctx context.Context) (string, *http.Client, error) {
 
 // endpoint returns where s's agent is reached now.
 func (s *Sandbox) endpoint(ctx context.Context) (endpoint, error) {
+	if s.attached != nil {
+		return *s.attached, nil
+	}
 	if s.c.opts.Connection != ConnectDirect {
 		router, hc, err := s.c.routerBase(ctx)
 		if err != nil {
