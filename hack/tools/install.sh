@@ -17,6 +17,8 @@
 # hack/tools/buf pins buf, hack/tools/buf/plugins pins protoc-gen-go (same version as kubox's
 # google.golang.org/protobuf) and protoc-gen-connect-go (same as kubox's connectrpc.com/connect). All three
 # binaries share one folder whose name carries all three versions, so changing any pin rebuilds it.
+# kube-network-policies is built with hack/tools/kube-network-policies/patches applied; its folder
+# name carries a hash of the patches too.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,6 +59,10 @@ key() {
 	buf)
 		local p="$here/buf/plugins/go.mod"
 		echo "$(version buf)-protoc-gen-go-$(modversion "$p" google.golang.org/protobuf)-connect-go-$(modversion "$p" connectrpc.com/connect)"
+		;;
+	kube-network-policies)
+		# the patches are part of what is built: a changed patch gets its own folder
+		echo "$(version "$1")-patches-$(cat "$here/kube-network-policies"/patches/*.patch | sha256sum | cut -c1-12)"
 		;;
 	*) version "$1" ;;
 	esac
