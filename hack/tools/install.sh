@@ -5,10 +5,11 @@
 #   hack/tools/install.sh dir TOOL      print the cache folder of TOOL (built or not)
 #   hack/tools/install.sh envtest       build etcd + kube-apiserver and print a KUBEBUILDER_ASSETS folder
 #   hack/tools/install.sh node          build what a local node needs (`kubox dev up`): etcd, kubernetes,
-#                                       containerd and gvisor (runsc + containerd-shim-runsc-v1, patched)
+#                                       containerd, gvisor (runsc + containerd-shim-runsc-v1, patched) and
+#                                       kube-network-policies (patched)
 #
 # TOOL is the name of a wrapper module under hack/tools/ (etcd, kubernetes, kwok, controller-gen,
-# golangci-lint, buf, helm; node tools: containerd, gvisor). Each module's go.mod pins the version; the cache folder
+# golangci-lint, buf, helm; node tools: containerd, gvisor, kube-network-policies). Each module's go.mod pins the version; the cache folder
 # is $KUBOX_TOOLS_DIR/<tool>-<version> (default ~/.cache/kubox/tools). A folder is used only when its
 # .complete marker exists, so an interrupted build is redone, and a present one is never rebuilt.
 #
@@ -16,12 +17,14 @@
 # hack/tools/buf pins buf, hack/tools/buf/plugins pins protoc-gen-go (same version as kubox's
 # google.golang.org/protobuf) and protoc-gen-connect-go (same as kubox's connectrpc.com/connect). All three
 # binaries share one folder whose name carries all three versions, so changing any pin rebuilds it.
+# kube-network-policies is built with hack/tools/kube-network-policies/patches applied; its folder
+# name carries a hash of the patches too.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOOLS_DIR=${KUBOX_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubox/tools}
 ALL_TOOLS="controller-gen golangci-lint buf etcd kubernetes kwok helm"
-NODE_TOOLS="etcd kubernetes containerd gvisor"
+NODE_TOOLS="etcd kubernetes containerd gvisor kube-network-policies"
 export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
 log() { printf '[tools +%4ds] %s\n' "$SECONDS" "$*" >&2; }
@@ -38,7 +41,8 @@ module() {
 	helm) echo helm.sh/helm/v4 ;;
 	containerd) echo github.com/containerd/containerd/v2 ;;
 	gvisor) echo gvisor.dev/gvisor ;;
-	*) echo "unknown tool '$1' (known: $ALL_TOOLS containerd gvisor)" >&2; return 1 ;;
+	kube-network-policies) echo sigs.k8s.io/kube-network-policies ;;
+	*) echo "unknown tool '$1' (known: $ALL_TOOLS containerd gvisor kube-network-policies)" >&2; return 1 ;;
 	esac
 }
 
@@ -56,6 +60,10 @@ key() {
 		local p="$here/buf/plugins/go.mod"
 		echo "$(version buf)-protoc-gen-go-$(modversion "$p" google.golang.org/protobuf)-connect-go-$(modversion "$p" connectrpc.com/connect)"
 		;;
+	kube-network-policies)
+		# the patches are part of what is built: a changed patch gets its own folder
+		echo "$(version "$1")-patches-$(cat "$here/kube-network-policies"/patches/*.patch | sha256sum | cut -c1-12)"
+		;;
 	*) version "$1" ;;
 	esac
 }
@@ -72,6 +80,10 @@ build_into() {
 	ld="-s -w"
 	if [ "$tool" = gvisor ]; then
 		build_gvisor "$out" "$ld"
+		return
+	fi
+	if [ "$tool" = kube-network-policies ]; then
+		build_knp "$out" "$ld"
 		return
 	fi
 	case $tool in
@@ -126,6 +138,28 @@ build_gvisor() {
 		-o "$out/runsc" gvisor.dev/gvisor/runsc) || { rm -rf "$tmp"; return 1; }
 	log "building containerd-shim-runsc-v1 (patched)"
 	(cd "$tmp" && go build -trimpath -ldflags "$ld" -o "$out/containerd-shim-runsc-v1" gvisor.dev/gvisor/shim) ||
+		{ rm -rf "$tmp"; return 1; }
+	rm -rf "$tmp"
+}
+
+# build_knp OUT LDFLAGS: kube-network-policies from a temporary copy of the pinned module with
+# hack/tools/kube-network-policies/patches/*.patch applied, in order (each patch's header says why:
+# a --kubeconfig flag, the xtables NFQUEUE target for kernels without nft's queue expression, and
+# the NetworkPolicy API's local-node rule). No third-party source is committed.
+build_knp() {
+	local out=$1 ld=$2 w="$here/kube-network-policies" src tmp
+	src=$(cd "$w" && go mod download sigs.k8s.io/kube-network-policies && go list -m -f '{{.Dir}}' sigs.k8s.io/kube-network-policies)
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/kubox-knp-build.XXXXXX")
+	cp "$w/go.mod" "$w/go.sum" "$tmp/"
+	cp -r "$src" "$tmp/knp"
+	chmod -R u+w "$tmp/knp"
+	for p in "$w"/patches/*.patch; do
+		log "patching kube-network-policies: $(basename "$p")"
+		patch -s -d "$tmp/knp" -p1 <"$p" || { rm -rf "$tmp"; return 1; }
+	done
+	(cd "$tmp" && go mod edit -replace sigs.k8s.io/kube-network-policies=./knp) || { rm -rf "$tmp"; return 1; }
+	log "building kube-network-policies $(version kube-network-policies) (first time only)"
+	(cd "$tmp" && go build -trimpath -ldflags "$ld" -o "$out/kube-network-policies" sigs.k8s.io/kube-network-policies/cmd) ||
 		{ rm -rf "$tmp"; return 1; }
 	rm -rf "$tmp"
 }

@@ -10,12 +10,14 @@ import (
 type Tools struct {
 	Etcd, APIServer, ControllerManager, Scheduler, Kubectl, Kubelet string
 	Containerd, ShimRunc, Ctr, Runsc, ShimRunsc                     string
+	// NetworkPolicies is kube-network-policies (see NetworkPolicies).
+	NetworkPolicies string
 	// Runc and CNIBinDir come from Debian packages (runc, containernetworking-plugins).
 	Runc, CNIBinDir string
 }
 
 // ToolDirs are the cache folders printed by `hack/tools/install.sh dir <tool>`.
-type ToolDirs struct{ Etcd, Kubernetes, Containerd, GVisor string }
+type ToolDirs struct{ Etcd, Kubernetes, Containerd, GVisor, NetworkPolicies string }
 
 // NewTools names every binary inside the tool cache folders.
 func NewTools(d ToolDirs) Tools {
@@ -28,6 +30,8 @@ func NewTools(d ToolDirs) Tools {
 		Containerd: c("containerd"), ShimRunc: c("containerd-shim-runc-v2"), Ctr: c("ctr"),
 		Runsc: filepath.Join(d.GVisor, "runsc"), ShimRunsc: filepath.Join(d.GVisor, "containerd-shim-runsc-v1"),
 		Runc: "/usr/sbin/runc", CNIBinDir: "/usr/lib/cni",
+		// built with hack/tools/kube-network-policies/patches applied
+		NetworkPolicies: filepath.Join(d.NetworkPolicies, NetworkPolicies),
 	}
 }
 
@@ -49,8 +53,9 @@ const (
 	Router            = "kubox-router"
 )
 
-// StartOrder lists every component in the order `up` starts them; `down` stops them in reverse.
-var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, Kubelet, Controller, Router}
+// StartOrder lists every component in the order `up` starts them. kube-network-policies starts
+// before the kubelet, so no Pod runs before NetworkPolicy is enforced.
+var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, NetworkPolicies, Kubelet, Controller, Router}
 
 // Plan returns the command line of every component except kubox-controller, whose binary is
 // built from the checkout (see ControllerComponent).
@@ -61,6 +66,7 @@ func Plan(c Config, l Layout, t Tools) map[string]Component {
 		ControllerManager: {ControllerManager, controllerManagerArgs(c, l, t)},
 		Scheduler:         {Scheduler, schedulerArgs(c, l, t)},
 		Containerd:        {Containerd, []string{t.Containerd, "--config", filepath.Join(l.Etc, "containerd.toml")}},
+		NetworkPolicies:   {NetworkPolicies, networkPoliciesArgs(c, l, t)},
 		Kubelet:           {Kubelet, kubeletArgs(c, l, t)},
 	}
 }

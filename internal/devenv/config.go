@@ -49,6 +49,8 @@ type Ports struct {
 	RouterHTTP    int
 	RouterMetrics int
 	RouterHealth  int
+	// NetworkPolicyMetrics is kube-network-policies' metrics port.
+	NetworkPolicyMetrics int
 }
 
 // DefaultConfig returns ports and names chosen not to collide with envtest (random ports), the
@@ -68,6 +70,7 @@ func DefaultConfig() Config {
 			Kubelet: 11250, KubeletHealthz: 11248,
 			ControllerMetrics: 16080, ControllerHealth: 16081,
 			RouterHTTP: 16090, RouterMetrics: 16091, RouterHealth: 16092,
+			NetworkPolicyMetrics: 16093,
 		},
 	}
 }

@@ -39,6 +39,8 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	errs = append(errs, removeContainers(p, l))
 	stop(Containerd)
 	errs = append(errs, stopShims(p, l))
+	// after the Pods are gone; on SIGTERM it deletes its nftables table
+	stop(NetworkPolicies)
 	stop(APIServer)
 	stop(Etcd)
 	errs = append(errs, cleanupHost(p, c, l, volumes))

@@ -95,6 +95,7 @@ func (p Ports) PortList() map[string]int {
 		"kubelet": p.Kubelet, "kubelet healthz": p.KubeletHealthz,
 		"kubox-controller metrics": p.ControllerMetrics, "kubox-controller health": p.ControllerHealth,
 		"kubox-router": p.RouterHTTP, "kubox-router metrics": p.RouterMetrics, "kubox-router health": p.RouterHealth,
+		"kube-network-policies metrics": p.NetworkPolicyMetrics,
 	}
 }
 

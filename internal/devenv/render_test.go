@@ -17,7 +17,7 @@ func testEnv() (Config, Layout, Tools) {
 	c := DefaultConfig()
 	c.StateDir = "/var/lib/kubox-dev"
 	l := NewLayout(c.StateDir)
-	t := NewTools(ToolDirs{Etcd: "/c/etcd", Kubernetes: "/c/k8s", Containerd: "/c/cd", GVisor: "/c/gv"})
+	t := NewTools(ToolDirs{Etcd: "/c/etcd", Kubernetes: "/c/k8s", Containerd: "/c/cd", GVisor: "/c/gv", NetworkPolicies: "/c/knp"})
 	return c, l, t
 }
 
@@ -134,6 +134,8 @@ func TestPlanFlags(t *testing.T) {
 		ControllerManager: {"--secure-port=16257", "--enable-hostpath-provisioner", "--bind-address=127.0.0.1"},
 		Scheduler:         {"--secure-port=16259"},
 		Kubelet:           {"--node-ip=10.77.0.1", "--root-dir=/var/lib/kubox-dev/kubelet", "--hostname-override=kubox-node"},
+		NetworkPolicies: {"--kubeconfig=/var/lib/kubox-dev/kubeconfig", "--hostname-override=kubox-node",
+			"--nfqueue-id=177", "--metrics-bind-address=127.0.0.1:16093", "--disable-nri"},
 	}
 	for name, flags := range tests {
 		for _, f := range flags {

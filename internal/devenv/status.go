@@ -64,6 +64,7 @@ func readinessProbes(c Config, l Layout) map[string]func(context.Context) (bool,
 		ControllerManager: HTTPOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", c.Ports.ControllerManager)),
 		Scheduler:         HTTPOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", c.Ports.Scheduler)),
 		Kubelet:           HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", c.Ports.KubeletHealthz)),
+		NetworkPolicies:   networkPoliciesReady,
 		Controller:        controllerReady(c),
 		Router:            routerReady(c),
 		Containerd: func(context.Context) (bool, error) {

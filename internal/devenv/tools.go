@@ -24,7 +24,7 @@ func FindRepo(dir string) (string, error) {
 }
 
 // nodeTools are the wrapper modules under hack/tools the node needs.
-var nodeTools = []string{"etcd", "kubernetes", "containerd", "gvisor"}
+var nodeTools = []string{"etcd", "kubernetes", "containerd", "gvisor", "kube-network-policies"}
 
 // EnsureTools builds the pinned binaries that are not cached yet (hack/tools/install.sh node),
 // streaming its progress to out, and returns their paths. built is false when all were cached.
@@ -49,7 +49,7 @@ func EnsureTools(repo string, out io.Writer) (t Tools, built bool, err error) {
 		}
 	}
 	return NewTools(ToolDirs{Etcd: dirs["etcd"], Kubernetes: dirs["kubernetes"],
-		Containerd: dirs["containerd"], GVisor: dirs["gvisor"]}), built, nil
+		Containerd: dirs["containerd"], GVisor: dirs["gvisor"], NetworkPolicies: dirs["kube-network-policies"]}), built, nil
 }
 
 func toolsScript(repo string, args ...string) (string, error) {

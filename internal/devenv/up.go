@@ -196,6 +196,9 @@ func (e *env) node(ctx context.Context, plan map[string]Component) error {
 	if err := e.run(ctx, plan[Containerd], 30*time.Second, e.ctrReady); err != nil {
 		return err
 	}
+	if err := e.networkPolicies(ctx, plan[NetworkPolicies]); err != nil {
+		return err
+	}
 	start := time.Now()
 	for _, img := range []string{e.imgs.Pause, e.imgs.Busybox, e.imgs.Python, e.imgs.Agent} {
 		if _, err := e.ctr("images", "import", img); err != nil {
@@ -210,6 +213,18 @@ func (e *env) node(ctx context.Context, plan map[string]Component) error {
 		return err
 	}
 	return nil
+}
+
+// networkPolicies makes bridged Pod traffic visible to netfilter and starts kube-network-policies.
+func (e *env) networkPolicies(ctx context.Context, comp Component) error {
+	changed, err := EnsureBridgeNetfilter()
+	if err != nil {
+		return err
+	}
+	if changed {
+		e.p.Say("turned on net.bridge.bridge-nf-call-iptables (br_netfilter), so NetworkPolicy applies between Pods on %s", e.c.Bridge)
+	}
+	return e.run(ctx, comp, 60*time.Second, networkPoliciesReady)
 }
 
 // platform registers the cluster-wide objects, the CRDs and the kubox controller.
@@ -312,6 +327,7 @@ kubox dev environment
   router      %[15]s (kubox-router; the kubeconfig names it for the kubox CLI)
   node        %[4]s, IP %[5]s; pods on bridge %[6]s %[7]s, reachable from this host by pod IP
   runtimes    RuntimeClass runc (default) and gvisor (handler runsc)
+  policy      NetworkPolicy enforced by kube-network-policies (its verdicts: %[12]s/kube-network-policies.log)
   storage     StorageClass %[8]s (default; hostPath volumes under /tmp/hostpath_pv)
   images      %[9]s, %[10]s, %[14]s (use imagePullPolicy: Never or IfNotPresent)
   state       %[11]s   logs %[12]s/<component>.log   pidfiles %[13]s
