@@ -1,0 +1,214 @@
+// A sandbox: processes and files through its agent, reached through kubox-router (or at an
+// agent's own URL) with a bearer token.
+
+import { callError, CommandError, ConfigError, KuboxError } from "./errors.js";
+import { Files } from "./files.js";
+import type { ProcessEvent as PbProcessEvent } from "./gen/kubox/agent/v1/process_pb.js";
+import { type Command, type CommandResult, Process, processSpec, resultOf, type RunOptions, type StartOptions } from "./process.js";
+import { claimRouterURL, Endpoint, sandboxRouterURL } from "./transport.js";
+
+/** KeepAlive's shortest interval: the idle policy's shortest suspendAfter is 30s. */
+export const minKeepAliveIntervalMs = 1000;
+
+/** Options of Sandbox.attach. */
+export interface AttachOptions {
+  /** Names the sandbox in error messages; default the URL. */
+  name?: string;
+}
+
+/** Options of Sandbox.fromRouter. */
+export interface RouterOptions {
+  /** kubox-router's base URL, e.g. http://127.0.0.1:18080; default $KUBOX_ROUTER_URL. */
+  routerURL?: string;
+  /** The bearer token: a claim token, a Kubernetes token the router accepts, or its shared token. */
+  token: string;
+  /** The namespace of the claim or sandbox; default "default". */
+  namespace?: string;
+}
+
+/**
+ * Sandbox is a handle on one kubox sandbox: it runs processes (run, start), moves files (files)
+ * and keeps an idle sandbox awake (keepAlive). Get one with Sandbox.attach (an agent API URL and
+ * a token, no Kubernetes API: the claim-token-only mode for browsers' backends and edge
+ * functions), Sandbox.claimToken or Sandbox.fromRouter.
+ */
+export class Sandbox {
+  /** The sandbox's namespace; "" when attached by URL. */
+  readonly namespace: string;
+  /** The sandbox's name, or what names it in messages. */
+  readonly name: string;
+  /** The claim it was reached through; "" otherwise. */
+  readonly claimName: string;
+  /** The sandbox's files. */
+  readonly files: Files;
+
+  readonly #endpoint: Endpoint;
+
+  /** @internal Use Sandbox.attach, Sandbox.claimToken or Sandbox.fromRouter. */
+  constructor(endpoint: Endpoint, ids: { namespace: string; name: string; claim: string }) {
+    this.#endpoint = endpoint;
+    this.namespace = ids.namespace;
+    this.name = ids.name;
+    this.claimName = ids.claim;
+    this.files = new Files(() => Promise.resolve(this.#endpoint), this.#object());
+  }
+
+  /**
+   * attach reaches a sandbox's agent API at url with the bearer token, without the Kubernetes
+   * API: kubox-router's `<router>/claims/<ns>/<claim>` with a claim token (`kubox token`),
+   * `<router>/sandboxes/<ns>/<name>`, or an agent's own URL with its agent token.
+   */
+  static attach(url: string, token: string, opts: AttachOptions = {}): Sandbox {
+    if (!url) throw new ConfigError("Sandbox.attach needs the agent API's URL, e.g. http://127.0.0.1:18080/claims/default/my-claim");
+    if (!token) throw new ConfigError("Sandbox.attach needs a bearer token: a claim token from `kubox token <claim>`, or the agent's token");
+    return new Sandbox(new Endpoint(url, token), { namespace: "", name: opts.name ?? url, claim: "" });
+  }
+
+  /**
+   * claimToken reaches the sandbox of claim through kubox-router with a claim token (or any
+   * token the router accepts for the claim): `<router>/claims/<ns>/<claim>`.
+   */
+  static claimToken(claim: string, opts: RouterOptions): Sandbox {
+    const { router, ns } = routerOf(opts);
+    return new Sandbox(new Endpoint(claimRouterURL(router, ns, claim), opts.token), { namespace: ns, name: claim, claim });
+  }
+
+  /** fromRouter reaches Sandbox name through kubox-router: `<router>/sandboxes/<ns>/<name>`. */
+  static fromRouter(name: string, opts: RouterOptions): Sandbox {
+    const { router, ns } = routerOf(opts);
+    return new Sandbox(new Endpoint(sandboxRouterURL(router, ns, name), opts.token), { namespace: ns, name, claim: "" });
+  }
+
+  toString(): string {
+    return this.namespace ? `${this.namespace}/${this.name}` : this.name;
+  }
+
+  #object(): string {
+    return `sandbox ${this.toString()}`;
+  }
+
+  /**
+   * run runs a command to completion and returns its exit code and output. A non-zero exit is
+   * not an error unless opts.check; aborting opts.signal makes the agent kill the process.
+   */
+  async run(cmd: Command, opts: RunOptions = {}): Promise<CommandResult> {
+    const spec = processSpec(cmd, opts);
+    const stdin = typeof opts.stdin === "string" ? new TextEncoder().encode(opts.stdin) : opts.stdin;
+    let res: CommandResult;
+    try {
+      const m = await this.#endpoint.process.runProcess(
+        { spec, stdin: stdin ?? new Uint8Array(), maxOutputBytes: BigInt(opts.maxOutputBytes ?? 0) },
+        { signal: opts.signal },
+      );
+      res = resultOf(m);
+    } catch (e) {
+      throw callError(e, this.#object());
+    }
+    if (opts.check && res.exitCode !== 0) {
+      throw new CommandError(`command ${JSON.stringify(cmd)} in ${this.#object()} exited with status ${res.exitCode}: ${res.stderr.trim().slice(-500)}`, res);
+    }
+    return res;
+  }
+
+  /**
+   * start starts a command and returns once the agent runs it; its output streams as it is
+   * written (iterate the Process, or wait() with onStdout/onStderr). Aborting opts.signal sends
+   * SIGKILL to the process group. A broken connection does not stop the process: the Process
+   * follows it again from the last byte it read.
+   */
+  async start(cmd: Command, opts: StartOptions = {}): Promise<Process> {
+    const spec = processSpec(cmd, opts);
+    const abort = new AbortController();
+    const signal = opts.signal ? AbortSignal.any([abort.signal, opts.signal]) : abort.signal;
+    const req = {
+      spec,
+      stdin: opts.stdin !== undefined && opts.stdin !== false,
+      flowControl: true,
+      pty: opts.tty ? { rows: opts.tty.rows, cols: opts.tty.cols } : undefined,
+    };
+    const it = this.#endpoint.process.startProcess(req, { signal })[Symbol.asyncIterator]();
+    let first: IteratorResult<{ event?: PbProcessEvent }>;
+    try {
+      first = await it.next();
+    } catch (e) {
+      abort.abort();
+      throw callError(e, this.#object());
+    }
+    const started = first.done ? undefined : first.value.event?.event;
+    if (started?.case !== "started") {
+      abort.abort();
+      throw new KuboxError(`${this.#object()}: the agent's first event is not Started`);
+    }
+    const proc = new Process(this.#endpoint, this.#object(), { id: started.value.processId, pid: started.value.pid }, it, abort, opts);
+    opts.signal?.addEventListener("abort", () => void proc.kill().catch(() => undefined), { once: true });
+    return proc;
+  }
+
+  /**
+   * keepAlive holds a sandbox with an idle policy awake while the program works without sending
+   * it requests: it calls the agent's cheap ListProcesses at once and then every intervalMs until
+   * stopped. Each call is a request through kubox-router and to kubox-agent, which both count as
+   * activity. A failed call is tried again at the next tick, except when the sandbox is gone or
+   * the token is refused: then stop() throws that error.
+   */
+  keepAlive(intervalMs = 60_000): KeepAlive {
+    if (intervalMs < minKeepAliveIntervalMs) {
+      throw new ConfigError(`keepAlive's interval ${intervalMs}ms is below ${minKeepAliveIntervalMs}ms; use, say, a third of the idle policy's suspendAfter`);
+    }
+    return new KeepAlive(() => this.touch(), intervalMs);
+  }
+
+  /** touch makes one request to the sandbox's agent (ListProcesses). */
+  async touch(opts: { signal?: AbortSignal } = {}): Promise<void> {
+    try {
+      await this.#endpoint.process.listProcesses({}, { signal: opts.signal });
+    } catch (e) {
+      throw callError(e, this.#object());
+    }
+  }
+}
+
+function routerOf(opts: RouterOptions): { router: string; ns: string } {
+  const router = opts.routerURL ?? process.env.KUBOX_ROUTER_URL ?? "";
+  if (!router) {
+    throw new ConfigError("no router URL: set routerURL or $KUBOX_ROUTER_URL to kubox-router's URL, e.g. http://127.0.0.1:18080 " +
+      "(`kubectl -n kubox-system port-forward svc/sandbox-router-svc 18080:8080`)");
+  }
+  if (!opts.token) throw new ConfigError("no token: give a claim token (`kubox token <claim>`) or another token the router accepts");
+  return { router, ns: opts.namespace ?? "default" };
+}
+
+/** KeepAlive is a running Sandbox.keepAlive; stop it when the work is done. */
+export class KeepAlive {
+  #timer: NodeJS.Timeout | undefined;
+  #failure: unknown = undefined;
+  #inFlight: Promise<void> = Promise.resolve();
+
+  /** @internal Sandbox.keepAlive makes KeepAlives. */
+  constructor(touch: () => Promise<void>, intervalMs: number) {
+    const tick = () => {
+      this.#inFlight = touch().catch((e: unknown) => {
+        if (isFinal(e)) {
+          this.#failure = e;
+          clearInterval(this.#timer);
+        }
+      });
+    };
+    tick();
+    this.#timer = setInterval(tick, intervalMs);
+    this.#timer.unref();
+  }
+
+  /** stop ends the keep-alive; it throws the error that ended it early, if one did. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#inFlight;
+    if (this.#failure) throw this.#failure;
+  }
+}
+
+/** isFinal says whether keepAlive stops after e: the sandbox is gone or the token is refused. */
+function isFinal(e: unknown): boolean {
+  const status = (e as { status?: unknown }).status;
+  return status === 401 || status === 403 || status === 404;
+}
