@@ -32,6 +32,27 @@ export class SandboxTimeoutError extends KuboxError {
   }
 }
 
+/**
+ * ClaimFailedError: a SandboxClaim reached a state it will not leave by itself (its pool or
+ * template does not exist, its env or metadata was rejected, it expired, its Pod ended). The
+ * claim is deleted by Client.claim before this is thrown.
+ */
+export class ClaimFailedError extends KuboxError {
+  readonly namespace: string;
+  readonly claim: string;
+  /** The reason of the claim's Ready condition (WarmPoolNotFound, ClaimExpired, ...). */
+  readonly reason: string;
+  /** The message of the claim's Ready condition. */
+  readonly conditionMessage: string;
+  constructor(message: string, init: { namespace: string; claim: string; reason: string; conditionMessage: string }) {
+    super(message);
+    this.namespace = init.namespace;
+    this.claim = init.claim;
+    this.reason = init.reason;
+    this.conditionMessage = init.conditionMessage;
+  }
+}
+
 /** CommandError: a command run with `check: true` exited with a non-zero status. */
 export class CommandError extends KuboxError {
   /** The result of the command, with its output. */
@@ -50,8 +71,10 @@ export interface APIErrorInit {
   message: string;
   /** What the request was about, e.g. "sandbox default/kubox-x7k2p". */
   object?: string;
-  /** The agent's Connect code ("not_found", "failed_precondition", ...); "" for router errors. */
+  /** The agent's Connect code ("not_found", "failed_precondition", ...) or the Kubernetes reason; "" for router errors. */
   code?: string;
+  /** What to do; default the SDK's advice for the status (about kubox-router's and the agent's answers). */
+  hint?: string;
 }
 
 /**
@@ -73,7 +96,7 @@ export class APIError extends KuboxError {
     this.serverMessage = init.message;
     this.object = init.object ?? "";
     this.code = init.code ?? "";
-    this.hint = hints[init.status] ?? "";
+    this.hint = init.hint ?? hints[init.status] ?? "";
   }
 }
 
@@ -106,7 +129,7 @@ function apiErrorText(init: APIErrorInit): string {
   let text = init.message || `HTTP ${init.status}`;
   if (init.object) text = `${init.object}: ${text}`;
   text += ` (HTTP ${init.status})`;
-  const hint = hints[init.status];
+  const hint = init.hint ?? hints[init.status];
   return hint ? `${text}; ${hint}` : text;
 }
 
@@ -176,6 +199,7 @@ export class RouterHTTPError extends Error {
 export function callError(err: unknown, object: string): KuboxError {
   if (err instanceof KuboxError) return err;
   if (err instanceof ConnectError) {
+    if (err.cause instanceof KuboxError) return err.cause;
     if (err.cause instanceof RouterHTTPError) {
       return apiError({ status: err.cause.status, message: err.cause.message, object }, { cause: err });
     }

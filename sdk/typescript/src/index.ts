@@ -2,8 +2,20 @@
 // through kubox-router (or an agent's own URL) with a bearer token; see docs/sdk-typescript.md.
 
 export {
+  buildClaim,
+  type ClaimOptions,
+  type ClaimSource,
+  type ClaimToken,
+  Client,
+  type ClientOptions,
+  createdBy,
+  createdByLabel,
+  type IdlePolicy,
+} from "./client.js";
+export {
   APIError,
   type APIErrorInit,
+  ClaimFailedError,
   CommandError,
   ConfigError,
   ConflictError,
@@ -15,6 +27,7 @@ export {
   SandboxTimeoutError,
   UnauthorizedError,
 } from "./errors.js";
+export type { KubeObject } from "./kube.js";
 export { type CallOptions, type FileEvent, type FileInfo, Files, FileWatch, type WriteData } from "./files.js";
 export {
   type Command,

@@ -1,9 +1,12 @@
 // A sandbox: processes and files through its agent, reached through kubox-router (or at an
 // agent's own URL) with a bearer token.
 
+import type { Client } from "./client.js";
+import { sandboxReady, sandboxSuspended } from "./client.js";
 import { callError, CommandError, ConfigError, KuboxError } from "./errors.js";
 import { Files } from "./files.js";
 import type { ProcessEvent as PbProcessEvent } from "./gen/kubox/agent/v1/process_pb.js";
+import { claims, type KubeObject, sandboxes } from "./kube.js";
 import { type Command, type CommandResult, Process, processSpec, resultOf, type RunOptions, type StartOptions } from "./process.js";
 import { claimRouterURL, Endpoint, sandboxRouterURL } from "./transport.js";
 
@@ -42,11 +45,17 @@ export class Sandbox {
   /** The sandbox's files. */
   readonly files: Files;
 
-  readonly #endpoint: Endpoint;
+  /** @internal Client.claim sets it: close deletes the claim. */
+  ownsClaim = false;
 
-  /** @internal Use Sandbox.attach, Sandbox.claimToken or Sandbox.fromRouter. */
-  constructor(endpoint: Endpoint, ids: { namespace: string; name: string; claim: string }) {
+  readonly #endpoint: Endpoint;
+  readonly #kube: { client: Client; obj: KubeObject } | undefined;
+  #closed = false;
+
+  /** @internal Use Client.claim/connect/open, Sandbox.attach, Sandbox.claimToken or Sandbox.fromRouter. */
+  constructor(endpoint: Endpoint, ids: { namespace: string; name: string; claim: string }, kube?: { client: Client; obj: KubeObject }) {
     this.#endpoint = endpoint;
+    this.#kube = kube;
     this.namespace = ids.namespace;
     this.name = ids.name;
     this.claimName = ids.claim;
@@ -158,6 +167,47 @@ export class Sandbox {
     return new KeepAlive(() => this.touch(), intervalMs);
   }
 
+  /** object is the Sandbox object as last seen (claim, connect, open, suspend, resume); undefined when attached by URL. */
+  get object(): KubeObject | undefined {
+    return this.#kube?.obj;
+  }
+
+  /**
+   * suspend sets the Sandbox's spec.operatingMode to Suspended (RBAC patch on sandboxes) and
+   * waits, with one watch, until its Pod is gone (Suspended=True). Volumes, Service and claim stay.
+   */
+  async suspend(): Promise<void> {
+    await this.#setMode("Suspended", sandboxSuspended);
+  }
+
+  /** resume sets spec.operatingMode to Running and waits until the sandbox is Ready again. */
+  async resume(): Promise<void> {
+    await this.#setMode("Running", sandboxReady);
+  }
+
+  async #setMode(mode: string, state: (o: KubeObject) => boolean): Promise<void> {
+    const kube = this.#kubeLink(`set spec.operatingMode=${mode}`);
+    const obj = await kube.client.kube.mergePatch(sandboxes, this.namespace, this.name, { spec: { operatingMode: mode } });
+    kube.obj = await kube.client.waitSandbox(obj, state);
+  }
+
+  #kubeLink(doing: string): { client: Client; obj: KubeObject } {
+    if (!this.#kube) {
+      throw new ConfigError(`cannot ${doing} on ${this.#object()}: it was reached by URL and token; use Client.claim, connect or open`);
+    }
+    return this.#kube;
+  }
+
+  /**
+   * close releases the sandbox: it deletes the claim when Client.claim created it (background
+   * propagation: the Sandbox and its Pod go after). Idempotent; a claim already gone is fine.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    if (this.ownsClaim && this.#kube) await this.#kube.client.kube.delete(claims, this.namespace, this.claimName);
+    this.#closed = true;
+  }
+
   /** touch makes one request to the sandbox's agent (ListProcesses). */
   async touch(opts: { signal?: AbortSignal } = {}): Promise<void> {
     try {
@@ -181,14 +231,14 @@ function routerOf(opts: RouterOptions): { router: string; ns: string } {
 /** KeepAlive is a running Sandbox.keepAlive; stop it when the work is done. */
 export class KeepAlive {
   #timer: NodeJS.Timeout | undefined;
-  #failure: unknown = undefined;
+  #failure: Error | undefined = undefined;
   #inFlight: Promise<void> = Promise.resolve();
 
   /** @internal Sandbox.keepAlive makes KeepAlives. */
   constructor(touch: () => Promise<void>, intervalMs: number) {
     const tick = () => {
       this.#inFlight = touch().catch((e: unknown) => {
-        if (isFinal(e)) {
+        if (e instanceof Error && isFinal(e)) {
           this.#failure = e;
           clearInterval(this.#timer);
         }

@@ -9,10 +9,10 @@ import { Agent as HttpsAgent } from "node:https";
 
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createNodeHttpClient } from "@connectrpc/connect-node";
-import type { UniversalClientFn, UniversalClientRequest, UniversalClientResponse } from "@connectrpc/connect/protocol";
+import { createAsyncIterable, type UniversalClientFn, type UniversalClientRequest, type UniversalClientResponse } from "@connectrpc/connect/protocol";
 import { createTransport } from "@connectrpc/connect/protocol-connect";
 
-import { errorFromBody, RouterHTTPError } from "./errors.js";
+import { callError, errorFromBody, RouterHTTPError } from "./errors.js";
 import { FilesystemService } from "./gen/kubox/agent/v1/filesystem_pb.js";
 import { ProcessService } from "./gen/kubox/agent/v1/process_pb.js";
 
@@ -53,7 +53,8 @@ export class Endpoint {
   readonly files: Client<typeof FilesystemService>;
   readonly #http: UniversalClientFn;
 
-  constructor(base: string, token: string) {
+  /** token is the bearer token, or a function that returns the current one (a kubeconfig's, refreshed). */
+  constructor(base: string, token: string | (() => Promise<string>)) {
     this.base = trimSlash(base);
     this.#http = bearerClient(token, this.base);
     const transport = connectTransport(this.base, this.#http);
@@ -65,6 +66,16 @@ export class Endpoint {
    * content sends a plain HTTP request for a file's contents and returns the response of a
    * success; an error status becomes the SDK's error about object.
    */
+  /** raw sends a plain HTTP request to the base URL itself and returns the response as it is. */
+  async raw(req: Omit<UniversalClientRequest, "url" | "body"> & { body?: string }, object: string): Promise<UniversalClientResponse> {
+    const body = req.body === undefined ? undefined : createAsyncIterable([new TextEncoder().encode(req.body)]);
+    try {
+      return await this.#http({ ...req, url: this.base, body });
+    } catch (e) {
+      throw callError(e, object);
+    }
+  }
+
   async content(req: Omit<UniversalClientRequest, "url"> & { path: string; query?: string }, object: string): Promise<UniversalClientResponse> {
     const url = this.base + contentPath(req.path) + (req.query ? "?" + req.query : "");
     const res = await this.#http({ url, method: req.method, header: req.header, body: req.body, signal: req.signal });
@@ -79,12 +90,12 @@ export class Endpoint {
 const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 64 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) };
 
 /** bearerClient is Node's HTTP/1.1 client with the token on every request and router errors kept. */
-function bearerClient(token: string, base: string): UniversalClientFn {
+function bearerClient(token: string | (() => Promise<string>), base: string): UniversalClientFn {
   const agent = base.startsWith("https:") ? agents.https : agents.http;
   const node = createNodeHttpClient({ httpVersion: "1.1", nodeOptions: { agent } });
   return async (req) => {
     const header = new Headers(req.header);
-    header.set(authorizationHeader, `${bearerScheme} ${token}`);
+    header.set(authorizationHeader, `${bearerScheme} ${typeof token === "string" ? token : await token()}`);
     const res = await node({ ...req, header });
     return res.status >= 400 && isConnectCall(req) ? routerErrors(res) : res;
   };
@@ -111,11 +122,7 @@ async function routerErrors(res: UniversalClientResponse): Promise<UniversalClie
   } catch (e) {
     if (e instanceof ConnectError) throw e;
   }
-  return { ...res, body: once(body) };
-}
-
-async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
-  yield data;
+  return { ...res, body: createAsyncIterable([body]) };
 }
 
 function connectTransport(baseUrl: string, httpClient: UniversalClientFn): Transport {

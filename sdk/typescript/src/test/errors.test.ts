@@ -120,7 +120,7 @@ describe("errors", () => {
       let out = "";
       while (!out.includes("before")) {
         const r = await it.next();
-        if (r.value?.type === "output") out += r.value.text;
+        if (!r.done && r.value.type === "output") out += r.value.text;
       }
       proxy.cut();
       await direct.files.write("/go", "");

@@ -92,13 +92,13 @@ describe("processes", () => {
     const proc = await sb.start("trap 'echo got TERM; exit 42' TERM; echo ready; while true; do sleep 0.05; done", { });
     const it = proc[Symbol.asyncIterator]();
     const first = await it.next();
-    assert.equal(first.value?.type === "output" && first.value.text, "ready\n");
+    assert.equal(!first.done && first.value.type === "output" && first.value.text, "ready\n");
     await proc.signal("SIGTERM");
     let text = "";
     for (let r = await it.next(); !r.done; r = await it.next()) {
       if (r.value.type === "output") text += r.value.text;
     }
-    assert.match(text, /got TERM\n$/);
+    assert.match(text, /got TERM\n/);
     assert.equal(proc.exit?.exitCode, 42);
 
     const sleeper = await sb.start(["sleep", "30"]);
