@@ -260,8 +260,9 @@ export class Client {
   #sandbox(obj: KubeObject, claim: string): Sandbox {
     const ns = obj.metadata.namespace ?? "";
     const name = obj.metadata.name ?? "";
-    const ep = new Endpoint(sandboxRouterURL(this.router(), ns, name), () => this.bearer());
-    return new Sandbox(ep, { namespace: ns, name, claim }, { client: this, obj });
+    const link = { client: this, obj };
+    const ep = new Endpoint(sandboxRouterURL(this.router(), ns, name), () => this.bearer(), () => seenReady(link.obj));
+    return new Sandbox(ep, { namespace: ns, name, claim }, link);
   }
 }
 
@@ -429,6 +430,15 @@ export function sandboxReady(sb: KubeObject): boolean {
 /** sandboxSuspended says whether the Sandbox's suspension is complete: Suspended=True, its Pod gone. */
 export function sandboxSuspended(sb: KubeObject): boolean {
   return currentCondition(sb, "Suspended")?.status === "True";
+}
+
+/** seenReady says whether the Sandbox was Ready, and not being suspended, when the SDK last saw it. */
+function seenReady(sb: KubeObject): boolean {
+  try {
+    return sandboxReady(sb) && !isSuspended(sb);
+  } catch {
+    return false;
+  }
 }
 
 /** isSuspended says whether the Sandbox's spec asks for it to be suspended. */

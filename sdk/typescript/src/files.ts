@@ -10,7 +10,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 
 import { callError, KuboxError, NotFoundError } from "./errors.js";
 import { type FileEntry, FileEventType, FileType, type WatchResponse } from "./gen/kubox/agent/v1/filesystem_pb.js";
-import { type Endpoint, readBytes } from "./transport.js";
+import { type Endpoint, fixedBody, readBytes } from "./transport.js";
 
 /** A file, directory or link in a sandbox. */
 export interface FileInfo {
@@ -139,12 +139,17 @@ export class Files {
   async write(path: string, data: WriteData, opts: CallOptions & { mode?: number } = {}): Promise<void> {
     const ep = await this.#endpoint();
     const header = new Headers({ "Content-Type": "application/octet-stream" });
+    let body: AsyncIterable<Uint8Array>;
     if (typeof data === "string" || data instanceof Uint8Array) {
-      header.set("Content-Length", String(typeof data === "string" ? Buffer.byteLength(data) : data.length));
+      const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+      header.set("Content-Length", String(bytes.length));
+      body = fixedBody(bytes);
+    } else {
+      body = chunks(data);
     }
     const query = opts.mode ? "mode=" + (opts.mode & 0o7777).toString(8) : "";
     try {
-      const res = await ep.content({ method: "PUT", path, query, header, body: chunks(data), signal: opts.signal }, this.#about(path));
+      const res = await ep.content({ method: "PUT", path, query, header, body, signal: opts.signal }, this.#about(path));
       await readBytes(res.body);
     } catch (e) {
       throw callError(e, this.#about(path));
@@ -243,17 +248,9 @@ export class Files {
   }
 }
 
-/** chunks is data as the byte chunks of a request body. */
-async function* chunks(data: WriteData): AsyncIterable<Uint8Array> {
-  if (typeof data === "string") {
-    yield new TextEncoder().encode(data);
-    return;
-  }
-  if (data instanceof Uint8Array) {
-    yield data;
-    return;
-  }
-  const it: AsyncIterable<Uint8Array | string> = data instanceof ReadableStream ? Readable.fromWeb(data as import("node:stream/web").ReadableStream<Uint8Array>) : data;
+/** chunks is a stream of data as the byte chunks of a request body. */
+async function* chunks(data: AsyncIterable<Uint8Array | string> | ReadableStream<Uint8Array>): AsyncIterable<Uint8Array> {
+  const it: AsyncIterable<Uint8Array | string> = data instanceof ReadableStream ? Readable.fromWeb(data) : data;
   for await (const c of it) {
     yield typeof c === "string" ? new TextEncoder().encode(c) : c;
   }

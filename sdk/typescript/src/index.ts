@@ -44,4 +44,4 @@ export {
   type Stream,
   type TTYSize,
 } from "./process.js";
-export { type AttachOptions, KeepAlive, minKeepAliveIntervalMs, type RouterOptions, Sandbox } from "./sandbox.js";
+export { type AttachOptions, KeepAlive, type ProcessInfo, minKeepAliveIntervalMs, type RouterOptions, Sandbox } from "./sandbox.js";

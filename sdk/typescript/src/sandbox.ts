@@ -1,17 +1,33 @@
 // A sandbox: processes and files through its agent, reached through kubox-router (or at an
 // agent's own URL) with a bearer token.
 
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+
 import type { Client } from "./client.js";
 import { sandboxReady, sandboxSuspended } from "./client.js";
 import { callError, CommandError, ConfigError, KuboxError } from "./errors.js";
 import { Files } from "./files.js";
 import type { ProcessEvent as PbProcessEvent } from "./gen/kubox/agent/v1/process_pb.js";
 import { claims, type KubeObject, sandboxes } from "./kube.js";
-import { type Command, type CommandResult, Process, processSpec, resultOf, type RunOptions, type StartOptions } from "./process.js";
+import { type Command, type CommandResult, type ExitEvent, Process, processSpec, resultOf, type RunOptions, type StartOptions } from "./process.js";
 import { claimRouterURL, Endpoint, sandboxRouterURL } from "./transport.js";
 
 /** KeepAlive's shortest interval: the idle policy's shortest suspendAfter is 30s. */
 export const minKeepAliveIntervalMs = 1000;
+
+/** A process the agent tracks (Sandbox.processes). */
+export interface ProcessInfo {
+  id: string;
+  pid: number;
+  /** What runs; for a shell line, the shell's argv. */
+  argv: string[];
+  tag: string;
+  pty: boolean;
+  startedAt: Date | undefined;
+  /** How it ended; undefined while it runs. */
+  exit: ExitEvent | undefined;
+  stdinOpen: boolean;
+}
 
 /** Options of Sandbox.attach. */
 export interface AttachOptions {
@@ -154,6 +170,49 @@ export class Sandbox {
   }
 
   /**
+   * attachProcess follows a running or recently exited process again — one started by another
+   * program, or by this one before it lost its Process — from the first byte the agent still
+   * keeps (its replay buffer, 1 MiB per stream by default). The Process works as start's.
+   */
+  async attachProcess(id: string, opts: Omit<StartOptions, "stdin" | "tty" | "env" | "cwd" | "timeoutMs" | "tag"> = {}): Promise<Process> {
+    const abort = new AbortController();
+    const signal = opts.signal ? AbortSignal.any([abort.signal, opts.signal]) : abort.signal;
+    const it = this.#endpoint.process.attachProcess({ processId: id, flowControl: true }, { signal })[Symbol.asyncIterator]();
+    let first: IteratorResult<{ event?: PbProcessEvent }>;
+    try {
+      first = await it.next();
+    } catch (e) {
+      abort.abort();
+      throw callError(e, `process ${id} in ${this.#object()}`);
+    }
+    const attached = first.done ? undefined : first.value.event?.event;
+    if (attached?.case !== "attached") {
+      abort.abort();
+      throw new KuboxError(`process ${id} in ${this.#object()}: the agent's first event is not Attached`);
+    }
+    return new Process(this.#endpoint, this.#object(), { id, pid: attached.value.pid }, it, abort, opts);
+  }
+
+  /** processes lists the processes the agent runs and, with includeExited, the recently exited ones it keeps. */
+  async processes(opts: { includeExited?: boolean; signal?: AbortSignal } = {}): Promise<ProcessInfo[]> {
+    try {
+      const res = await this.#endpoint.process.listProcesses({ includeExited: opts.includeExited ?? false }, { signal: opts.signal });
+      return res.processes.map((p) => ({
+        id: p.processId,
+        pid: p.pid,
+        argv: p.argv,
+        tag: p.tag,
+        pty: p.pty,
+        startedAt: p.startedAt ? timestampDate(p.startedAt) : undefined,
+        exit: p.exit ? { type: "exit", exitCode: p.exit.exitCode, signal: p.exit.signal, timedOut: p.exit.timedOut } : undefined,
+        stdinOpen: p.stdinOpen,
+      }));
+    } catch (e) {
+      throw callError(e, this.#object());
+    }
+  }
+
+  /**
    * keepAlive holds a sandbox with an idle policy awake while the program works without sending
    * it requests: it calls the agent's cheap ListProcesses at once and then every intervalMs until
    * stopped. Each call is a request through kubox-router and to kubox-agent, which both count as
@@ -188,6 +247,7 @@ export class Sandbox {
   async #setMode(mode: string, state: (o: KubeObject) => boolean): Promise<void> {
     const kube = this.#kubeLink(`set spec.operatingMode=${mode}`);
     const obj = await kube.client.kube.mergePatch(sandboxes, this.namespace, this.name, { spec: { operatingMode: mode } });
+    kube.obj = obj;
     kube.obj = await kube.client.waitSandbox(obj, state);
   }
 

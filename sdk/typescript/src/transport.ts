@@ -53,10 +53,13 @@ export class Endpoint {
   readonly files: Client<typeof FilesystemService>;
   readonly #http: UniversalClientFn;
 
-  /** token is the bearer token, or a function that returns the current one (a kubeconfig's, refreshed). */
-  constructor(base: string, token: string | (() => Promise<string>)) {
+  /**
+   * token is the bearer token, or a function that returns the current one (a kubeconfig's,
+   * refreshed); ready, when given, says the SDK saw the sandbox Ready (see bearerClient).
+   */
+  constructor(base: string, token: string | (() => Promise<string>), ready?: () => boolean) {
     this.base = trimSlash(base);
-    this.#http = bearerClient(token, this.base);
+    this.#http = bearerClient(token, this.base, ready);
     const transport = connectTransport(this.base, this.#http);
     this.process = createClient(ProcessService, transport);
     this.files = createClient(FilesystemService, transport);
@@ -89,16 +92,50 @@ export class Endpoint {
 /** Keep-alive agents shared by every Endpoint, so calls to one router reuse its connections. */
 const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 64 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) };
 
-/** bearerClient is Node's HTTP/1.1 client with the token on every request and router errors kept. */
-function bearerClient(token: string | (() => Promise<string>), base: string): UniversalClientFn {
+/**
+ * notReadyGraceMs is how long a 503 of the router is sent again for a sandbox the SDK saw Ready:
+ * the router's cache of the Sandbox can lag the SDK's own watch by a few milliseconds, right
+ * after resume (as the Go SDK's retryNotReady).
+ */
+const notReadyGraceMs = 3000;
+
+/**
+ * bearerClient is Node's HTTP/1.1 client with the token on every request and router errors
+ * kept. With ready, a router's 503 is retried while ready() says the sandbox was seen Ready,
+ * for requests whose body can be sent again (Connect calls, requests without a body).
+ */
+function bearerClient(token: string | (() => Promise<string>), base: string, ready?: () => boolean): UniversalClientFn {
   const agent = base.startsWith("https:") ? agents.https : agents.http;
   const node = createNodeHttpClient({ httpVersion: "1.1", nodeOptions: { agent } });
   return async (req) => {
     const header = new Headers(req.header);
     header.set(authorizationHeader, `${bearerScheme} ${typeof token === "string" ? token : await token()}`);
-    const res = await node({ ...req, header });
+    const replayable = ready !== undefined && (req.body === undefined || isConnectCall(req) || fixedBodies.has(req.body));
+    const body = replayable && req.body ? await readBytes(req.body) : undefined;
+    const send = () => node({ ...req, header, body: body ? createAsyncIterable([body]) : req.body });
+    let res = await send();
+    for (let delay = 20, end = Date.now() + notReadyGraceMs; replayable && res.status === 503 && ready?.() && Date.now() < end;) {
+      const routerBody = await readBytes(res.body, maxErrorBody);
+      if (!routerError(routerBody)) {
+        res = { ...res, body: createAsyncIterable([routerBody]) };
+        break;
+      }
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(2 * delay, 250);
+      res = await send();
+    }
     return res.status >= 400 && isConnectCall(req) ? routerErrors(res) : res;
   };
+}
+
+/** Bodies of bytes already in memory (fixedBody), which a retry can send again. */
+const fixedBodies = new WeakSet<AsyncIterable<Uint8Array>>();
+
+/** fixedBody is data as a request body that a retry may send again. */
+export function fixedBody(data: Uint8Array): AsyncIterable<Uint8Array> {
+  const body = createAsyncIterable([data]);
+  fixedBodies.add(body);
+  return body;
 }
 
 /** isConnectCall tells a Connect call (a POST with a Connect or gRPC content type) from a /files/ request. */
@@ -107,21 +144,26 @@ function isConnectCall(req: UniversalClientRequest): boolean {
     (req.header.get("Content-Type") ?? "").startsWith("application/connect");
 }
 
+/** routerError is the message of kubox-router's own JSON error ({"error": "...", "code": 404}), or undefined. */
+function routerError(body: Uint8Array): string | undefined {
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(body)) as { error?: unknown; code?: unknown };
+    if (typeof parsed.error === "string" && parsed.error && typeof parsed.code === "number") return parsed.error;
+  } catch {
+    // not JSON: the agent's, or a proxy's
+  }
+  return undefined;
+}
+
 /**
- * routerErrors turns kubox-router's JSON error ({"error": "...", "code": 404}) into a
- * ConnectError whose cause keeps the status and message; the agent's own Connect errors pass
- * through unchanged (their body is read once and given back).
+ * routerErrors turns kubox-router's JSON error into a ConnectError whose cause keeps the status
+ * and message; the agent's own Connect errors pass through unchanged (their body is read once
+ * and given back).
  */
 async function routerErrors(res: UniversalClientResponse): Promise<UniversalClientResponse> {
   const body = await readBytes(res.body, maxErrorBody);
-  try {
-    const parsed = JSON.parse(new TextDecoder().decode(body)) as { error?: unknown; code?: unknown };
-    if (typeof parsed.error === "string" && parsed.error && typeof parsed.code === "number") {
-      throw new ConnectError(parsed.error, Code.Unknown, undefined, undefined, new RouterHTTPError(res.status, parsed.error));
-    }
-  } catch (e) {
-    if (e instanceof ConnectError) throw e;
-  }
+  const msg = routerError(body);
+  if (msg !== undefined) throw new ConnectError(msg, Code.Unknown, undefined, undefined, new RouterHTTPError(res.status, msg));
   return { ...res, body: createAsyncIterable([body]) };
 }
 

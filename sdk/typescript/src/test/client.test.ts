@@ -10,7 +10,7 @@ import { after, before, beforeEach, describe, test } from "node:test";
 
 import { KubeConfig } from "@kubernetes/client-node";
 
-import { ClaimFailedError, Client, createdBy, createdByLabel, type KubeObject, Sandbox, SandboxTimeoutError } from "../index.js";
+import { ClaimFailedError, Client, createdBy, createdByLabel, type KubeObject, Sandbox, SandboxNotReadyError, SandboxTimeoutError } from "../index.js";
 import { freePort, LocalAgent } from "./agent.js";
 
 type Obj = KubeObject & { status?: Record<string, unknown> };
@@ -136,6 +136,8 @@ describe("client (Kubernetes side, stand-in API server and router)", () => {
   let router: Server;
   let routerURL = "";
   let client: Client;
+  /** The router answers this many sandbox requests with its own 503, as while its cache lags. */
+  let notReadyFor = 0;
 
   before(async () => {
     agent = await LocalAgent.start();
@@ -147,6 +149,10 @@ describe("client (Kubernetes side, stand-in API server and router)", () => {
       const url = req.url ?? "";
       if (url.startsWith("/v1/claims/team/")) return send(res, 200, { token: "claim-token", expiresAt: "2030-01-01T00:00:00Z" });
       const m = /^\/sandboxes\/team\/([^/]+)(\/.*)$/.exec(url);
+      if (m && notReadyFor > 0) {
+        notReadyFor--;
+        return send(res, 503, { error: `sandbox team/${m[1]} is not ready`, code: 503 });
+      }
       if (!m || !api.objects.has(`${sandboxesPath}/${m[1]}`)) return send(res, 404, { error: `sandbox team/${m?.[1] ?? ""} not found`, code: 404 });
       const up = new URL(agent.url);
       const fwd = request({ host: up.hostname, port: up.port, path: m[2], method: req.method,
@@ -285,9 +291,17 @@ describe("client (Kubernetes side, stand-in API server and router)", () => {
     const sb = await client.claim({ pool: "python" });
     await sb.suspend();
     assert.equal(sb.object?.spec?.operatingMode, "Suspended");
+    notReadyFor = 1;
+    await assert.rejects(sb.run(["true"]), (e: unknown) => e instanceof SandboxNotReadyError && /is not ready/.test(e.message));
     await sb.resume();
     assert.deepEqual(sb.object?.status?.podIPs, ["127.0.1.2"]);
+    // Seen Ready: the router's 503s (its cache lagging) are sent again, unary calls and file reads alike.
+    notReadyFor = 2;
     assert.equal((await sb.run(["true"])).exitCode, 0);
+    notReadyFor = 2;
+    await sb.files.write("/after-resume.txt", "x");
+    notReadyFor = 2;
+    assert.equal(await sb.files.readText("/after-resume.txt"), "x");
     await sb.close();
   });
 

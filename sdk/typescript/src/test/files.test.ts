@@ -54,6 +54,16 @@ describe("files", () => {
     assert.equal(await sb.files.download("/big.bin", local), data.length);
     assert.ok(readFileSync(local).equals(data));
 
+    const web = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode("from a "));
+        c.enqueue(new TextEncoder().encode("web stream"));
+        c.close();
+      },
+    });
+    await sb.files.write("/web.txt", web);
+    assert.equal(await sb.files.readText("/web.txt"), "from a web stream");
+
     const src = join(agent.dir, "up.txt");
     writeFileSync(src, "uploaded");
     await sb.files.upload(src, "/up/loaded.txt");

@@ -169,6 +169,23 @@ describe("processes", () => {
     await proc.kill();
   });
 
+  test("processes lists them; attachProcess follows one again from the start of its output", async () => {
+    const proc = await sb.start(["sh", "-c", "echo one; read x; echo two"], { stdin: true, tag: "mine" });
+    const listed = (await sb.processes()).find((p) => p.id === proc.id);
+    assert.equal(listed?.tag, "mine");
+    assert.equal(listed?.exit, undefined);
+    await proc.close();
+    let out = "";
+    const again = await sb.attachProcess(proc.id, { onStdout: (ev) => void (out += ev.text) });
+    assert.equal(again.pid, proc.pid);
+    await again.sendInput("\n");
+    assert.equal(await again.wait(), 0);
+    assert.equal(out, "one\ntwo\n");
+    const exited = (await sb.processes({ includeExited: true })).find((p) => p.id === proc.id);
+    assert.equal(exited?.exit?.exitCode, 0);
+    await assert.rejects(sb.attachProcess("no-such-process"), (e: unknown) => e instanceof APIError && e.status === 404 && /process no-such-process in sandbox test-sandbox/.test(e.message));
+  });
+
   test("a bad command is a ConfigError; input after the exit names the process", async () => {
     await assert.rejects(sb.run([]), (e: unknown) => e instanceof ConfigError && /no program/.test(e.message));
     const proc = await sb.start(["true"]);
