@@ -9,6 +9,7 @@ import { load as loadYAML } from "js-yaml";
 
 import { ClaimFailedError, ConfigError, errorFromBody, SandboxNotReadyError, SandboxTimeoutError, UnauthorizedError } from "./errors.js";
 import { claims, Kube, type KubeObject, sandboxes } from "./kube.js";
+import { RouterForward } from "./portforward.js";
 import { Sandbox } from "./sandbox.js";
 import { Endpoint, readBytes, sandboxRouterURL, trimSlash } from "./transport.js";
 
@@ -43,6 +44,12 @@ export interface ClientOptions {
   routerURL?: string;
   routerNamespace?: string;
   routerService?: string;
+  /**
+   * How the router is reached: "router" (routerURL), "port-forward" (through the API server to a
+   * ready Pod of the router's Service, on 127.0.0.1; close the Client to stop it), or "auto" (the
+   * default): the router when its URL is known or in a Pod, else a port-forward.
+   */
+  connection?: "auto" | "router" | "port-forward";
   /** The bearer token for the router; default the kubeconfig's (token, token file, exec plugin). */
   token?: string;
   /** How long claim, connect, open, suspend and resume wait; default 180000. */
@@ -111,7 +118,12 @@ export class Client {
   readonly readyTimeoutMs: number;
   /** @internal */
   readonly kube: Kube;
+  /** "router" or "port-forward": what connection "auto" resolved to. */
+  readonly connection: "router" | "port-forward";
   readonly #token: string | undefined;
+  readonly #routerNamespace: string;
+  readonly #routerService: string;
+  #forward: Promise<RouterForward> | undefined;
 
   constructor(opts: ClientOptions = {}) {
     const kc = opts.kubeConfig ?? loadKubeConfig(opts.kubeconfigPath);
@@ -121,8 +133,21 @@ export class Client {
     this.namespace = opts.namespace || ctx?.namespace || podNamespace() || "default";
     this.readyTimeoutMs = opts.readyTimeoutMs ?? defaultReadyTimeoutMs;
     this.#token = opts.token;
-    this.routerURL = trimSlash(opts.routerURL || process.env.KUBOX_ROUTER_URL || kubeconfigRouter(opts.kubeconfigPath, kc) ||
-      (inPod() ? `http://${opts.routerService ?? defaultRouterService}.${opts.routerNamespace ?? defaultRouterNamespace}.svc:${defaultRouterPort}` : ""));
+    this.#routerNamespace = opts.routerNamespace ?? defaultRouterNamespace;
+    this.#routerService = opts.routerService ?? defaultRouterService;
+    this.routerURL = opts.connection === "port-forward" ? "" : trimSlash(opts.routerURL || process.env.KUBOX_ROUTER_URL ||
+      kubeconfigRouter(opts.kubeconfigPath, kc) || (inPod() ? `http://${this.#routerService}.${this.#routerNamespace}.svc:${defaultRouterPort}` : ""));
+    if (opts.connection === "router" && !this.routerURL) {
+      throw new ConfigError(`connection is "router" but no router URL is known: set routerURL or $KUBOX_ROUTER_URL, e.g. http://127.0.0.1:18080`);
+    }
+    this.connection = this.routerURL ? "router" : "port-forward";
+  }
+
+  /** close stops the client's port-forward, if it started one. Sandboxes stay. */
+  async close(): Promise<void> {
+    const fwd = this.#forward;
+    this.#forward = undefined;
+    if (fwd) (await fwd.catch(() => undefined))?.close();
   }
 
   /** @internal bearer is the router's token: the one given, else the kubeconfig's. */
@@ -142,14 +167,16 @@ export class Client {
     return auth.slice("Bearer ".length);
   }
 
-  /** @internal router is the router's URL, or a ConfigError that says how to give one. */
-  router(): string {
-    if (!this.routerURL) {
-      throw new ConfigError(`no kubox-router URL: set routerURL or $KUBOX_ROUTER_URL (e.g. after \`kubectl -n ${defaultRouterNamespace} ` +
-        `port-forward svc/${defaultRouterService} 18080:${defaultRouterPort}\`, http://127.0.0.1:18080), or add the ${routerExtension} ` +
-        "extension to the kubeconfig's cluster; this SDK does not port-forward by itself");
+  /** @internal router is the router's URL: the one given or found, or a port-forward's (started once). */
+  async router(): Promise<string> {
+    if (this.routerURL) return this.routerURL;
+    this.#forward ??= RouterForward.start(this.kube, this.#routerNamespace, this.#routerService, defaultRouterPort);
+    try {
+      return (await this.#forward).url;
+    } catch (e) {
+      this.#forward = undefined;
+      throw e;
     }
-    return this.routerURL;
   }
 
   /** createClaim creates the SandboxClaim claim would and returns it at once, without waiting. */
@@ -187,7 +214,7 @@ export class Client {
   async open(name: string, opts: { namespace?: string } = {}): Promise<Sandbox> {
     let obj = await this.kube.get(sandboxes, opts.namespace ?? this.namespace, name);
     if (!isSuspended(obj)) obj = await this.waitSandbox(obj, sandboxReady);
-    return this.#sandbox(obj, "");
+    return this.#sandbox(obj, "", await this.router());
   }
 
   /**
@@ -198,7 +225,7 @@ export class Client {
   async mintClaimToken(claim: string, opts: { namespace?: string; ttlSeconds?: number } = {}): Promise<ClaimToken> {
     const ns = opts.namespace ?? this.namespace;
     const about = `claim ${ns}/${claim}`;
-    const url = `${this.router()}/v1/claims/${encodeURIComponent(ns)}/${encodeURIComponent(claim)}/token`;
+    const url = `${await this.router()}/v1/claims/${encodeURIComponent(ns)}/${encodeURIComponent(claim)}/token`;
     const ep = new Endpoint(url, () => this.bearer());
     const res = await ep.raw({ method: "POST", header: new Headers({ "Content-Type": "application/json" }),
       body: JSON.stringify({ ttlSeconds: opts.ttlSeconds ?? 3600 }) }, about);
@@ -224,7 +251,7 @@ export class Client {
       }, signal));
     const ns = ready.metadata.namespace ?? "";
     const obj = await this.kube.get(sandboxes, ns, claimSandboxName(ready));
-    return this.#sandbox(obj, ready.metadata.name ?? "");
+    return this.#sandbox(obj, ready.metadata.name ?? "", await this.router());
   }
 
   /** @internal waitSandbox waits, with one watch, until state says the Sandbox is there. */
@@ -257,11 +284,11 @@ export class Client {
     }
   }
 
-  #sandbox(obj: KubeObject, claim: string): Sandbox {
+  #sandbox(obj: KubeObject, claim: string, router: string): Sandbox {
     const ns = obj.metadata.namespace ?? "";
     const name = obj.metadata.name ?? "";
     const link = { client: this, obj };
-    const ep = new Endpoint(sandboxRouterURL(this.router(), ns, name), () => this.bearer(), () => seenReady(link.obj));
+    const ep = new Endpoint(sandboxRouterURL(router, ns, name), () => this.bearer(), () => seenReady(link.obj));
     return new Sandbox(ep, { namespace: ns, name, claim }, link);
   }
 }

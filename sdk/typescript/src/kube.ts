@@ -99,6 +99,20 @@ export class Kube {
     return JSON.parse(text) as KubeObject;
   }
 
+  /** getPath reads any path of the API (a Service, EndpointSlices) as JSON. */
+  async getPath<T>(p: string, object: string): Promise<T> {
+    let resp: IncomingMessage;
+    try {
+      resp = await this.#open("GET", p, undefined, "");
+    } catch (e) {
+      throw new SandboxConnectionError(`reading ${object}: cannot reach the API server ${this.host}: ${String(e)}`, { cause: e });
+    }
+    const text = await readAll(resp);
+    const status = resp.statusCode ?? 0;
+    if (status >= 400) throw kubeError(status, text, "reading", object, "get/list on it");
+    return JSON.parse(text) as T;
+  }
+
   async get(res: Resource, ns: string, name: string): Promise<KubeObject> {
     return this.request("GET", res, ns, name, { doing: "reading", verb: "get", object: `${res.kind} ${ns}/${name}` });
   }

@@ -14,6 +14,7 @@ const env = {
   template: process.env.KUBOX_TEST_TEMPLATE ?? "",
   pending: process.env.KUBOX_TEST_PENDING_TEMPLATE ?? "",
   noConnectToken: process.env.KUBOX_TEST_NOCONNECT_TOKEN ?? "",
+  routerService: process.env.KUBOX_TEST_ROUTER_SERVICE ?? "",
 };
 const skip = env.namespace && env.routerURL ? false : "needs a real environment (KUBOX_TEST_NAMESPACE, KUBOX_TEST_ROUTER_URL, KUBECONFIG)";
 
@@ -76,6 +77,20 @@ describe("a real cluster: API server, controllers, router, agents", { skip }, ()
       await assert.rejects(denied.run(["true"]), (e: unknown) => e instanceof ForbiddenError && /sandboxes\/connect/.test(e.message));
     } finally {
       await sb.close();
+    }
+  });
+
+  test("port-forward: only a kubeconfig, the router's Pod found through its Service", { skip: !env.routerService }, async () => {
+    const c = new Client({ namespace: env.namespace, connection: "port-forward", routerNamespace: env.namespace, routerService: env.routerService });
+    assert.equal(c.connection, "port-forward");
+    const sb = await c.claim({ pool: env.pool });
+    try {
+      assert.equal((await sb.run(["echo", "forwarded"])).stdout, "forwarded\n");
+      await sb.files.write("/pf.txt", "through the API server");
+      assert.equal(await sb.files.readText("/pf.txt"), "through the API server");
+    } finally {
+      await sb.close();
+      await c.close();
     }
   });
 });
