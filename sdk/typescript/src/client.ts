@@ -20,6 +20,8 @@ export const createdBy = "typescript-client";
 export const firstRequestedAtAnnotation = "agents.x-k8s.io/client-first-requested-at";
 /** metadata.generateName of claims created without a name. */
 export const claimGenerateName = "kubox-";
+/** The Secret of a sandbox's agent token is the sandbox's name and this. */
+const agentSecretSuffix = "-kubox-agent";
 /** The kubeconfig cluster extension that names kubox-router's URL (`make dev` writes it). */
 export const routerExtension = "kubox.dev/router";
 export const defaultRouterNamespace = "kubox-system";
@@ -47,9 +49,11 @@ export interface ClientOptions {
   /**
    * How the router is reached: "router" (routerURL), "port-forward" (through the API server to a
    * ready Pod of the router's Service, on 127.0.0.1; close the Client to stop it), or "auto" (the
-   * default): the router when its URL is known or in a Pod, else a port-forward.
+   * default): the router when its URL is known or in a Pod, else a port-forward. "direct" dials
+   * the sandbox's Pod IP on the agent's port with the agent token from its Secret (in the
+   * cluster only; RBAC get on secrets; no router).
    */
-  connection?: "auto" | "router" | "port-forward";
+  connection?: "auto" | "router" | "port-forward" | "direct";
   /** The bearer token for the router; default the kubeconfig's (token, token file, exec plugin). */
   token?: string;
   /** How long claim, connect, open, suspend and resume wait; default 180000. */
@@ -118,8 +122,8 @@ export class Client {
   readonly readyTimeoutMs: number;
   /** @internal */
   readonly kube: Kube;
-  /** "router" or "port-forward": what connection "auto" resolved to. */
-  readonly connection: "router" | "port-forward";
+  /** "router", "port-forward" or "direct": what connection "auto" resolved to. */
+  readonly connection: "router" | "port-forward" | "direct";
   readonly #token: string | undefined;
   readonly #routerNamespace: string;
   readonly #routerService: string;
@@ -135,12 +139,12 @@ export class Client {
     this.#token = opts.token;
     this.#routerNamespace = opts.routerNamespace ?? defaultRouterNamespace;
     this.#routerService = opts.routerService ?? defaultRouterService;
-    this.routerURL = opts.connection === "port-forward" ? "" : trimSlash(opts.routerURL || process.env.KUBOX_ROUTER_URL ||
+    this.routerURL = opts.connection === "port-forward" || opts.connection === "direct" ? "" : trimSlash(opts.routerURL || process.env.KUBOX_ROUTER_URL ||
       kubeconfigRouter(opts.kubeconfigPath, kc) || (inPod() ? `http://${this.#routerService}.${this.#routerNamespace}.svc:${defaultRouterPort}` : ""));
     if (opts.connection === "router" && !this.routerURL) {
       throw new ConfigError(`connection is "router" but no router URL is known: set routerURL or $KUBOX_ROUTER_URL, e.g. http://127.0.0.1:18080`);
     }
-    this.connection = this.routerURL ? "router" : "port-forward";
+    this.connection = opts.connection === "direct" ? "direct" : this.routerURL ? "router" : "port-forward";
   }
 
   /** close stops the client's port-forward, if it started one. Sandboxes stay. */
@@ -214,7 +218,7 @@ export class Client {
   async open(name: string, opts: { namespace?: string } = {}): Promise<Sandbox> {
     let obj = await this.kube.get(sandboxes, opts.namespace ?? this.namespace, name);
     if (!isSuspended(obj)) obj = await this.waitSandbox(obj, sandboxReady);
-    return this.#sandbox(obj, "", await this.router());
+    return this.#sandbox(obj, "");
   }
 
   /**
@@ -251,7 +255,7 @@ export class Client {
       }, signal));
     const ns = ready.metadata.namespace ?? "";
     const obj = await this.kube.get(sandboxes, ns, claimSandboxName(ready));
-    return this.#sandbox(obj, ready.metadata.name ?? "", await this.router());
+    return this.#sandbox(obj, ready.metadata.name ?? "");
   }
 
   /** @internal waitSandbox waits, with one watch, until state says the Sandbox is there. */
@@ -284,13 +288,54 @@ export class Client {
     }
   }
 
-  #sandbox(obj: KubeObject, claim: string, router: string): Sandbox {
+  async #sandbox(obj: KubeObject, claim: string): Promise<Sandbox> {
     const ns = obj.metadata.namespace ?? "";
     const name = obj.metadata.name ?? "";
     const link = { client: this, obj };
-    const ep = new Endpoint(sandboxRouterURL(router, ns, name), () => this.bearer(), () => seenReady(link.obj));
+    if (this.connection === "direct") return new Sandbox(directEndpoint(this.kube, link), { namespace: ns, name, claim }, link);
+    const ep = new Endpoint(sandboxRouterURL(await this.router(), ns, name), () => this.bearer(), () => seenReady(link.obj));
     return new Sandbox(ep, { namespace: ns, name, claim }, link);
   }
+}
+
+/**
+ * directEndpoint finds a sandbox's agent at its current Pod IP, on the port kubox-controller
+ * recorded (status.agent.port), with the agent token from Secret <sandbox>-kubox-agent, read once
+ * per Sandbox UID. The SDK does not guess a port and send the agent token there.
+ */
+function directEndpoint(kube: Kube, link: { obj: KubeObject }): () => Promise<Endpoint> {
+  let cached: { key: string; ep: Endpoint } | undefined;
+  let token: { uid: string; value: string } | undefined;
+  return async () => {
+    const sb = link.obj;
+    const ns = sb.metadata.namespace ?? "";
+    const name = sb.metadata.name ?? "";
+    const what = `sandbox ${ns}/${name}`;
+    if (sb.spec?.agent === undefined) {
+      throw new ConfigError(`${what} has no spec.agent, so kubox-agent does not run in it: claim it from a SandboxTemplate whose spec sets agent: {}`);
+    }
+    const ip = ((sb.status?.podIPs as string[] | undefined) ?? [])[0];
+    if (!ip) throw new SandboxNotReadyError({ status: 503, object: what, message: "it has no Pod IP (suspended or starting)" });
+    const port = (sb.status?.agent as { port?: number } | undefined)?.port;
+    if (!port) {
+      throw new SandboxNotReadyError({ status: 503, object: what, message: "its status does not record the agent's port yet (status.agent)", hint: "wait for Ready" });
+    }
+    const uid = sb.metadata.uid ?? "";
+    if (token?.uid !== uid) {
+      const secret = `${name}${agentSecretSuffix}`;
+      const doc = await kube.getPath<{ data?: Record<string, string> }>(`/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(secret)}`,
+        `Secret ${ns}/${secret} (the agent token of ${what}; direct connections need get on secrets)`);
+      const value = Buffer.from(doc.data?.token ?? "", "base64").toString("utf8").trim();
+      if (!value) {
+        throw new ConfigError(`Secret ${ns}/${secret} has no "token" key: the controller has not written the sandbox's agent token; check its agent configuration`);
+      }
+      token = { uid, value };
+    }
+    const base = `http://${ip.includes(":") ? `[${ip}]` : ip}:${port}`;
+    const key = `${base} ${uid}`;
+    if (cached?.key !== key) cached = { key, ep: new Endpoint(base, token.value) };
+    return cached.ep;
+  };
 }
 
 function loadKubeConfig(path: string | undefined): KubeConfig {

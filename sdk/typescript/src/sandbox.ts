@@ -64,18 +64,20 @@ export class Sandbox {
   /** @internal Client.claim sets it: close deletes the claim. */
   ownsClaim = false;
 
-  readonly #endpoint: Endpoint;
+  /** Where the agent is now: fixed through the router, the current Pod's in direct mode. */
+  readonly #endpoint: () => Promise<Endpoint>;
   readonly #kube: { client: Client; obj: KubeObject } | undefined;
   #closed = false;
 
   /** @internal Use Client.claim/connect/open, Sandbox.attach, Sandbox.claimToken or Sandbox.fromRouter. */
-  constructor(endpoint: Endpoint, ids: { namespace: string; name: string; claim: string }, kube?: { client: Client; obj: KubeObject }) {
-    this.#endpoint = endpoint;
+  constructor(endpoint: Endpoint | (() => Promise<Endpoint>), ids: { namespace: string; name: string; claim: string },
+    kube?: { client: Client; obj: KubeObject }) {
+    this.#endpoint = endpoint instanceof Endpoint ? () => Promise.resolve(endpoint) : endpoint;
     this.#kube = kube;
     this.namespace = ids.namespace;
     this.name = ids.name;
     this.claimName = ids.claim;
-    this.files = new Files(() => Promise.resolve(this.#endpoint), this.#object());
+    this.files = new Files(this.#endpoint, this.#object());
   }
 
   /**
@@ -121,7 +123,8 @@ export class Sandbox {
     const stdin = typeof opts.stdin === "string" ? new TextEncoder().encode(opts.stdin) : opts.stdin;
     let res: CommandResult;
     try {
-      const m = await this.#endpoint.process.runProcess(
+      const ep = await this.#endpoint();
+      const m = await ep.process.runProcess(
         { spec, stdin: stdin ?? new Uint8Array(), maxOutputBytes: BigInt(opts.maxOutputBytes ?? 0) },
         { signal: opts.signal },
       );
@@ -151,7 +154,8 @@ export class Sandbox {
       flowControl: true,
       pty: opts.tty ? { rows: opts.tty.rows, cols: opts.tty.cols } : undefined,
     };
-    const it = this.#endpoint.process.startProcess(req, { signal })[Symbol.asyncIterator]();
+    const ep = await this.#endpoint();
+    const it = ep.process.startProcess(req, { signal })[Symbol.asyncIterator]();
     let first: IteratorResult<{ event?: PbProcessEvent }>;
     try {
       first = await it.next();
@@ -164,7 +168,7 @@ export class Sandbox {
       abort.abort();
       throw new KuboxError(`${this.#object()}: the agent's first event is not Started`);
     }
-    const proc = new Process(this.#endpoint, this.#object(), { id: started.value.processId, pid: started.value.pid }, it, abort, opts);
+    const proc = new Process(ep, this.#object(), { id: started.value.processId, pid: started.value.pid }, it, abort, opts);
     opts.signal?.addEventListener("abort", () => void proc.kill().catch(() => undefined), { once: true });
     return proc;
   }
@@ -177,7 +181,8 @@ export class Sandbox {
   async attachProcess(id: string, opts: Omit<StartOptions, "stdin" | "tty" | "env" | "cwd" | "timeoutMs" | "tag"> = {}): Promise<Process> {
     const abort = new AbortController();
     const signal = opts.signal ? AbortSignal.any([abort.signal, opts.signal]) : abort.signal;
-    const it = this.#endpoint.process.attachProcess({ processId: id, flowControl: true }, { signal })[Symbol.asyncIterator]();
+    const ep = await this.#endpoint();
+    const it = ep.process.attachProcess({ processId: id, flowControl: true }, { signal })[Symbol.asyncIterator]();
     let first: IteratorResult<{ event?: PbProcessEvent }>;
     try {
       first = await it.next();
@@ -190,13 +195,13 @@ export class Sandbox {
       abort.abort();
       throw new KuboxError(`process ${id} in ${this.#object()}: the agent's first event is not Attached`);
     }
-    return new Process(this.#endpoint, this.#object(), { id, pid: attached.value.pid }, it, abort, opts);
+    return new Process(ep, this.#object(), { id, pid: attached.value.pid }, it, abort, opts);
   }
 
   /** processes lists the processes the agent runs and, with includeExited, the recently exited ones it keeps. */
   async processes(opts: { includeExited?: boolean; signal?: AbortSignal } = {}): Promise<ProcessInfo[]> {
     try {
-      const res = await this.#endpoint.process.listProcesses({ includeExited: opts.includeExited ?? false }, { signal: opts.signal });
+      const res = await (await this.#endpoint()).process.listProcesses({ includeExited: opts.includeExited ?? false }, { signal: opts.signal });
       return res.processes.map((p) => ({
         id: p.processId,
         pid: p.pid,
@@ -271,7 +276,7 @@ export class Sandbox {
   /** touch makes one request to the sandbox's agent (ListProcesses). */
   async touch(opts: { signal?: AbortSignal } = {}): Promise<void> {
     try {
-      await this.#endpoint.process.listProcesses({}, { signal: opts.signal });
+      await (await this.#endpoint()).process.listProcesses({}, { signal: opts.signal });
     } catch (e) {
       throw callError(e, this.#object());
     }

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { ClaimFailedError, Client, ForbiddenError, NotFoundError, Sandbox, SandboxTimeoutError } from "../index.js";
+import { ClaimFailedError, Client, ForbiddenError, NotFoundError, Sandbox, SandboxNotReadyError, SandboxTimeoutError } from "../index.js";
 
 const env = {
   namespace: process.env.KUBOX_TEST_NAMESPACE ?? "",
@@ -91,6 +91,23 @@ describe("a real cluster: API server, controllers, router, agents", { skip }, ()
     } finally {
       await sb.close();
       await c.close();
+    }
+  });
+
+  test("direct: the Pod IP and the agent token from its Secret, no router", async () => {
+    const c = new Client({ namespace: env.namespace, connection: "direct" });
+    const sb = await c.claim({ pool: env.pool });
+    try {
+      assert.equal((await sb.run(["echo", "direct"])).stdout, "direct\n");
+      await sb.files.write("/direct.txt", "d");
+      assert.equal(await sb.files.readText("/direct.txt"), "d");
+      await sb.suspend();
+      await assert.rejects(sb.run(["true"]), (e: unknown) => e instanceof SandboxNotReadyError && /no Pod IP/.test(e.message));
+      // The harness starts a resumed sandbox's agent only after its Pod reports Ready, so the
+      // first call after resume is not checked here (a real Pod is Ready once its agent is).
+      await sb.resume();
+    } finally {
+      await sb.close();
     }
   });
 });
