@@ -15,7 +15,10 @@ KUBECTL         = $(shell $(TOOLS) dir kubernetes)/kubectl
 BUF_DIR         = $(shell $(TOOLS) dir buf)
 GO_TEST        ?= go test
 # Generated paths: `make verify` fails when any of them differs from what `make generate manifests chart` writes.
-GENERATED      := api config/crd config/rbac proto charts/kubox
+GENERATED      := api config/crd config/rbac proto charts/kubox sdk/typescript/src/gen
+# The TypeScript SDK (@kubox/sdk) and the marker npm ci leaves in its node_modules.
+TS_DIR         := sdk/typescript
+TS_DEPS        := $(TS_DIR)/node_modules/.package-lock.json
 # The repository's Go modules (each with its go.mod): the root module, the API types, the agent's generated
 # wire code and the Go SDK. `go list ./...` in one does not see the others, so Go targets loop over them.
 MODULES        := . api proto sdk/go
@@ -38,9 +41,9 @@ generate: proto ## Generate deepcopy code for the API types and Go code from pro
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: proto
-proto: ## Generate Go code from proto/ (buf, protoc-gen-go, protoc-gen-connect-go)
+proto: $(TS_DEPS) ## Generate Go and TypeScript code from proto/ (buf, protoc-gen-go, protoc-gen-connect-go, protoc-gen-es)
 	$(TOOLS) buf
-	export PATH="$(BUF_DIR):$$PATH" && cd proto && buf lint && buf generate
+	export PATH="$(BUF_DIR):$$PATH" && cd proto && buf lint && buf generate && buf generate --template buf.gen.ts.yaml
 
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC (controller, router) from the API types and the markers
@@ -80,7 +83,7 @@ lint: ## Run golangci-lint
 	$(call in-modules,$(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...)
 
 .PHONY: verify
-verify: generate manifests chart lint chart-lint ## Regenerate, lint (Go; python-lint runs in test), and fail when generated files are stale or untracked
+verify: generate manifests chart lint chart-lint verify-ts ## Regenerate, lint (Go, TypeScript; python-lint runs in test), and fail when generated files are stale or untracked
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 		echo "Generated files are out of date; run 'make generate manifests chart' and commit:"; \
 		git status --porcelain -- $(GENERATED); git diff --stat -- $(GENERATED); exit 1; fi
@@ -94,7 +97,7 @@ build: ## Build every binary into bin/
 
 ##@ Test
 .PHONY: test
-test: test-unit test-root python-lint test-python test-conformance test-integration test-e2e ## Run every tier: Go unit, Python (lint, unit, integration), sandboxd conformance, Go integration, end-to-end (needs root)
+test: test-unit test-root python-lint test-python test-ts test-conformance test-integration test-e2e ## Run every tier: Go unit, Python (lint, unit, integration), TypeScript (unit), sandboxd conformance, Go integration, end-to-end (needs root)
 
 .PHONY: test-unit
 test-unit: ## Go unit tests of every module (no API server, no built tool, no root): what a contributor runs in the edit loop, on Linux or macOS
@@ -148,6 +151,23 @@ python-generate-check: python-deps ## Fail when the Python SDK's generated messa
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && $(call PYTHON_PROTOC,$$tmp) && \
 	  diff -r -x __init__.py -x __pycache__ "$$tmp/kubox" $(PYTHON_PROTO)/kubox || { \
 	  echo "$(PYTHON_PROTO) is stale: run 'make python-generate' and commit"; exit 1; }
+
+# The TypeScript SDK's npm dependencies, installed with `npm ci` when the lockfile is newer than
+# node_modules; protoc-gen-es, which `make proto` runs, is one of them.
+$(TS_DEPS): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	cd $(TS_DIR) && npm ci --no-audit --no-fund
+
+.PHONY: ts-install
+ts-install: ## Install the TypeScript SDK's npm dependencies from its lockfile (npm ci)
+	cd $(TS_DIR) && npm ci --no-audit --no-fund
+
+.PHONY: test-ts
+test-ts: $(TS_DEPS) ## The TypeScript SDK's tests (node --test) against a real kubox-agent on 127.0.0.1
+	cd $(TS_DIR) && npm test
+
+.PHONY: verify-ts
+verify-ts: $(TS_DEPS) ## Type-check (tsc --noEmit, strict) and lint (eslint, typescript-eslint) the TypeScript SDK
+	cd $(TS_DIR) && npm run typecheck && npm run lint
 
 ##@ Benchmarks
 .PHONY: bench
