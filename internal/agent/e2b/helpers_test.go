@@ -57,7 +57,7 @@ type sandbox struct {
 	fs   envdfilesystemconnect.FilesystemClient
 }
 
-func startSandbox(t *testing.T) *sandbox {
+func startSandbox(t testing.TB) *sandbox {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -90,7 +90,7 @@ func startSandbox(t *testing.T) *sandbox {
 
 // tokenClient is an HTTP/2 (h2c) client, needed for StreamInput's client stream, that sends token
 // as X-Access-Token when it is not empty.
-func tokenClient(t *testing.T, token string) *http.Client {
+func tokenClient(t testing.TB, token string) *http.Client {
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	t.Cleanup(tr.CloseIdleConnections)
@@ -107,7 +107,7 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
