@@ -145,10 +145,10 @@ func fileType(t files.EntryType) envdfilesystem.FileType {
 func unixMode(m fs.FileMode) uint32 {
 	u := uint32(m.Perm())
 	for _, b := range []struct {
-		go_ fs.FileMode
-		bit uint32
+		mode fs.FileMode
+		bit  uint32
 	}{{fs.ModeSetuid, syscall.S_ISUID}, {fs.ModeSetgid, syscall.S_ISGID}, {fs.ModeSticky, syscall.S_ISVTX}} {
-		if m&b.go_ != 0 {
+		if m&b.mode != 0 {
 			u |= b.bit
 		}
 	}
