@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -54,12 +55,16 @@ func NewProcessService(m *process.Manager, root *files.Root, workDir string) *Pr
 }
 
 // Start implements envdprocessconnect.ProcessHandler. The stream has flow control: no output is
-// dropped while it is open. When it ends first, the process keeps running.
+// dropped while it is open. When it ends first, the process keeps running, until the call's
+// timeout when it has one (Connect-Timeout-Ms or grpc-timeout), as envd kills a command then.
 func (s *ProcessService) Start(ctx context.Context, req *connect.Request[envdprocess.StartRequest],
 	stream *connect.ServerStream[envdprocess.StartResponse]) error {
 	spec, err := s.spec(req.Msg)
 	if err != nil {
 		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		spec.Timeout = max(time.Until(deadline), time.Millisecond)
 	}
 	p, err := s.m.Start(spec)
 	if err != nil {
@@ -202,9 +207,12 @@ func (s *ProcessService) CloseStdin(ctx context.Context, req *connect.Request[en
 	if err != nil {
 		return nil, err
 	}
-	if st.p.Info().PTY {
+	switch info := st.p.Info(); {
+	case info.PTY:
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf(
 			"process %d runs on a terminal, which has no stdin to close: send 0x04 (Ctrl-D) as pty input", st.p.PID()))
+	case !info.StdinOpen: // closed already (or never open): nothing to do, as envd answers
+		return connect.NewResponse(&envdprocess.CloseStdinResponse{}), nil
 	}
 	if err := st.p.Input(ctx, nil, true); err != nil {
 		return nil, err
@@ -333,15 +341,15 @@ func sendEvent(out *sender[*envdprocess.ProcessEvent], ev process.Event) error {
 }
 
 // endEvent describes how a process ended the way envd does: an exit code, or -1 and the signal's
-// name when a signal killed it.
+// name when a signal killed it (its timeout included), and the same text as error unless it
+// exited with 0 (E2B's SDKs raise their command error with it).
 func endEvent(exit process.ExitStatus) *envdprocess.ProcessEvent_EndEvent {
 	end := &envdprocess.ProcessEvent_EndEvent{ExitCode: int32(exit.Code), Exited: true, Status: fmt.Sprintf("exit status %d", exit.Code)}
 	if exit.Signal != 0 {
 		end.ExitCode, end.Exited, end.Status = -1, false, "signal: "+exit.Signal.String()
 	}
-	if exit.TimedOut {
-		msg := "the agent killed the process when its timeout passed"
-		end.Error = &msg
+	if end.ExitCode != 0 || !end.Exited {
+		end.Error = &end.Status
 	}
 	return end
 }

@@ -36,8 +36,8 @@ func TestStartStreamsOutputAndTheExitCode(t *testing.T) {
 	if got := o.stderr.String(); got != "err\n" {
 		t.Errorf("stderr %q, want %q", got, "err\n")
 	}
-	if o.end.GetExitCode() != 3 || !o.end.GetExited() || o.end.GetStatus() != "exit status 3" || o.end.Error != nil {
-		t.Errorf("end event %v, want exit code 3, exited, status \"exit status 3\", no error", o.end)
+	if o.end.GetExitCode() != 3 || !o.end.GetExited() || o.end.GetStatus() != "exit status 3" || o.end.GetError() != "exit status 3" {
+		t.Errorf("end event %v, want exit code 3, exited, status and error \"exit status 3\"", o.end)
 	}
 }
 
@@ -109,8 +109,8 @@ func TestOutputStreamsAndSendInputReachesStdin(t *testing.T) {
 	if got := o.stdout.String(); got != "ready\ngot hello\n" {
 		t.Errorf("stdout %q, want %q", got, "ready\ngot hello\n")
 	}
-	if o.end.GetExitCode() != 0 {
-		t.Errorf("end %v, want exit code 0", o.end)
+	if o.end.GetExitCode() != 0 || !o.end.GetExited() || o.end.Error != nil {
+		t.Errorf("end %v, want exit code 0 and no error", o.end)
 	}
 }
 
@@ -150,6 +150,9 @@ func TestStreamInputAndCloseStdin(t *testing.T) {
 		t.Fatalf("CloseStdin: %v", err)
 	}
 	ev.finish(t, &o) // cat exits only once its stdin is closed
+	if _, err := s.proc.CloseStdin(ctx, connect.NewRequest(&envdprocess.CloseStdinRequest{Process: tag})); codeOf(err) != connect.CodeNotFound {
+		t.Errorf("CloseStdin after the process exited: %v, want not_found", err)
+	}
 	if got := o.stdout.String(); got != "one two three" || o.end.GetExitCode() != 0 {
 		t.Errorf("stdout %q, end %v; want %q and exit code 0", got, o.end, "one two three")
 	}
@@ -199,8 +202,8 @@ func TestBackgroundCommandConnectedToAndKilled(t *testing.T) {
 		t.Fatalf("SendSignal: %v", err)
 	}
 	ev.finish(t, &o)
-	if o.end.GetExited() || o.end.GetExitCode() != -1 || o.end.GetStatus() != "signal: killed" {
-		t.Errorf("end after SIGKILL %v, want exited false, exit code -1, status \"signal: killed\"", o.end)
+	if o.end.GetExited() || o.end.GetExitCode() != -1 || o.end.GetStatus() != "signal: killed" || o.end.GetError() != "signal: killed" {
+		t.Errorf("end after SIGKILL %v, want exited false, exit code -1, status and error \"signal: killed\"", o.end)
 	}
 
 	for deadline := time.Now().Add(guard); ; time.Sleep(10 * time.Millisecond) {
@@ -279,5 +282,36 @@ func TestKeepalivesOnAQuietStream(t *testing.T) {
 	if o.keepalives == 0 || o.stdout.String() != "done\n" {
 		t.Errorf("%d keepalives and stdout %q in 2.5 s of silence at a 1 s interval; want at least one, then %q",
 			o.keepalives, &o.stdout, "done\n")
+	}
+}
+
+// The call's timeout is the command's, as E2B's commands.run timeoutMs: the process is killed
+// when it passes, and nothing is left running.
+func TestTheCallTimeoutKillsTheCommand(t *testing.T) {
+	s := startSandbox(t)
+	ctx := guardCtx(t)
+	callCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	stream, err := s.proc.Start(callCtx, connect.NewRequest(&envdprocess.StartRequest{Process: shell("sleep 60")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := startEvents(stream).pid(t)
+	for stream.Receive() {
+	}
+	if codeOf(stream.Err()) != connect.CodeDeadlineExceeded {
+		t.Errorf("the stream ended with %v, want deadline_exceeded", stream.Err())
+	}
+	for deadline := time.Now().Add(guard); ; time.Sleep(20 * time.Millisecond) {
+		list, err := s.proc.List(ctx, connect.NewRequest(&envdprocess.ListRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(list.Msg.GetProcesses(), func(p *envdprocess.ProcessInfo) bool { return p.GetPid() == pid }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still runs after its call's timeout", pid)
+		}
 	}
 }

@@ -12,12 +12,16 @@ import (
 // stream, as a number of seconds.
 const KeepaliveHeader = "Keepalive-Ping-Interval"
 
-// minKeepalive bounds how often keepalives are sent, whatever a client asks for.
-const minKeepalive = time.Second
+// minKeepalive bounds how often keepalives are sent, whatever a client asks for;
+// DefaultKeepalive is the interval when it asks for none, as envd's.
+const (
+	minKeepalive     = time.Second
+	DefaultKeepalive = 90 * time.Second
+)
 
-// sender serializes the messages of one server stream and, when the client asked for them in
-// KeepaliveHeader, sends a keepalive whenever the stream was quiet for the interval, so proxies
-// and the SDK's own idle timers keep it open while a command prints nothing.
+// sender serializes the messages of one server stream and sends a keepalive whenever the stream
+// was quiet for the interval the client asked for in KeepaliveHeader (DefaultKeepalive when it
+// gives none), so proxies and the SDK's own idle timers keep it open while a command prints nothing.
 type sender[T any] struct {
 	mu       sync.Mutex
 	sendFn   func(T) error
@@ -31,18 +35,16 @@ type sender[T any] struct {
 // stream ends.
 func newSender[T any](ctx context.Context, h http.Header, send func(T) error, keepalive func() T) *sender[T] {
 	s := &sender[T]{sendFn: send, last: time.Now(), done: make(chan struct{})}
-	if every := keepaliveInterval(h); every > 0 {
-		s.wg.Add(1)
-		go s.keepalive(ctx, every, keepalive)
-	}
+	s.wg.Add(1)
+	go s.keepalive(ctx, keepaliveInterval(h), keepalive)
 	return s
 }
 
-// keepaliveInterval is the interval the client asked for, or 0.
+// keepaliveInterval is the interval the client asked for, or DefaultKeepalive.
 func keepaliveInterval(h http.Header) time.Duration {
-	secs, err := strconv.Atoi(h.Get(KeepaliveHeader))
+	secs, err := strconv.ParseInt(h.Get(KeepaliveHeader), 10, 32)
 	if err != nil || secs <= 0 {
-		return 0
+		return DefaultKeepalive
 	}
 	return max(time.Duration(secs)*time.Second, minKeepalive)
 }

@@ -1331,8 +1331,8 @@ func (*WatchDirResponse_StartEvent) Descriptor() ([]byte, []int) {
 	return file_e2b_envd_filesystem_filesystem_proto_rawDescGZIP(), []int{13, 0}
 }
 
-// KeepAlive is sent, at the interval the client asks for in the Keepalive-Ping-Interval header
-// (seconds), while nothing else is.
+// KeepAlive is sent when nothing else was for the interval the client asks for in the
+// Keepalive-Ping-Interval header (seconds; 90 when it gives none).
 type WatchDirResponse_KeepAlive struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields

@@ -1561,7 +1561,7 @@ type ProcessEvent_EndEvent struct {
 	Exited bool `protobuf:"varint,2,opt,name=exited,proto3" json:"exited,omitempty"`
 	// status says how it ended, as "exit status N" or "signal: NAME".
 	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
-	// error says why it ended abnormally (its timeout passed), when so.
+	// error is set when it did not exit with code 0, to the same text as status.
 	Error         *string `protobuf:"bytes,4,opt,name=error,proto3,oneof" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1625,8 +1625,9 @@ func (x *ProcessEvent_EndEvent) GetError() string {
 	return ""
 }
 
-// KeepAlive is sent, at the interval the client asks for in the Keepalive-Ping-Interval header
-// (seconds), while nothing else is, so proxies keep the stream open.
+// KeepAlive is sent when nothing else was for the interval the client asks for in the
+// Keepalive-Ping-Interval header (seconds; 90 when it gives none), so proxies keep the stream
+// open.
 type ProcessEvent_KeepAlive struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields

@@ -74,7 +74,8 @@ type ProcessClient interface {
 	// Start runs a command and streams its events: start (the pid), data (stdout, stderr, or the
 	// terminal's output for a process on a PTY), and end (exit code and status). No output is
 	// dropped while the stream is open: the agent stops reading the process's output while this
-	// stream is behind.
+	// stream is behind. The call's timeout (Connect-Timeout-Ms, which E2B's SDKs send for a
+	// command's timeout) is the process's too: its process group is killed when it passes.
 	Start(context.Context, *connect.Request[process.StartRequest]) (*connect.ServerStreamForClient[process.StartResponse], error)
 	// Update resizes the terminal of a process started with a PTY (the process gets SIGWINCH).
 	Update(context.Context, *connect.Request[process.UpdateRequest]) (*connect.Response[process.UpdateResponse], error)
@@ -215,7 +216,8 @@ type ProcessHandler interface {
 	// Start runs a command and streams its events: start (the pid), data (stdout, stderr, or the
 	// terminal's output for a process on a PTY), and end (exit code and status). No output is
 	// dropped while the stream is open: the agent stops reading the process's output while this
-	// stream is behind.
+	// stream is behind. The call's timeout (Connect-Timeout-Ms, which E2B's SDKs send for a
+	// command's timeout) is the process's too: its process group is killed when it passes.
 	Start(context.Context, *connect.Request[process.StartRequest], *connect.ServerStream[process.StartResponse]) error
 	// Update resizes the terminal of a process started with a PTY (the process gets SIGWINCH).
 	Update(context.Context, *connect.Request[process.UpdateRequest]) (*connect.Response[process.UpdateResponse], error)
