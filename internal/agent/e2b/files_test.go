@@ -120,6 +120,9 @@ func TestFilesystemOperations(t *testing.T) {
 	if _, err := s.fs.MakeDir(ctx, connect.NewRequest(&envdfilesystem.MakeDirRequest{Path: "/a/b"})); codeOf(err) != connect.CodeAlreadyExists {
 		t.Errorf("MakeDir of an existing directory: %v, want already_exists", err)
 	}
+	if _, err := s.fs.MakeDir(ctx, connect.NewRequest(&envdfilesystem.MakeDirRequest{Path: "/top.txt"})); codeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("MakeDir over a file: %v, want invalid_argument", err)
+	}
 
 	e, err := s.stat(ctx, "/top.txt")
 	if err != nil {
@@ -154,19 +157,24 @@ func TestFilesystemOperations(t *testing.T) {
 		}
 		return paths
 	}
-	if got, want := list(0), []string{"/a", "/etc", "/top.txt"}; !slices.Equal(got, want) {
+	s.write(t, "B.txt", "")
+	// Directories first, then by name regardless of case, as envd orders them.
+	if got, want := list(0), []string{"/a", "/B.txt", "/etc", "/top.txt"}; !slices.Equal(got, want) {
 		t.Errorf("ListDir / depth 0: %v, want %v", got, want)
 	}
-	if got, want := list(3), []string{"/a", "/a/b", "/a/b/c", "/etc", "/top.txt"}; !slices.Equal(got, want) {
+	if got, want := list(3), []string{"/a", "/a/b", "/a/b/c", "/B.txt", "/etc", "/top.txt"}; !slices.Equal(got, want) {
 		t.Errorf("ListDir / depth 3: %v, want %v", got, want)
 	}
 	if _, err := s.fs.ListDir(ctx, connect.NewRequest(&envdfilesystem.ListDirRequest{Path: "/top.txt"})); codeOf(err) != connect.CodeInvalidArgument {
 		t.Errorf("ListDir of a file: %v, want invalid_argument", err)
 	}
 
-	mv, err := s.fs.Move(ctx, connect.NewRequest(&envdfilesystem.MoveRequest{Source: "/top.txt", Destination: "/a/moved.txt"}))
-	if err != nil || mv.Msg.GetEntry().GetPath() != "/a/moved.txt" {
-		t.Fatalf("Move: %v, %v; want the entry at /a/moved.txt", mv, err)
+	mv, err := s.fs.Move(ctx, connect.NewRequest(&envdfilesystem.MoveRequest{Source: "/top.txt", Destination: "/a/new/moved.txt"}))
+	if err != nil || mv.Msg.GetEntry().GetPath() != "/a/new/moved.txt" {
+		t.Fatalf("Move to a directory still missing: %v, %v; want the entry at /a/new/moved.txt", mv, err)
+	}
+	if _, err := s.fs.Move(ctx, connect.NewRequest(&envdfilesystem.MoveRequest{Source: "/nope", Destination: "/x/y"})); codeOf(err) != connect.CodeNotFound {
+		t.Errorf("Move of a missing path: %v, want not_found", err)
 	}
 	if _, err := s.stat(ctx, "/top.txt"); codeOf(err) != connect.CodeNotFound {
 		t.Errorf("Stat of the moved file's old path: %v, want not_found", err)
@@ -177,8 +185,8 @@ func TestFilesystemOperations(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.root, "a")); !os.IsNotExist(err) {
 		t.Errorf("/a after Remove: %v, want it gone", err)
 	}
-	if _, err := s.fs.Remove(ctx, connect.NewRequest(&envdfilesystem.RemoveRequest{Path: "/a"})); codeOf(err) != connect.CodeNotFound {
-		t.Errorf("Remove of a missing path: %v, want not_found", err)
+	if _, err := s.fs.Remove(ctx, connect.NewRequest(&envdfilesystem.RemoveRequest{Path: "/a"})); err != nil {
+		t.Errorf("Remove of a missing path: %v, want success, as envd answers", err)
 	}
 }
 

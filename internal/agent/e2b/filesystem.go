@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,15 +58,16 @@ func (s *FilesystemService) Stat(_ context.Context, req *connect.Request[envdfil
 	return connect.NewResponse(&envdfilesystem.StatResponse{Entry: s.entryInfo(e)}), nil
 }
 
-// MakeDir implements envdfilesystemconnect.FilesystemHandler: parents are created, and a
-// directory already there is already_exists (E2B's SDKs answer false to makeDir then).
+// MakeDir implements envdfilesystemconnect.FilesystemHandler: parents are created; a directory
+// already there is already_exists (E2B's SDKs answer false to makeDir then), anything else there
+// invalid_argument, as envd answers.
 func (s *FilesystemService) MakeDir(_ context.Context, req *connect.Request[envdfilesystem.MakeDirRequest]) (*connect.Response[envdfilesystem.MakeDirResponse], error) {
 	p := req.Msg.GetPath()
 	if e, err := s.root.Stat(p); err == nil {
 		if e.Type == files.TypeDirectory {
 			return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("directory %s already exists", e.Path))
 		}
-		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf(
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf(
 			"%s already exists and is not a directory: remove it first or choose another path", e.Path))
 	}
 	e, err := s.root.MakeDir(p, true, 0)
@@ -75,9 +77,17 @@ func (s *FilesystemService) MakeDir(_ context.Context, req *connect.Request[envd
 	return connect.NewResponse(&envdfilesystem.MakeDirResponse{Entry: s.entryInfo(e)}), nil
 }
 
-// Move implements envdfilesystemconnect.FilesystemHandler; a file or empty directory at the
-// destination is replaced, as rename(2) does.
+// Move implements envdfilesystemconnect.FilesystemHandler: the destination's missing parents are
+// created, and a file or empty directory at the destination is replaced, as envd does.
 func (s *FilesystemService) Move(_ context.Context, req *connect.Request[envdfilesystem.MoveRequest]) (*connect.Response[envdfilesystem.MoveResponse], error) {
+	if _, err := s.root.Stat(req.Msg.GetSource()); err != nil {
+		return nil, fileError(err) // not found: create no parents for nothing
+	}
+	if parent := path.Dir(req.Msg.GetDestination()); parent != "." && parent != "/" {
+		if _, err := s.root.MakeDir(parent, true, 0); err != nil {
+			return nil, fileError(err)
+		}
+	}
 	e, err := s.root.Move(req.Msg.GetSource(), req.Msg.GetDestination(), true)
 	if err != nil {
 		return nil, fileError(err)
@@ -91,6 +101,16 @@ func (s *FilesystemService) ListDir(_ context.Context, req *connect.Request[envd
 	if err != nil {
 		return nil, fileError(err)
 	}
+	// envd's order: directories first, then by name regardless of case.
+	slices.SortStableFunc(entries, func(a, b files.Entry) int {
+		if (a.Type == files.TypeDirectory) != (b.Type == files.TypeDirectory) {
+			if a.Type == files.TypeDirectory {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
+	})
 	res := &envdfilesystem.ListDirResponse{Entries: make([]*envdfilesystem.EntryInfo, 0, len(entries))}
 	for _, e := range entries {
 		res.Entries = append(res.Entries, s.entryInfo(e))
@@ -98,9 +118,11 @@ func (s *FilesystemService) ListDir(_ context.Context, req *connect.Request[envd
 	return connect.NewResponse(res), nil
 }
 
-// Remove implements envdfilesystemconnect.FilesystemHandler: a directory goes with everything in it.
+// Remove implements envdfilesystemconnect.FilesystemHandler: a directory goes with everything in
+// it, and a path that does not exist is already removed (envd answers success, and E2B's SDKs
+// count on it).
 func (s *FilesystemService) Remove(_ context.Context, req *connect.Request[envdfilesystem.RemoveRequest]) (*connect.Response[envdfilesystem.RemoveResponse], error) {
-	if err := s.root.Remove(req.Msg.GetPath(), true); err != nil {
+	if err := s.root.Remove(req.Msg.GetPath(), true); err != nil && !errors.Is(err, files.ErrNotFound) {
 		return nil, fileError(err)
 	}
 	return connect.NewResponse(&envdfilesystem.RemoveResponse{}), nil

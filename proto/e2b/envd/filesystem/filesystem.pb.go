@@ -716,7 +716,7 @@ func (x *ListDirRequest) GetDepth() uint32 {
 	return 0
 }
 
-// ListDirResponse holds the entries, sorted by path.
+// ListDirResponse holds the entries, directories first, then by name regardless of case.
 type ListDirResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// entries are the entries, the directory itself not included.

@@ -73,13 +73,15 @@ const (
 type FilesystemClient interface {
 	// Stat describes one entry; a final symbolic link is described itself, not followed.
 	Stat(context.Context, *connect.Request[filesystem.StatRequest]) (*connect.Response[filesystem.StatResponse], error)
-	// MakeDir creates a directory and its missing parents; already_exists when it exists.
+	// MakeDir creates a directory and its missing parents; already_exists when it exists,
+	// invalid_argument when something else is there.
 	MakeDir(context.Context, *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error)
-	// Move renames a file or directory, replacing a file at the destination.
+	// Move renames a file or directory, creating the destination's missing parents and replacing a
+	// file at the destination.
 	Move(context.Context, *connect.Request[filesystem.MoveRequest]) (*connect.Response[filesystem.MoveResponse], error)
 	// ListDir lists a directory's entries, down to depth levels (0 and 1: its own entries only).
 	ListDir(context.Context, *connect.Request[filesystem.ListDirRequest]) (*connect.Response[filesystem.ListDirResponse], error)
-	// Remove removes a file, or a directory with everything in it.
+	// Remove removes a file, or a directory with everything in it; a missing path is not an error.
 	Remove(context.Context, *connect.Request[filesystem.RemoveRequest]) (*connect.Response[filesystem.RemoveResponse], error)
 	// WatchDir streams the changes under a directory: first a start event once the watch is in
 	// place, then one event per change.
@@ -223,13 +225,15 @@ func (c *filesystemClient) RemoveWatcher(ctx context.Context, req *connect.Reque
 type FilesystemHandler interface {
 	// Stat describes one entry; a final symbolic link is described itself, not followed.
 	Stat(context.Context, *connect.Request[filesystem.StatRequest]) (*connect.Response[filesystem.StatResponse], error)
-	// MakeDir creates a directory and its missing parents; already_exists when it exists.
+	// MakeDir creates a directory and its missing parents; already_exists when it exists,
+	// invalid_argument when something else is there.
 	MakeDir(context.Context, *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error)
-	// Move renames a file or directory, replacing a file at the destination.
+	// Move renames a file or directory, creating the destination's missing parents and replacing a
+	// file at the destination.
 	Move(context.Context, *connect.Request[filesystem.MoveRequest]) (*connect.Response[filesystem.MoveResponse], error)
 	// ListDir lists a directory's entries, down to depth levels (0 and 1: its own entries only).
 	ListDir(context.Context, *connect.Request[filesystem.ListDirRequest]) (*connect.Response[filesystem.ListDirResponse], error)
-	// Remove removes a file, or a directory with everything in it.
+	// Remove removes a file, or a directory with everything in it; a missing path is not an error.
 	Remove(context.Context, *connect.Request[filesystem.RemoveRequest]) (*connect.Response[filesystem.RemoveResponse], error)
 	// WatchDir streams the changes under a directory: first a start event once the watch is in
 	// place, then one event per change.
