@@ -24,6 +24,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/agent/activity"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/agent/compat/pyruntime"
+	"github.com/kubox-dev/kubox/internal/agent/e2b"
 	"github.com/kubox-dev/kubox/internal/agent/files"
 	"github.com/kubox-dev/kubox/internal/agent/limits"
 	"github.com/kubox-dev/kubox/internal/agent/process"
@@ -65,6 +66,9 @@ type Config struct {
 	SandboxdGRPCPort, SandboxdRESTPort int
 	SandboxdExecuteTimeout             time.Duration
 	SandboxdMaxExecuteOutput           int64
+	// E2BPort serves E2B's in-sandbox protocol, envd (internal/agent/e2b), with the agent's token
+	// and file root; 0 turns it off.
+	E2BPort int
 	// CompatMaxOutputBytes bounds each output stream of a python-runtime /execute command; one
 	// that writes more is killed and answered with an error naming the limit. Nil means
 	// $KUBOX_COMPAT_MAX_OUTPUT_BYTES, or else DefaultCompatMaxOutputBytes; 0 means no limit.
@@ -99,6 +103,7 @@ type Agent struct {
 	procs    *process.Manager
 	main     *process.Process
 	sandboxd *files.SandboxdHandler
+	e2b      *e2b.Handler
 	// root is the agent's file root; settings holds a claim's settings (internal/agent/settings).
 	root     *files.Root
 	settings *settings.Store
@@ -157,6 +162,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := a.addSandboxd(); err != nil {
 		return nil, err
 	}
+	a.addE2B()
 	for _, s := range a.servers {
 		s.Handler = a.activity.Wrap(s.Handler)
 	}
@@ -295,6 +301,25 @@ func (a *Agent) addSandboxd() error {
 	return nil
 }
 
+// addE2B adds the server of envd's API (see internal/agent/e2b) over the agent's own process
+// manager, file root, limits, write gate and token. It is optional like sandboxd's ports: an image
+// that runs E2B's own envd keeps the port.
+func (a *Agent) addE2B() {
+	if a.cfg.E2BPort == 0 {
+		return
+	}
+	streams := limits.NewStreamLimiter(a.cfg.MaxStreams, limits.DefaultRetryAfter)
+	a.e2b = e2b.NewHandler(e2b.Options{
+		Processes: a.procs, Root: a.root, WorkDir: a.cfg.WorkDir, Environ: a.settings.Environ, Token: a.cfg.Token,
+		Writes: a.writes,
+		Wrap: func(h http.Handler) http.Handler {
+			return streams.Wrap(limits.BodyLimit(a.cfg.MaxMessageBytes, h))
+		},
+		FilesystemOptions: []connect.HandlerOption{connect.WithInterceptors(a.writes.Interceptor(e2b.WriteProcedures...))},
+	})
+	a.addOptional(newServer(a.cfg.Host, a.cfg.E2BPort, a.e2b))
+}
+
 func (a *Agent) addOptional(s *http.Server) {
 	if a.optional == nil {
 		a.optional = map[*http.Server]bool{}
@@ -385,7 +410,7 @@ func (a *Agent) Listen() error {
 	for _, s := range a.servers {
 		l, err := net.Listen("tcp", s.Addr)
 		if err != nil && a.optional[s] && errors.Is(err, syscall.EADDRINUSE) {
-			a.cfg.Log.Warn("A sandboxd port is taken, by a sandboxd sidecar or the image itself; the agent does not serve it",
+			a.cfg.Log.Warn("A sandboxd or E2B port is taken, by a sidecar or the image itself (sandboxd, envd); the agent does not serve it",
 				"address", s.Addr)
 			continue
 		}
@@ -412,7 +437,7 @@ func (a *Agent) serve(s *http.Server, l net.Listener) {
 }
 
 // Addrs are the listeners' addresses: the agent's port first, then the compatibility port, then
-// sandboxd's gRPC and REST ports, each when it is on.
+// sandboxd's gRPC and REST ports, then the E2B port, each when it is on (and not taken).
 func (a *Agent) Addrs() []net.Addr { return a.addrs }
 
 // Shutdown stops taking requests (sandboxd's health turns 503 first, and every file API refuses
@@ -437,6 +462,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, <-procsDone, <-writesDone)
+	if a.e2b != nil {
+		a.e2b.Close()
+	}
 	a.sync()
 	return errors.Join(errs...)
 }

@@ -45,7 +45,9 @@ the HTTP APIs of agent-sandbox's runtimes (python-runtime's /execute, /upload, /
 /exists; sandboxd's /v1/files and /v1/health), so their clients work unchanged. On
 --sandboxd-grpc-port and --sandboxd-rest-port (by default the ports of $SANDBOXD_GRPC_ADDR and
 $SANDBOXD_REST_ADDR, when the container has them) it serves sandboxd's gRPC and REST APIs, which
-agent-sandbox v1's SDKs use (a port already taken, say by a sandboxd sidecar, is left to it).
+agent-sandbox v1's SDKs use (a port already taken, say by a sandboxd sidecar, is left to it). On
+--e2b-port (49983, envd's) it serves E2B's in-sandbox API (envd's process and filesystem services,
+/files, /envs, /health) for E2B's SDKs, with the token as X-Access-Token or a bearer.
 
 Every request needs "Authorization: Bearer <token>" with the token from --token-file (or the
 variable named by --token-env); /healthz needs none. The command after "--" runs as the agent's
@@ -78,6 +80,7 @@ after --shutdown-grace), syncs the file systems and exits.`,
 		"port of sandboxd's gRPC API (process.v1, watcher.v1; sandboxd's is 9090); default: the port of $"+contract.SandboxdGRPCAddrEnv+", else off (0); --compat-port=0 turns it off")
 	f.IntVar(&o.cfg.SandboxdRESTPort, "sandboxd-rest-port", contract.PortFromAddrEnv(os.Getenv, contract.SandboxdRESTAddrEnv),
 		"port of sandboxd's REST API (/v1/files, /v1/health, /v1/metadata; sandboxd's is 8080); default: the port of $"+contract.SandboxdRESTAddrEnv+", else off (0); --compat-port=0 turns it off")
+	f.IntVar(&o.cfg.E2BPort, "e2b-port", contract.E2BEnvdPort, "port of E2B's in-sandbox API (envd: process, filesystem, /files) for E2B's SDKs; 0 turns it off; a port the image already holds is left to it")
 	f.DurationVar(&o.cfg.SandboxdExecuteTimeout, "sandboxd-execute-timeout", 0, "longest a sandboxd Execute may run (0: only the caller's deadline)")
 	f.Int64Var(&o.cfg.SandboxdMaxExecuteOutput, "sandboxd-max-execute-output", sandboxd.DefaultMaxExecuteOutput, "most bytes per stream a sandboxd Execute returns; more fails the call instead of being cut")
 	f.IntVar(&o.cfg.MaxStreams, "max-streams", agent.DefaultMaxStreams, "most concurrent API calls, streams included")
