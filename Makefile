@@ -113,7 +113,7 @@ test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agen
 
 .PHONY: test-integration
 test-integration: ## Go integration tests against the repo's own etcd and kube-apiserver, and sandboxd conformance through kubox-router (the Python SDK's are in test-python)
-	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v /test/integration/pysdk) ./test/conformance/router/
+	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v -e /test/integration/pysdk -e /test/integration/tssdk -e /test/integration/clientenv) ./test/conformance/router/
 
 .PHONY: test-python
 test-python: python-deps python-generate-check ## The Python SDK's unit tests and its integration tests (test/integration/pysdk); PYTEST_ADDOPTS passes pytest flags
@@ -162,8 +162,9 @@ ts-install: ## Install the TypeScript SDK's npm dependencies from its lockfile (
 	cd $(TS_DIR) && npm ci --no-audit --no-fund
 
 .PHONY: test-ts
-test-ts: $(TS_DEPS) ## The TypeScript SDK's tests (node --test) against a real kubox-agent on 127.0.0.1
+test-ts: $(TS_DEPS) ## The TypeScript SDK's tests (node --test): unit against a real kubox-agent, integration against a real environment (test/integration/tssdk)
 	cd $(TS_DIR) && npm test
+	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 15m -v ./test/integration/tssdk/
 
 .PHONY: verify-ts
 verify-ts: $(TS_DEPS) ## Type-check (tsc --noEmit, strict) and lint (eslint, typescript-eslint) the TypeScript SDK
