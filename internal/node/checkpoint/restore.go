@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 )
 
 // RootFS makes a container's root filesystem at target, an empty directory: a writable mount of
@@ -68,6 +67,10 @@ func Restore(ctx context.Context, r Runsc, o RestoreOptions) (*Restored, error) 
 		}
 		res.Bundles[id] = bundles[i]
 	}
+	// The specs name the old Pod's cgroup (the shim's dev.gvisor.spec.cgroup-parent annotation,
+	// which the restore must keep unchanged): runsc would create it again and the kubelet kills
+	// whatever runs in the cgroup of a deleted Pod. The restored sandbox runs in none.
+	r.Flags = append(append([]string(nil), r.Flags...), "--ignore-cgroups")
 	if err := restoreAll(ctx, r, filepath.Join(o.Dir, imageDir), res.IDs, bundles); err != nil {
 		_ = r.Kill(context.WithoutCancel(ctx), res.IDs...)
 		return nil, err
@@ -75,49 +78,23 @@ func Restore(ctx context.Context, r Runsc, o RestoreOptions) (*Restored, error) 
 	return res, nil
 }
 
-// restoreAll restores the sandbox container, which waits in runsc until every other container
-// of the checkpoint is created and restored into it, then those.
+// restoreAll restores the sandbox container, then creates and restores each other container
+// of the checkpoint into it. `runsc restore --detach` of the sandbox returns once the sandbox
+// waits for them; creating them while it still runs fails or, worse, kills the sandbox as soon
+// as the last one is restored (both seen on the dev node).
 func restoreAll(ctx context.Context, r Runsc, image string, ids, bundles []string) error {
-	done := make(chan error, 1)
-	go func() {
-		done <- r.run(ctx, "restore", "--detach", "--bundle="+bundles[0], "--image-path="+image, ids[0])
-	}()
-	if len(ids) > 1 {
-		if err := waitSandbox(ctx, r, ids[0], done); err != nil {
-			return err
-		}
+	if err := r.run(ctx, "restore", "--detach", "--bundle="+bundles[0], "--image-path="+image, ids[0]); err != nil {
+		return err
 	}
 	for i := 1; i < len(ids); i++ {
 		if err := r.run(ctx, "create", "--bundle="+bundles[i], ids[i]); err != nil {
-			return errors.Join(err, <-done)
+			return err
 		}
 		if err := r.run(ctx, "restore", "--detach", "--bundle="+bundles[i], "--image-path="+image, ids[i]); err != nil {
-			return errors.Join(err, <-done)
-		}
-	}
-	return <-done
-}
-
-// waitSandbox waits until runsc has recorded the sandbox container ids[0]: only then can other
-// containers be created in it. It returns the sandbox restore's error if that ends first.
-func waitSandbox(ctx context.Context, r Runsc, id string, done chan error) error {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if r.run(ctx, "state", id) == nil {
-			return nil
-		}
-		select {
-		case err := <-done:
-			if err == nil {
-				err = fmt.Errorf("runsc restore of %s ended before the sandbox appeared", id)
-			}
 			return err
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), <-done)
-		case <-tick.C:
 		}
 	}
+	return nil
 }
 
 // prepareBundle writes container c's bundle for the new sandbox and returns its directory.
