@@ -53,8 +53,75 @@ func devNode() checkpoint.Node {
 // where it stopped.
 func TestCheckpointRestoreKeepsPythonMemory(t *testing.T) {
 	ns := namespace(t)
-	ctx := context.Background()
 	node := devNode()
+	pod, podState := startCounter(t, ns)
+	before := waitCounter(t, podState, func(s counterState) bool { return s.n > 3 })
+	dir := checkpointPod(t, node, ns, pod.Name, false)
+	if err := clientset.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodGone(t, ns, pod.Name)
+
+	restored, _ := restore(t, node, dir)
+	state := restoredState(t, restored)
+	after := waitCounter(t, state, func(s counterState) bool { return s.n > 0 })
+	if after.secret != before.secret {
+		t.Fatalf("secret after restore = %d, before the checkpoint %d: the Python process did not keep its memory", after.secret, before.secret)
+	}
+	if after.n < before.n {
+		t.Fatalf("counter after restore = %d, below %d read before the checkpoint: it started over", after.n, before.n)
+	}
+	later := waitCounter(t, state, func(s counterState) bool { return s.n > after.n+2 })
+	if later.secret != before.secret {
+		t.Fatalf("secret changed while the restored process ran: %d, want %d", later.secret, before.secret)
+	}
+	t.Logf("secret %d kept; counter %d before the checkpoint, %d after the restore, then %d", before.secret, before.n, after.n, later.n)
+}
+
+// TestCheckpointForkOfThree snapshots a running gVisor Pod (the checkpoint leaves it running) and
+// restores the snapshot three times: each copy has the source's secret, counts on from the
+// snapshot, and runs on its own (one killed, the others and the source go on).
+func TestCheckpointForkOfThree(t *testing.T) {
+	ns := namespace(t)
+	node := devNode()
+	pod, podState := startCounter(t, ns)
+	before := waitCounter(t, podState, func(s counterState) bool { return s.n > 3 })
+	dir := checkpointPod(t, node, ns, pod.Name, true)
+	source := waitCounter(t, podState, func(s counterState) bool { return s.n > before.n+3 })
+
+	var forks []*checkpoint.Restored
+	var runscs []checkpoint.Runsc
+	var states []string
+	for range 3 {
+		r, runsc := restore(t, node, dir)
+		forks, runscs, states = append(forks, r), append(runscs, runsc), append(states, restoredState(t, r))
+	}
+	last := make([]counterState, len(forks))
+	for i, st := range states {
+		last[i] = waitCounter(t, st, func(s counterState) bool { return s.n > before.n })
+		if last[i].secret != before.secret {
+			t.Fatalf("fork %d has secret %d, the source %d", i, last[i].secret, before.secret)
+		}
+	}
+	if err := runscs[0].Kill(context.Background(), forks[0].IDs...); err != nil {
+		t.Fatalf("kill fork 0: %v", err)
+	}
+	stopped := waitCounter(t, states[0], func(counterState) bool { return true })
+	for i := 1; i < len(states); i++ {
+		waitCounter(t, states[i], func(s counterState) bool { return s.n > last[i].n+3 })
+	}
+	waitCounter(t, podState, func(s counterState) bool { return s.n > source.n+3 })
+	time.Sleep(time.Second)
+	if now := waitCounter(t, states[0], func(counterState) bool { return true }); now.n != stopped.n {
+		t.Errorf("fork 0 counted on (%d -> %d) after it was killed", stopped.n, now.n)
+	}
+	t.Logf("secret %d in the source and 3 forks; snapshot at counter >= %d; forks at %d, %d, %d; fork 0 stopped at %d, the others and the source went on",
+		before.secret, before.n, last[0].n, last[1].n, last[2].n, stopped.n)
+}
+
+// startCounter runs counterMain in a gVisor Pod and returns it and the host path of its state file.
+func startCounter(t *testing.T, ns string) (*corev1.Pod, string) {
+	t.Helper()
 	gvisor, grace := "gvisor", int64(1)
 	pod := createPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "counter"},
@@ -69,50 +136,37 @@ func TestCheckpointRestoreKeepsPythonMemory(t *testing.T) {
 		},
 	})
 	pod = waitRunning(t, ns, pod.Name)
-	podState := filepath.Join(node.KubeletRoot, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "out", "state")
-	before := waitCounter(t, podState, func(s counterState) bool { return s.n > 3 })
+	return pod, filepath.Join(devNode().KubeletRoot, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "out", "state")
+}
 
-	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), ns, pod.Name)
+// checkpointPod takes a full checkpoint of the Pod ns/name into a test folder and returns it.
+func checkpointPod(t *testing.T, node checkpoint.Node, ns, name string, leaveRunning bool) string {
+	t.Helper()
+	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "ck")
-	m, err := checkpoint.Checkpoint(ctx, node.PodRunsc(), checkpoint.Options{
-		SandboxID: sandboxID, Dir: dir, TaskDir: node.TaskDir(), PodDirs: node.PodDirs(),
+	m, err := checkpoint.Checkpoint(context.Background(), node.PodRunsc(), checkpoint.Options{
+		SandboxID: sandboxID, Dir: dir, TaskDir: node.TaskDir(), PodDirs: node.PodDirs(), LeaveRunning: leaveRunning,
 	})
 	if err != nil {
 		t.Fatalf("checkpoint: %v", err)
 	}
-	t.Logf("checkpoint of %s: %d bytes in %.3f s, sha256 %s, %d containers", sandboxID[:12], m.Size,
-		time.Duration(m.Duration).Seconds(), m.SHA256, len(m.Containers))
-	for _, f := range m.Files {
-		if strings.HasPrefix(f.Path, "files/") {
-			t.Logf("  copied %s (%d bytes)", f.Path, f.Size)
-		}
-	}
-	if err := clientset.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPodGone(t, ns, pod.Name)
+	t.Logf("checkpoint of %s (leave running %t): %d bytes in %.3f s, sha256 %s, %d containers", sandboxID[:12], leaveRunning,
+		m.Size, time.Duration(m.Duration).Seconds(), m.SHA256, len(m.Containers))
+	return dir
+}
 
-	restored := restore(t, node, dir)
-	// The restored process writes to the restore's copy of the emptyDir.
-	copies, _ := filepath.Glob(filepath.Join(restored.Bundles[restored.Containers["py"]], "files", "*", "state"))
+// restoredState is the host path of the restored counter's state file: the restore's own copy of
+// the Pod's emptyDir.
+func restoredState(t *testing.T, r *checkpoint.Restored) string {
+	t.Helper()
+	copies, _ := filepath.Glob(filepath.Join(r.Bundles[r.Containers["py"]], "files", "*", "state"))
 	if len(copies) != 1 {
 		t.Fatalf("the restored bundle has %d copies of the emptyDir's state file, want 1", len(copies))
 	}
-	after := waitCounter(t, copies[0], func(s counterState) bool { return s.n > 0 })
-	if after.secret != before.secret {
-		t.Fatalf("secret after restore = %d, before the checkpoint %d: the Python process did not keep its memory", after.secret, before.secret)
-	}
-	if after.n < before.n {
-		t.Fatalf("counter after restore = %d, below %d read before the checkpoint: it started over", after.n, before.n)
-	}
-	later := waitCounter(t, copies[0], func(s counterState) bool { return s.n > after.n+2 })
-	if later.secret != before.secret {
-		t.Fatalf("secret changed while the restored process ran: %d, want %d", later.secret, before.secret)
-	}
-	t.Logf("secret %d kept; counter %d before the checkpoint, %d after the restore, then %d", before.secret, before.n, after.n, later.n)
+	return copies[0]
 }
 
 type counterState struct{ secret, n int64 }
@@ -129,7 +183,7 @@ func readCounter(s string) counterState {
 
 // restore restores the checkpoint in dir into a new sandbox with its own runsc root and root
 // filesystems mounted from containerd's images; the test's cleanup removes all of it.
-func restore(t *testing.T, node checkpoint.Node, dir string) *checkpoint.Restored {
+func restore(t *testing.T, node checkpoint.Node, dir string) (*checkpoint.Restored, checkpoint.Runsc) {
 	t.Helper()
 	ctx := context.Background()
 	// A short folder: runsc puts unix sockets in its root.
@@ -177,7 +231,7 @@ func restore(t *testing.T, node checkpoint.Node, dir string) *checkpoint.Restore
 			t.Logf("remove the restored sandbox: %v", err)
 		}
 	})
-	return restored
+	return restored, runsc
 }
 
 // waitCounter reads the counter's state file until ok accepts what it says.
