@@ -1,0 +1,213 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeRunsc writes a runsc stand-in: --version prints a version; checkpoint writes image files
+// to --image-path, or fails when FAIL is in the environment; anything else succeeds.
+func fakeRunsc(t *testing.T) Runsc {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "runsc")
+	script := `#!/bin/sh
+[ "$1" = --version ] && { echo "runsc version test"; echo "spec: 1.2.1"; exit 0; }
+[ -n "$FAIL" ] && { echo "checkpoint failed: $FAIL" >&2; exit 128; }
+for a in "$@"; do case $a in --image-path=*) d=${a#--image-path=};; esac; done
+case " $* " in *" checkpoint "*) ;; *) exit 0;; esac
+mkdir -p "$d" && echo state > "$d/checkpoint.img" && head -c 8192 /dev/zero > "$d/pages.img" && echo meta > "$d/pages_meta.img"
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Runsc{Binary: bin, Root: t.TempDir()}
+}
+
+// fakePod writes containerd's task directory for a Pod (a sandbox and a container "py") and a
+// per-Pod folder with the files the kubelet bind-mounts, and returns both.
+func fakePod(t *testing.T) (taskDir, podDir string) {
+	t.Helper()
+	taskDir, podDir = t.TempDir(), t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(podDir, "token", "..2026"), 0o755))
+	must(t, os.WriteFile(filepath.Join(podDir, "token", "..2026", "token"), []byte("jwt"), 0o644))
+	must(t, os.Symlink("..2026/token", filepath.Join(podDir, "token", "token")))
+	must(t, os.WriteFile(filepath.Join(podDir, "etc-hosts"), []byte("127.0.0.1 localhost\n"), 0o644))
+	writeBundle(t, taskDir, "sb1", map[string]any{
+		annContainerType: "sandbox", annSandboxID: "sb1", annSandboxName: "p", annSandboxNS: "ns",
+		annSandboxImage: "kubox.local/pause:dev"}, nil)
+	writeBundle(t, taskDir, "c1", map[string]any{
+		annContainerType: "container", annSandboxID: "sb1", annContainerName: "py", annImageName: "kubox.local/python:dev"},
+		[]any{
+			map[string]any{"destination": "/proc", "type": "proc", "source": "proc"},
+			map[string]any{"destination": "/etc/hosts", "type": "bind", "source": filepath.Join(podDir, "etc-hosts")},
+			map[string]any{"destination": "/data", "type": "bind", "source": "/srv/volume"},
+			map[string]any{"destination": "/run/secrets", "type": "bind", "source": filepath.Join(podDir, "token")},
+		})
+	writeBundle(t, taskDir, "other", map[string]any{annContainerType: "sandbox", annSandboxID: "other"}, nil)
+	return taskDir, podDir
+}
+
+func writeBundle(t *testing.T, taskDir, id string, ann map[string]any, mounts []any) {
+	t.Helper()
+	s := map[string]any{
+		"root":        map[string]any{"path": "rootfs"},
+		"annotations": ann,
+		"mounts":      mounts,
+		"linux": map[string]any{"cgroupsPath": "/kubox/pod/" + id, "namespaces": []any{
+			map[string]any{"type": "pid"}, map[string]any{"type": "network", "path": "/proc/7/ns/net"}}},
+	}
+	b, _ := json.Marshal(s)
+	must(t, os.MkdirAll(filepath.Join(taskDir, id), 0o755))
+	must(t, os.WriteFile(filepath.Join(taskDir, id, "config.json"), b, 0o644))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckpointWritesAVerifiedDirectory(t *testing.T) {
+	taskDir, podDir := fakePod(t)
+	dir := filepath.Join(t.TempDir(), "ck")
+	m, err := Checkpoint(context.Background(), fakeRunsc(t), Options{SandboxID: "sb1", Dir: dir, TaskDir: taskDir, PodDirs: []string{podDir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, c := range m.Containers {
+		names = append(names, c.ID+":"+c.Name+":"+c.Image)
+	}
+	if diff := cmp.Diff([]string{"sb1::kubox.local/pause:dev", "c1:py:kubox.local/python:dev"}, names); diff != "" {
+		t.Errorf("containers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[int]string{1: "files/1/1", 3: "files/1/3"}, m.Containers[1].Copied); diff != "" {
+		t.Errorf("copied mounts (-want +got):\n%s", diff)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "files/1/3/token")); err != nil || string(b) != "jwt" {
+		t.Errorf("the token link was not copied as a file: %q %v", b, err)
+	}
+	if m.Kind != Full || m.Runsc != "runsc version test" || m.Size < 8192 || len(m.SHA256) != 64 || m.Duration <= 0 {
+		t.Errorf("manifest: kind %s runsc %q size %d sha256 %q duration %v", m.Kind, m.Runsc, m.Size, m.SHA256, m.Duration)
+	}
+}
+
+func TestCheckpointFailureLeavesNothing(t *testing.T) {
+	taskDir, podDir := fakePod(t)
+	dir := filepath.Join(t.TempDir(), "ck")
+	t.Setenv("FAIL", "no space left on device")
+	_, err := Checkpoint(context.Background(), fakeRunsc(t), Options{SandboxID: "sb1", Dir: dir, TaskDir: taskDir, PodDirs: []string{podDir}})
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("err = %v, want runsc's message", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed checkpoint left %s behind (%v)", dir, err)
+	}
+}
+
+func TestCheckpointUnknownSandbox(t *testing.T) {
+	taskDir, _ := fakePod(t)
+	_, err := Checkpoint(context.Background(), fakeRunsc(t), Options{SandboxID: "c1", Dir: filepath.Join(t.TempDir(), "ck"), TaskDir: taskDir})
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("err = %v, want ErrNotFound (c1 is a container, not a sandbox)", err)
+	}
+}
+
+func TestVerifyCatchesEveryDamage(t *testing.T) {
+	for name, damage := range map[string]func(dir string) error{
+		"a byte changed": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "image/checkpoint.img"), []byte("stale\n"), 0o644)
+		},
+		"a file missing":  func(dir string) error { return os.Remove(filepath.Join(dir, "image/pages.img")) },
+		"a file too many": func(dir string) error { return os.WriteFile(filepath.Join(dir, "image/extra"), nil, 0o644) },
+		"no manifest":     func(dir string) error { return os.Remove(filepath.Join(dir, ManifestFile)) },
+		"truncated": func(dir string) error {
+			return os.Truncate(filepath.Join(dir, "image/pages.img"), 4096)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			taskDir, podDir := fakePod(t)
+			dir := filepath.Join(t.TempDir(), "ck")
+			if _, err := Checkpoint(context.Background(), fakeRunsc(t), Options{SandboxID: "sb1", Dir: dir, TaskDir: taskDir, PodDirs: []string{podDir}}); err != nil {
+				t.Fatal(err)
+			}
+			must(t, damage(dir))
+			if _, err := Verify(dir); !errors.Is(err, ErrIncomplete) {
+				t.Errorf("Verify = %v, want ErrIncomplete", err)
+			}
+		})
+	}
+}
+
+func TestVerifyNeedsTheImageOfItsKind(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, imageDir), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, imageDir, "pages.img"), []byte("x"), 0o644))
+	must(t, writeManifest(dir, &Manifest{Version: 1, Kind: Full}))
+	if _, err := Verify(dir); !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "checkpoint.img") {
+		t.Errorf("Verify = %v, want checkpoint.img missing", err)
+	}
+}
+
+func TestPrivateMount(t *testing.T) {
+	pods := []string{"/k/pods"}
+	for src, want := range map[string]bool{
+		"/k/pods/u/etc-hosts": true,
+		"/k/pods/u/volumes/kubernetes.io~projected/kube-api-access-x": true,
+		"/k/pods/u/volumes/kubernetes.io~empty-dir/scratch":           true,
+		"/k/pods/u/volumes/kubernetes.io~csi/pvc-1/mount":             false,
+		"/tmp/hostpath_pv/pvc-1":                                      false,
+		"/k/podsX/u/etc-hosts":                                        false,
+	} {
+		if _, got := privateMount(map[string]any{"type": "bind", "source": src}, pods); got != want {
+			t.Errorf("privateMount(%s) = %t, want %t", src, got, want)
+		}
+	}
+}
+
+func TestFindSandbox(t *testing.T) {
+	taskDir, _ := fakePod(t)
+	if id, err := FindSandbox(taskDir, "ns", "p"); err != nil || id != "sb1" {
+		t.Errorf("FindSandbox = %q, %v; want sb1", id, err)
+	}
+	if _, err := FindSandbox(taskDir, "ns", "q"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("FindSandbox of a missing pod = %v, want ErrNotFound", err)
+	}
+}
+
+func TestCheckpointArgs(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{SandboxID: "s", Dir: "/d"}, "checkpoint --image-path=/d/image --leave-running=false s"},
+		{Options{SandboxID: "s", Dir: "/d", LeaveRunning: true, Compress: true}, "checkpoint --image-path=/d/image --leave-running=true --compression=flate-best-speed s"},
+		{Options{SandboxID: "s", Dir: "/d", Kind: Filesystem, LeaveRunning: true}, "fscheckpoint --image-path=/d/image --leave-running=true s"},
+	} {
+		if got := strings.Join(checkpointArgs(tc.o), " "); got != tc.want {
+			t.Errorf("checkpointArgs(%+v) = %q, want %q", tc.o, got, tc.want)
+		}
+	}
+}
+
+func TestRebaseGivesTheNewSandboxItsOwnEverything(t *testing.T) {
+	taskDir, _ := fakePod(t)
+	s, err := readSpec(filepath.Join(taskDir, "c1", "config.json"))
+	must(t, err)
+	rebase(s, "/w/new-py", "new", map[int]string{1: "/w/new-py/files/1"})
+	got, _ := json.Marshal(map[string]any{"root": s["root"], "linux": s["linux"], "sandbox": s.annotation(annSandboxID),
+		"mounts": []any{s.mounts()[1]["source"], s.mounts()[2]["source"]}})
+	want := `{"linux":{"namespaces":[{"type":"pid"},{"type":"network"}]},"mounts":["/w/new-py/files/1","/srv/volume"],` +
+		`"root":{"path":"/w/new-py/rootfs"},"sandbox":"new"}`
+	if string(got) != want {
+		t.Errorf("rebased spec\n got %s\nwant %s", got, want)
+	}
+}
