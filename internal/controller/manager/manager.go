@@ -94,7 +94,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1.Controller
 	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := metrics.Register(mgr.GetCache(), ctrl.Log.WithName("metrics")); err != nil {
+	if err := metrics.Register(ctx, mgr.GetCache(), ctrl.Log.WithName("metrics")); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
