@@ -1,8 +1,13 @@
 package manager
 
 import (
-	corev1 "k8s.io/api/core/v1"
+	"unique"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 )
 
@@ -70,4 +75,96 @@ func TrimService(obj any) (any, error) {
 	svc.Spec = corev1.ServiceSpec{Selector: svc.Spec.Selector, Ports: svc.Spec.Ports, ClusterIP: svc.Spec.ClusterIP}
 	svc.Status = corev1.ServiceStatus{}
 	return svc, nil
+}
+
+// TrimSandbox is the Sandbox informer's transform. A Sandbox is decoded from JSON (a CRD has no
+// protobuf), so each of its strings is an allocation of its own, though most are the same in
+// every Sandbox of a template or a pool: label and annotation keys and values, owner references,
+// the pod template's image, command and names, the condition types, reasons and messages. It
+// interns those (Go's unique package: one copy per distinct value, dropped when no object holds
+// it), and drops managedFields and kubectl's last-applied-configuration annotation (a copy of the
+// object as applied), which nothing in kubox reads; reconcilers patch Sandboxes and never
+// Update their metadata from the cache, so it is never written back without them. Every value
+// a reader sees is unchanged.
+func TrimSandbox(obj any) (any, error) {
+	sb, ok := obj.(*sandboxv1beta1.Sandbox)
+	if !ok {
+		return obj, nil
+	}
+	sb.ManagedFields = nil
+	delete(sb.Annotations, corev1.LastAppliedConfigAnnotation)
+	internObjectMeta(&sb.ObjectMeta)
+	sb.Spec.PodTemplate.Metadata.Labels = internMap(sb.Spec.PodTemplate.Metadata.Labels)
+	sb.Spec.PodTemplate.Metadata.Annotations = internMap(sb.Spec.PodTemplate.Metadata.Annotations)
+	internPodSpec(&sb.Spec.PodTemplate.Spec)
+	st := &sb.Status
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Type, c.Reason, c.Message = intern(c.Type), intern(c.Reason), intern(c.Message)
+	}
+	st.NodeName = intern(st.NodeName)
+	return sb, nil
+}
+
+// internObjectMeta interns the metadata strings objects share: namespace, labels, annotations,
+// owner references and finalizers. Names, UIDs and resource versions are each object's own.
+func internObjectMeta(m *metav1.ObjectMeta) {
+	m.Namespace, m.GenerateName = intern(m.Namespace), intern(m.GenerateName)
+	m.Labels, m.Annotations = internMap(m.Labels), internMap(m.Annotations)
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), types.UID(intern(string(r.UID)))
+	}
+	internStrings(m.Finalizers)
+}
+
+// internPodSpec interns the strings of a pod template's containers, which all Sandboxes of a
+// template share.
+func internPodSpec(s *corev1.PodSpec) {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			c.Name, c.Image, c.WorkingDir = intern(c.Name), intern(c.Image), intern(c.WorkingDir)
+			internStrings(c.Command)
+			internStrings(c.Args)
+			for j := range c.Env {
+				c.Env[j].Name, c.Env[j].Value = intern(c.Env[j].Name), intern(c.Env[j].Value)
+			}
+		}
+	}
+	s.ServiceAccountName, s.RuntimeClassName = intern(s.ServiceAccountName), internPtr(s.RuntimeClassName)
+}
+
+// intern returns the canonical copy of s.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+func internPtr(s *string) *string {
+	if s != nil {
+		*s = intern(*s)
+	}
+	return s
+}
+
+func internStrings(ss []string) {
+	for i, s := range ss {
+		ss[i] = intern(s)
+	}
+}
+
+// internMap returns m with interned keys and values (a map cannot have its keys replaced in
+// place).
+func internMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = intern(v)
+	}
+	return out
 }
