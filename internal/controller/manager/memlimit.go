@@ -3,6 +3,7 @@ package manager
 import (
 	"log/slog"
 	"math"
+	"os"
 	"runtime/debug"
 	"strconv"
 
@@ -35,8 +36,11 @@ func setMemoryLimit(ratio float32, limit memlimit.Provider, log logr.Logger) int
 		// Outside a container (no cgroup memory controller): run as Go does by default.
 		log.V(1).Info("Not setting a Go memory limit", "reason", err.Error())
 	}
-	if set != math.MaxInt64 {
-		log.Info("Go memory limit", "bytes", set, "ratio", ratio)
+	switch {
+	case os.Getenv("GOMEMLIMIT") != "":
+		log.Info("Go memory limit from GOMEMLIMIT", "bytes", set)
+	case set != math.MaxInt64:
+		log.Info("Go memory limit", "bytes", set, "memoryLimitRatio", ratio)
 	}
 	return set
 }
