@@ -20,26 +20,29 @@ import (
 // TrimPod is the Pod informer's transform: it keeps the metadata, spec.nodeName, the command of
 // the container that runs kubox-agent (its flags are the agent's ports, which the Sandbox records
 // in status.agent) and the status fields the Sandbox status is computed from, and drops the rest
-// (other container specs, volumes, container statuses), which is most of a Pod's size.
+// (other container specs, volumes, container statuses), which is most of a Pod's size. The
+// strings Pods share are interned, as in TrimSandbox.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	internObjectMeta(&pod.ObjectMeta)
+	spec := corev1.PodSpec{NodeName: intern(pod.Spec.NodeName)}
 	for _, c := range pod.Spec.Containers {
 		if len(c.Command) > 0 && c.Command[0] == sandbox.AgentBinary {
-			spec.Containers = []corev1.Container{{Name: c.Name, Command: c.Command}}
+			internStrings(c.Command)
+			spec.Containers = []corev1.Container{{Name: intern(c.Name), Command: c.Command}}
 			break
 		}
 	}
 	pod.Spec = spec
 	pod.Status = corev1.PodStatus{
-		Phase:      pod.Status.Phase,
+		Phase:      corev1.PodPhase(intern(string(pod.Status.Phase))),
 		Conditions: podConditions(pod.Status.Conditions),
-		Message:    pod.Status.Message,
-		Reason:     pod.Status.Reason,
+		Message:    intern(pod.Status.Message),
+		Reason:     intern(pod.Status.Reason),
 		PodIP:      pod.Status.PodIP,
 		PodIPs:     pod.Status.PodIPs,
 	}
@@ -51,12 +54,15 @@ func TrimPod(obj any) (any, error) {
 // PodReadyToStartContainers) that nothing in kubox reads.
 var keptPodConditions = map[corev1.PodConditionType]bool{corev1.PodReady: true, corev1.PodScheduled: true}
 
-// podConditions returns the kept conditions of cs in an array of their own, so the dropped ones
-// are not held by it.
+// podConditions returns the kept conditions of cs, their strings interned, in an array of their
+// own, so the dropped ones are not held by it.
 func podConditions(cs []corev1.PodCondition) []corev1.PodCondition {
 	var kept []corev1.PodCondition
 	for _, c := range cs {
 		if keptPodConditions[c.Type] {
+			c.Type = corev1.PodConditionType(intern(string(c.Type)))
+			c.Status = corev1.ConditionStatus(intern(string(c.Status)))
+			c.Reason, c.Message = intern(c.Reason), intern(c.Message)
 			kept = append(kept, c)
 		}
 	}

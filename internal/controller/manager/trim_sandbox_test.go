@@ -3,6 +3,7 @@ package manager
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -120,4 +121,34 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// TestTrimPodInterns checks that two Pods decoded apart hold one copy of the values they share.
+func TestTrimPodInterns(t *testing.T) {
+	pod := func() *corev1.Pod {
+		// strings.Clone: each Pod gets its own copies, as from a decoder.
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: strings.Clone("scale"),
+				Labels: map[string]string{strings.Clone("agents.x-k8s.io/warm-pool-sandbox"): strings.Clone("a1b2c3d4")}},
+			Spec: corev1.PodSpec{NodeName: strings.Clone("kwok-node-1")},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+				Reason: strings.Clone("ContainersReady")}}},
+		}
+	}
+	a, b := pod(), pod()
+	for _, p := range []*corev1.Pod{a, b} {
+		if _, err := TrimPod(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for what, pair := range map[string][2]string{
+		"namespace":   {a.Namespace, b.Namespace},
+		"label value": {a.Labels["agents.x-k8s.io/warm-pool-sandbox"], b.Labels["agents.x-k8s.io/warm-pool-sandbox"]},
+		"node name":   {a.Spec.NodeName, b.Spec.NodeName},
+		"reason":      {a.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason},
+	} {
+		if pair[0] == "" || unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
+			t.Errorf("%s: %q and %q are not one interned string", what, pair[0], pair[1])
+		}
+	}
 }
