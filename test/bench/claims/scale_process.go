@@ -175,9 +175,14 @@ func (c *controllerProcess) restart(ctx context.Context, bin, gomemlimit string,
 	}
 	deadline := start.Add(*scaleTimeout)
 	for {
+		// The health probe can answer before the metrics server listens: retry until the deadline.
 		m, err := c.metrics()
-		if err != nil {
+		if err != nil && time.Now().After(deadline) {
 			return f, err
+		}
+		if err != nil {
+			time.Sleep(250 * time.Millisecond)
+			continue
 		}
 		if f.synced == 0 && m.sum("controller_runtime_reconcile_total", nil) > 0 {
 			f.synced = time.Since(start)
