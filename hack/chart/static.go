@@ -116,7 +116,8 @@ controller:
     # pullPolicy is the container's imagePullPolicy; empty leaves Kubernetes' default (Always for
     # the tag latest, IfNotPresent for any other).
     pullPolicy: [[ quote .Controller.Image.PullPolicy ]]
-  # resources (requests and limits) of the controller's container.
+  # resources (requests and limits) of the controller's container. The controller sets Go's soft
+  # memory limit to config.memoryLimitRatio (0.9) of limits.memory (docs/configuration.md).
   resources:[[ yaml 4 .Controller.Resources ]]
   # config is the controller's ControllerConfiguration ([[ .Config.APIVersion ]]), without
   # apiVersion and kind, written to the ConfigMap kubox-controller-config; a change rolls the

@@ -16,13 +16,14 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubox-dev/kubox/internal/version"
@@ -120,22 +121,26 @@ var (
 	registerErr  error
 )
 
-// Register registers every metric of this package on controller-runtime's registry, with r (the
-// manager's cache) as the source of agent_sandboxes. Only the first call registers; later calls
-// return the first call's result and ignore their arguments.
-func Register(r client.Reader, log logr.Logger) error {
+// Register registers every metric of this package on controller-runtime's registry, with the
+// Sandbox informer of informers (the manager's cache) as the source of agent_sandboxes. Only the
+// first call registers; later calls return the first call's result and ignore their arguments.
+func Register(ctx context.Context, informers cache.Informers, log logr.Logger) error {
 	registerOnce.Do(func() {
-		registerErr = register(crmetrics.Registry, r, log)
+		registerErr = register(ctx, crmetrics.Registry, informers, log)
 	})
 	return registerErr
 }
 
-func register(reg prometheus.Registerer, r client.Reader, log logr.Logger) error {
+func register(ctx context.Context, reg prometheus.Registerer, informers cache.Informers, log logr.Logger) error {
+	sandboxes := NewSandboxCollector(log)
+	if err := sandboxes.WatchSandboxes(ctx, informers); err != nil {
+		return err
+	}
 	var errs []error
 	for _, c := range []prometheus.Collector{
 		creationLatency,
 		newBuildInfo(version.Get()),
-		NewSandboxCollector(r, log),
+		sandboxes,
 	} {
 		errs = append(errs, reg.Register(c))
 	}

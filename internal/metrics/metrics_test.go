@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,9 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/version"
 )
 
@@ -100,14 +102,20 @@ agent_sandbox_build_info{build_date="2026-12-02T17:00:00Z",compiler="gc",git_com
 }
 
 func TestRegister(t *testing.T) {
-	reader := fake.NewClientBuilder().WithScheme(newScheme(t)).
-		WithObjects(makeSandbox("a", "ns").obj()).Build()
+	reader := &informertest.FakeInformers{Scheme: newScheme(t)}
+	ctx := context.Background()
+	inf, err := reader.FakeInformerFor(ctx, &sandboxv1beta1.Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addSandbox := func() { inf.Add(makeSandbox("a", "ns").obj()) } // after a registration
 
 	t.Run("one registry gets every family, lint-clean", func(t *testing.T) {
 		reg := prometheus.NewPedanticRegistry()
-		if err := register(reg, reader, logr.Discard()); err != nil {
+		if err := register(ctx, reg, reader, logr.Discard()); err != nil {
 			t.Fatalf("register() = %v", err)
 		}
+		addSandbox()
 		t.Cleanup(creationLatency.Reset)
 		ObserveCreationLatency("ns", LaunchTypeCold, "python", time.Second)
 		got := gatheredNames(t, reg)
@@ -131,20 +139,21 @@ func TestRegister(t *testing.T) {
 
 	t.Run("a second registration on the same registry fails", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
-		if err := register(reg, reader, logr.Discard()); err != nil {
+		if err := register(ctx, reg, reader, logr.Discard()); err != nil {
 			t.Fatalf("first register() = %v", err)
 		}
-		if err := register(reg, reader, logr.Discard()); err == nil {
+		if err := register(ctx, reg, reader, logr.Discard()); err == nil {
 			t.Error("second register() = nil, want an AlreadyRegistered error")
 		}
 	})
 
 	t.Run("Register uses controller-runtime's registry and is idempotent", func(t *testing.T) {
 		for i := range 2 {
-			if err := Register(reader, logr.Discard()); err != nil {
+			if err := Register(ctx, reader, logr.Discard()); err != nil {
 				t.Fatalf("Register() call %d = %v", i+1, err)
 			}
 		}
+		addSandbox()
 		got := gatheredNames(t, crmetrics.Registry)
 		for _, name := range []string{"agent_sandbox_build_info", "agent_sandboxes"} {
 			if !contains(got, name) {

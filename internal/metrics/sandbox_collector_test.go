@@ -2,20 +2,19 @@ package metrics
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
-	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/testutil"
@@ -161,11 +160,10 @@ func TestSandboxCollector(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			b := fake.NewClientBuilder().WithScheme(newScheme(t))
+			c, inf := watchedCollector(t, logr.Discard())
 			for _, sb := range tc.sandboxes {
-				b = b.WithObjects(sb)
+				inf.Add(sb)
 			}
-			c := NewSandboxCollector(b.Build(), logr.Discard())
 			want := ""
 			if tc.want != "" {
 				want = sandboxesHeader + tc.want + "\n"
@@ -177,22 +175,98 @@ func TestSandboxCollector(t *testing.T) {
 	}
 }
 
-func TestSandboxCollectorListError(t *testing.T) {
-	reader := fake.NewClientBuilder().WithScheme(newScheme(t)).
-		WithObjects(makeSandbox("a", "ns").obj()).
-		WithInterceptorFuncs(interceptor.Funcs{
-			List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-				return errors.New("cache not synced")
-			},
-		}).Build()
-	var logged []string
-	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+// watchedCollector returns a collector that watches the Sandbox informer of fake informers, and
+// that informer (synced: its Add, Update and Delete stand for the watch's events).
+func watchedCollector(t *testing.T, log logr.Logger) (*SandboxCollector, *controllertest.FakeInformer) {
+	t.Helper()
+	informers := &informertest.FakeInformers{Scheme: newScheme(t)}
+	c := NewSandboxCollector(log)
+	if err := c.WatchSandboxes(context.Background(), informers); err != nil {
+		t.Fatal(err)
+	}
+	inf, err := informers.FakeInformerFor(context.Background(), &sandboxv1beta1.Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, inf
+}
 
-	if n := promtestutil.CollectAndCount(NewSandboxCollector(reader, log)); n != 0 {
-		t.Errorf("collected %d series after a failed List, want 0", n)
+// TestSandboxCollectorFollowsEvents checks that the counts follow the informer's events: a
+// Sandbox that changes label values moves between series, a resync moves nothing, a delete
+// (also one the watch missed) removes it, and a series whose count falls to 0 disappears.
+func TestSandboxCollectorFollowsEvents(t *testing.T) {
+	const readyLabels = `created_by="unknown",expired="false",launch_type="cold",namespace="ns",operating_mode="Running",owned_by="None",ready_condition="true",sandbox_template="unknown"`
+	const notReadyLabels = `created_by="unknown",expired="false",launch_type="cold",namespace="ns",operating_mode="Running",owned_by="None",ready_condition="false",sandbox_template="unknown"`
+	c, inf := watchedCollector(t, logr.Discard())
+	a, b := makeSandbox("a", "ns").obj(), makeSandbox("b", "ns").obj()
+	aReady := makeSandbox("a", "ns").ready(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady).obj()
+	steps := []struct {
+		name  string
+		event func()
+		want  []string
+	}{
+		{"two added", func() { inf.Add(a); inf.Add(b) }, []string{notReadyLabels + `} 2`}},
+		{"one becomes Ready", func() { inf.Update(a, aReady) }, []string{notReadyLabels + `} 1`, readyLabels + `} 1`}},
+		{"a resync", func() { inf.Update(aReady, aReady); inf.Update(b, b) }, []string{notReadyLabels + `} 1`, readyLabels + `} 1`}},
+		{"the Ready one deleted", func() { inf.Delete(aReady) }, []string{notReadyLabels + `} 1`}},
+		{"a delete the watch missed", func() {
+			for _, h := range []toolscache.ResourceEventHandler{c} {
+				h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/b", Obj: b})
+			}
+		}, nil},
 	}
-	want := []string{`"msg"="Failed to list Sandboxes for the agent_sandboxes metric" "error"="cache not synced"`}
-	if diff := cmp.Diff(want, logged); diff != "" {
-		t.Errorf("log mismatch (-want +got):\n%s", diff)
+	for _, st := range steps {
+		st.event()
+		want := ""
+		if len(st.want) > 0 {
+			lines := make([]string, len(st.want))
+			for i, l := range st.want {
+				lines[i] = "agent_sandboxes{" + l
+			}
+			want = sandboxesHeader + strings.Join(lines, "\n") + "\n"
+		}
+		if err := promtestutil.CollectAndCompare(c, strings.NewReader(want), "agent_sandboxes"); err != nil {
+			t.Errorf("after %s: %v", st.name, err)
+		}
 	}
+	if len(c.counts) != 0 {
+		t.Errorf("counts hold %v after every Sandbox was deleted, want none", c.counts)
+	}
+}
+
+// TestSandboxCollectorNotSynced checks that nothing is served before the informer's initial
+// list has been counted, as a partial count would read as Sandboxes gone.
+func TestSandboxCollectorNotSynced(t *testing.T) {
+	c := NewSandboxCollector(logr.Discard())
+	c.OnAdd(makeSandbox("a", "ns").obj(), true)
+	if n := promtestutil.CollectAndCount(c); n != 0 {
+		t.Errorf("collected %d series before the informer synced, want 0", n)
+	}
+}
+
+// BenchmarkSandboxCollectorScrape measures a scrape of 12,000 Sandboxes in 20 series: it should
+// allocate per series, not per Sandbox.
+func BenchmarkSandboxCollectorScrape(b *testing.B) {
+	c := NewSandboxCollector(logr.Discard())
+	c.synced = func() bool { return true }
+	for i := range 12000 {
+		w := makeSandbox(fmt.Sprintf("sb-%05d", i), "ns")
+		if i < 2000 {
+			w = w.label(sandboxv1beta1.LaunchTypeLabel, "warm").template(fmt.Sprintf("t%d", i%20))
+		}
+		c.OnAdd(w.obj(), true)
+	}
+	ch := make(chan prometheus.Metric, 100)
+	done := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(done)
+	}()
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Collect(ch)
+	}
+	close(ch)
+	<-done
 }

@@ -34,6 +34,7 @@ const (
 	DefaultClusterDNSNamespace                          = "kube-system"
 	DefaultAgentPort                            int32   = contract.DefaultAgentPort
 	DefaultAgentCompatibilityPort               int32   = contract.DefaultAgentCompatibilityPort
+	DefaultMemoryLimitRatio                     float32 = 0.9
 )
 
 // DefaultWarmPoolReplenishDelay is how long a pool holds its refill after a claim takes a member.
@@ -88,6 +89,9 @@ func SetDefaults(c *ControllerConfiguration) {
 	}
 	if c.LeaderElection.ID == "" {
 		c.LeaderElection.ID = DefaultLeaderElectionID
+	}
+	if c.MemoryLimitRatio == nil {
+		c.MemoryLimitRatio = ptr.To(DefaultMemoryLimitRatio)
 	}
 	setExtensionDefaults(&c.Controllers)
 	setNetworkPolicyDefaults(&c.NetworkPolicy)

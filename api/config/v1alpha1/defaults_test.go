@@ -45,7 +45,8 @@ func defaulted() *ControllerConfiguration {
 			Router:     PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-router"}},
 			ClusterDNS: PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}},
 		},
-		Agent: AgentSettings{ImagePullPolicy: corev1.PullIfNotPresent, Port: ptr.To[int32](7070), CompatibilityPort: ptr.To[int32](8888)},
+		Agent:            AgentSettings{ImagePullPolicy: corev1.PullIfNotPresent, Port: ptr.To[int32](7070), CompatibilityPort: ptr.To[int32](8888)},
+		MemoryLimitRatio: ptr.To[float32](0.9),
 	}
 }
 
@@ -63,10 +64,11 @@ func TestSetDefaults(t *testing.T) {
 				ClusterDomain: "corp.example.com",
 				ClientConnection: ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0), APIConnections: ptr.To[int32](0),
 					SeparateWatchConnection: ptr.To(true)},
-				Controllers:    Controllers{Sandbox: ControllerSettings{Workers: ptr.To[int32](0)}},
-				Metrics:        Metrics{BindAddress: "0"},
-				Health:         Health{BindAddress: "127.0.0.1:9000"},
-				LeaderElection: LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"},
+				Controllers:      Controllers{Sandbox: ControllerSettings{Workers: ptr.To[int32](0)}},
+				Metrics:          Metrics{BindAddress: "0"},
+				Health:           Health{BindAddress: "127.0.0.1:9000"},
+				LeaderElection:   LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"},
+				MemoryLimitRatio: ptr.To[float32](0),
 			},
 			want: func() *ControllerConfiguration {
 				c := defaulted()
@@ -77,6 +79,7 @@ func TestSetDefaults(t *testing.T) {
 				c.Metrics.BindAddress = "0"
 				c.Health.BindAddress = "127.0.0.1:9000"
 				c.LeaderElection = LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"}
+				c.MemoryLimitRatio = ptr.To[float32](0)
 				return c
 			},
 		},

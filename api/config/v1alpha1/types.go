@@ -42,6 +42,14 @@ type ControllerConfiguration struct {
 	// agent configures kubox-agent in the sandboxes that ask for it (spec.agent).
 	// +optional
 	Agent AgentSettings `json:"agent,omitempty"`
+
+	// memoryLimitRatio sets the Go runtime's soft memory limit to this share of the container's
+	// memory limit (the cgroup's memory.max), so the garbage collector works harder as the
+	// controller nears its limit instead of letting the heap double before each collection.
+	// 0 leaves the runtime without a limit; a GOMEMLIMIT environment variable takes precedence.
+	// Between 0 and 1. Default: 0.9.
+	// +optional
+	MemoryLimitRatio *float32 `json:"memoryLimitRatio,omitempty"`
 }
 
 // AgentSettings configures how the controller puts kubox-agent into sandboxes.

@@ -24,6 +24,9 @@ func Validate(c *ControllerConfiguration) field.ErrorList {
 	if n := *c.ClientConnection.APIConnections; n < 1 || n > 64 {
 		errs = append(errs, field.Invalid(cc.Child("apiConnections"), n, "must be between 1 and 64"))
 	}
+	if r := *c.MemoryLimitRatio; !(r >= 0 && r <= 1) { // NaN too
+		errs = append(errs, field.Invalid(field.NewPath("memoryLimitRatio"), r, "must be between 0 and 1"))
+	}
 	errs = append(errs, validateControllers(&c.Controllers, field.NewPath("controllers"))...)
 	errs = append(errs, validatePeer(&c.NetworkPolicy.Router, field.NewPath("networkPolicy", "router"))...)
 	errs = append(errs, validatePeer(&c.NetworkPolicy.ClusterDNS, field.NewPath("networkPolicy", "clusterDNS"))...)

@@ -47,6 +47,22 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *ControllerConfiguration) { c.ClientConnection.QPS = ptr.To(float32(math.Inf(1))) },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "clientConnection.qps"}},
 		},
+		"memoryLimitRatio 0 turns the limit off": {mutate: func(c *ControllerConfiguration) {
+			c.MemoryLimitRatio = ptr.To[float32](0)
+		}},
+		"memoryLimitRatio 1": {mutate: func(c *ControllerConfiguration) { c.MemoryLimitRatio = ptr.To[float32](1) }},
+		"memoryLimitRatio above 1": {
+			mutate: func(c *ControllerConfiguration) { c.MemoryLimitRatio = ptr.To[float32](1.5) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "memoryLimitRatio"}},
+		},
+		"memoryLimitRatio negative": {
+			mutate: func(c *ControllerConfiguration) { c.MemoryLimitRatio = ptr.To[float32](-0.1) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "memoryLimitRatio"}},
+		},
+		"memoryLimitRatio NaN": {
+			mutate: func(c *ControllerConfiguration) { c.MemoryLimitRatio = ptr.To(float32(math.NaN())) },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "memoryLimitRatio"}},
+		},
 		"burst zero": {
 			mutate: func(c *ControllerConfiguration) { c.ClientConnection.Burst = ptr.To[int32](0) },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "clientConnection.burst"}},

@@ -141,6 +141,7 @@ func (o *options) run() error {
 	if err := manager.CheckLeaderElection(cfg); err != nil {
 		return err
 	}
+	manager.SetMemoryLimit(cfg, log)
 	restCfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("finding the Kubernetes API (use --kubeconfig or KUBECONFIG out of a cluster): %w", err)

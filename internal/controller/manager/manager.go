@@ -70,8 +70,8 @@ func managedLabelSelector() labels.Selector {
 // CacheOptions scopes the Pod, Service and PersistentVolumeClaim informers to objects carrying
 // the name-hash label (and the NetworkPolicy informer to the templates' policies, labelled with
 // the template-ref hash), so the cache holds kubox's objects and not the rest of the cluster's,
-// strips managedFields from everything, and keeps of each Pod and Service only what the Sandbox
-// reconciler reads (trim.go).
+// strips managedFields from everything, keeps of each Pod and Service only what the Sandbox
+// reconciler reads, and interns the strings Sandboxes share (trim.go).
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: managedLabelSelector()}
 	pods, services := managed, managed
@@ -79,6 +79,7 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
+			&sandboxv1beta1.Sandbox{}:       {Transform: TrimSandbox},
 			&corev1.Pod{}:                   pods,
 			&corev1.Service{}:               services,
 			&corev1.PersistentVolumeClaim{}: managed,
@@ -94,7 +95,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1.Controller
 	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := metrics.Register(mgr.GetCache(), ctrl.Log.WithName("metrics")); err != nil {
+	if err := metrics.Register(ctx, mgr.GetCache(), ctrl.Log.WithName("metrics")); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

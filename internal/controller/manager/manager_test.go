@@ -90,6 +90,12 @@ func TestCacheOptionsScopeChildrenByNameHashLabel(t *testing.T) {
 	opts := CacheOptions()
 	labelled := labels.Set{sandboxv1beta1.SandboxNameHashLabel: "374de8f5"}
 	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*sandboxv1beta1.Sandbox); ok {
+			if by.Label != nil || by.Transform == nil {
+				t.Errorf("Sandbox cache: selector %v, transform set %v; want every Sandbox, trimmed", by.Label, by.Transform != nil)
+			}
+			continue
+		}
 		if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
 			np := labels.Set{sandboxv1beta1.SandboxTemplateRefHashLabel: "374de8f5"}
 			if by.Label == nil || !by.Label.Matches(np) || by.Label.Matches(labelled) {
@@ -101,8 +107,8 @@ func TestCacheOptionsScopeChildrenByNameHashLabel(t *testing.T) {
 			t.Errorf("%T: cache selector %v must select exactly objects with %s", obj, by.Label, sandboxv1beta1.SandboxNameHashLabel)
 		}
 	}
-	if len(opts.ByObject) != 4 {
-		t.Errorf("ByObject has %d entries, want Pods, Services, PersistentVolumeClaims and NetworkPolicies", len(opts.ByObject))
+	if len(opts.ByObject) != 5 {
+		t.Errorf("ByObject has %d entries, want Sandboxes, Pods, Services, PersistentVolumeClaims and NetworkPolicies", len(opts.ByObject))
 	}
 	if opts.DefaultTransform == nil {
 		t.Error("DefaultTransform is nil; managedFields would be cached")

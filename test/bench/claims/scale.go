@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +42,7 @@ var (
 	scaleTimeout   = flag.Duration("scale-ready-timeout", 15*time.Minute, "scale: how long a step may take to make every Sandbox Ready")
 	scalePodsNode  = flag.Int("scale-pods-per-node", 500, "scale: pods per kwok node (the node count follows)")
 	scaleBaseline  = flag.String("scale-baseline-bin", "", "scale: another kubox-controller binary (say, built from main) to restart and measure at each step, for a before/after on the same cluster")
+	scaleMemLimits = flag.String("scale-gomemlimit", "off", "scale: GOMEMLIMIT values (comma-separated; off = no limit) the controller runs with: it fills the cluster with the first and each step restarts it with each; the baseline runs with off")
 )
 
 // scaleBench fills a kwok cluster with Sandboxes in steps and measures, at each step, the
@@ -91,6 +93,7 @@ func runScale(ctx context.Context, repo string) error {
 	if err != nil {
 		return err
 	}
+	ctrl.gomemlimit = memLimits()[0]
 	if err := ctrl.start(); err != nil {
 		return err
 	}
@@ -171,23 +174,34 @@ func (b *scaleBench) step(ctx context.Context, n int) (scaleStep, error) {
 	return s, b.restarts(ctx, &s)
 }
 
-// restarts measures a restart of this checkout's controller and, with -scale-baseline-bin, one
-// of the baseline's, after which this checkout's controller runs again.
+// memLimits are the -scale-gomemlimit values.
+func memLimits() []string { return strings.Split(*scaleMemLimits, ",") }
+
+// restarts measures a restart of this checkout's controller with each -scale-gomemlimit value
+// and, with -scale-baseline-bin, one of the baseline's without a limit, after which this
+// checkout's controller runs again as it filled the cluster.
 func (b *scaleBench) restarts(ctx context.Context, s *scaleStep) error {
-	own := b.ctrl.bin
-	f, err := b.ctrl.restart(ctx, "", s.total, *scalePools)
-	if err != nil {
+	own, limits := b.ctrl.bin, memLimits()
+	for _, limit := range limits {
+		f, err := b.ctrl.restart(ctx, own, limit, s.total, *scalePools)
+		if err != nil {
+			return err
+		}
+		s.restarts = append(s.restarts, f)
+	}
+	if *scaleBaseline == "" {
+		if len(limits) == 1 {
+			return nil
+		}
+		_, err := b.ctrl.restart(ctx, own, limits[0], s.total, *scalePools)
 		return err
 	}
-	s.restarts = append(s.restarts, f)
-	if *scaleBaseline == "" {
-		return nil
-	}
-	if f, err = b.ctrl.restart(ctx, *scaleBaseline, s.total, *scalePools); err != nil {
+	f, err := b.ctrl.restart(ctx, *scaleBaseline, "off", s.total, *scalePools)
+	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
 	s.restarts = append(s.restarts, f)
-	_, err = b.ctrl.restart(ctx, own, s.total, *scalePools)
+	_, err = b.ctrl.restart(ctx, own, limits[0], s.total, *scalePools)
 	return err
 }
 
@@ -222,7 +236,7 @@ func (b *scaleBench) createSandboxes(ctx context.Context, n int) error {
 }
 
 // waitReady waits until the controller counts total Ready Sandboxes in its agent_sandboxes
-// gauge (a List of its own cache per scrape, so the API server is not asked to list them).
+// gauge (counted from its own cache, so the API server is not asked to list them).
 func (b *scaleBench) waitReady(ctx context.Context, total int) error {
 	deadline := time.Now().Add(*scaleTimeout)
 	last := time.Now()
@@ -253,13 +267,13 @@ func (b *scaleBench) waitReady(ctx context.Context, total int) error {
 func (s *scaleStep) print() {
 	fmt.Printf("## %d standalone Sandboxes + %d warm members (%d Sandboxes, %d Pods)\n\n", s.standalone, s.total-s.standalone, s.total, s.total)
 	fmt.Printf("filled and all Ready in %.0fs\n\n", s.fill.Seconds())
-	fmt.Printf("at rest for %.0fs after filling:\n\n", s.rest.window.Seconds())
+	fmt.Printf("at rest for %.0fs after filling (GOMEMLIMIT=%s):\n\n", s.rest.window.Seconds(), memLimits()[0])
 	s.rest.print()
 	fmt.Printf("restarts: caches synced = first reconcile; full sync = every Sandbox and pool reconciled once and every " +
-		"work queue empty; memory 20 s later\n\n| binary | caches synced, s | full sync, s | reconciles | API requests " +
-		"| RSS MiB (anon + file) | heap in use MiB | live heap MiB |\n|---|---|---|---|---|---|---|---|\n")
+		"work queue empty; memory 20 s later\n\n| binary | GOMEMLIMIT | caches synced, s | full sync, s | reconciles | API requests " +
+		"| RSS MiB (anon + file) | heap in use MiB | live heap MiB |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.restarts {
-		fmt.Printf("| %s | %.1f | %.1f | %d | %d | %.0f (%.0f + %.0f) | %.0f | %.0f |\n", r.bin, r.synced.Seconds(), r.full.Seconds(),
+		fmt.Printf("| %s | %s | %.1f | %.1f | %d | %d | %.0f (%.0f + %.0f) | %.0f | %.0f |\n", r.bin, r.gomemlimit, r.synced.Seconds(), r.full.Seconds(),
 			r.reconciles, r.requests, r.mem.rss, r.mem.anon, r.mem.file, r.heapMiB, r.liveMiB)
 	}
 	fmt.Println()
@@ -268,14 +282,14 @@ func (s *scaleStep) print() {
 
 func printScaleSummary(steps []scaleStep) {
 	fmt.Printf("## summary\n\n| Sandboxes | RSS MiB | heap in use MiB | reconciles/s at rest | API requests/s at rest " +
-		"| after a restart: full sync s, RSS MiB, live heap MiB | baseline after a restart |\n|---|---|---|---|---|---|---|\n")
+		"| after a restart (binary, GOMEMLIMIT): full sync s, RSS MiB, live heap MiB |\n|---|---|---|---|---|---|\n")
 	for _, s := range steps {
-		cells := make([]string, 2)
+		cells := make([]string, len(s.restarts))
 		for i, r := range s.restarts {
-			cells[i] = fmt.Sprintf("%.1f, %.0f, %.0f", r.full.Seconds(), r.mem.rss, r.liveMiB)
+			cells[i] = fmt.Sprintf("%s, %s: %.1f, %.0f, %.0f", filepath.Base(r.bin), r.gomemlimit, r.full.Seconds(), r.mem.rss, r.liveMiB)
 		}
-		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.2f | %s | %s |\n", s.total, s.rest.mem.rss, s.rest.heapMiB,
-			s.rest.reconcilesPerSec, s.rest.requestsPerSec, cells[0], cells[1])
+		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.2f | %s |\n", s.total, s.rest.mem.rss, s.rest.heapMiB,
+			s.rest.reconcilesPerSec, s.rest.requestsPerSec, strings.Join(cells, "; "))
 	}
 	fmt.Println()
 }

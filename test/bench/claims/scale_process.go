@@ -24,6 +24,7 @@ type controllerProcess struct {
 	bin, kubeconfig, log            string
 	metricsURL, healthURL, pprofURL string
 	args                            []string
+	gomemlimit                      string // the GOMEMLIMIT it runs with; "off" for none
 	proc                            *harness.Process
 }
 
@@ -52,8 +53,13 @@ func newControllerProcess(dir string, kubeconfig []byte) (*controllerProcess, er
 	return c, nil
 }
 
-// start starts the controller and waits until it answers its health probe.
+// start starts the controller with GOMEMLIMIT=c.gomemlimit and waits until it answers its health
+// probe. The child inherits the benchmark's environment (harness.StartProcessLogging), so the
+// variable is set in it; the benchmark's own runtime read its GOMEMLIMIT when it started.
 func (c *controllerProcess) start() error {
+	if err := os.Setenv("GOMEMLIMIT", c.gomemlimit); err != nil {
+		return err
+	}
 	logf, err := os.OpenFile(c.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -149,7 +155,7 @@ func (f *restFigures) print() {
 // syncFigures is a restart: the time to the first reconcile (every informer synced: controllers
 // start their workers only then) and to the end of the first full pass (syncDone).
 type syncFigures struct {
-	bin                  string
+	bin, gomemlimit      string
 	synced, full         time.Duration
 	reconciles, requests int
 	mem                  memFigures
@@ -158,22 +164,25 @@ type syncFigures struct {
 
 // restart stops the controller, starts it again and polls its metrics until its first pass over
 // sandboxes Sandboxes and pools pools is done; then it lets it rest 20 s and reads its memory.
-// bin, when not empty, replaces the controller's binary from now on.
-func (c *controllerProcess) restart(ctx context.Context, bin string, sandboxes, pools int) (syncFigures, error) {
+// bin and gomemlimit replace the controller's binary and GOMEMLIMIT from now on.
+func (c *controllerProcess) restart(ctx context.Context, bin, gomemlimit string, sandboxes, pools int) (syncFigures, error) {
 	c.stop()
-	if bin != "" {
-		c.bin = bin
-	}
-	f := syncFigures{bin: c.bin}
+	c.bin, c.gomemlimit = bin, gomemlimit
+	f := syncFigures{bin: c.bin, gomemlimit: gomemlimit}
 	start := time.Now()
 	if err := c.start(); err != nil {
 		return f, err
 	}
 	deadline := start.Add(*scaleTimeout)
 	for {
+		// The health probe can answer before the metrics server listens: retry until the deadline.
 		m, err := c.metrics()
-		if err != nil {
+		if err != nil && time.Now().After(deadline) {
 			return f, err
+		}
+		if err != nil {
+			time.Sleep(250 * time.Millisecond)
+			continue
 		}
 		if f.synced == 0 && m.sum("controller_runtime_reconcile_total", nil) > 0 {
 			f.synced = time.Since(start)
