@@ -93,6 +93,10 @@ func TestCountClaimCreation(t *testing.T) {
 			c:    ClaimCreation{Namespace: "ns", Template: "python", LaunchType: LaunchTypeWarm, WarmPool: "pool", Ready: true, CreatedBy: "python-client"},
 			want: `agent_sandbox_claim_creation_total{created_by="python-client",launch_type="warm",namespace="ns",pod_condition="ready",sandbox_template="python",warmpool_name="pool"} 1`,
 		},
+		"a cold start by kubox's TypeScript SDK": {
+			c:    ClaimCreation{Namespace: "ns", Template: "python", LaunchType: LaunchTypeCold, CreatedBy: "typescript-client"},
+			want: `agent_sandbox_claim_creation_total{created_by="typescript-client",launch_type="cold",namespace="ns",pod_condition="not_ready",sandbox_template="python",warmpool_name=""} 1`,
+		},
 		"a cold start of a template claim by an unknown client": {
 			c:    ClaimCreation{Namespace: "ns", Template: "python", LaunchType: LaunchTypeCold, CreatedBy: "kubectl"},
 			want: `agent_sandbox_claim_creation_total{created_by="unknown",launch_type="cold",namespace="ns",pod_condition="not_ready",sandbox_template="python",warmpool_name=""} 1`,

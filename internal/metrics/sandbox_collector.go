@@ -12,6 +12,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
@@ -191,11 +192,11 @@ func ownedBy(sb *sandboxv1beta1.Sandbox) string {
 	}
 }
 
-// normalizeCreatedBy maps the agents.x-k8s.io/created-by label to agent-sandbox's allow-list, so
-// a client cannot create unbounded label values.
+// normalizeCreatedBy maps the agents.x-k8s.io/created-by label to agent-sandbox's allow-list
+// (plus kubox's TypeScript SDK), so a client cannot create unbounded label values.
 func normalizeCreatedBy(v string) string {
 	switch v {
-	case "go-client", "python-client", "controller":
+	case extv1beta1.CreatedByGoClient, extv1beta1.CreatedByPythonClient, extv1beta1.CreatedByTypeScriptClient, extv1beta1.CreatedByController:
 		return v
 	default:
 		return CreatedByUnknown

@@ -45,6 +45,9 @@ const (
 	CreatedByGoClient = "go-client"
 	// CreatedByPythonClient: created through agent-sandbox's Python client.
 	CreatedByPythonClient = "python-client"
+	// CreatedByTypeScriptClient: created through kubox's TypeScript SDK (@kubox/sdk). kubox
+	// addition: agent-sandbox's metrics count it as unknown.
+	CreatedByTypeScriptClient = "typescript-client"
 	// CreatedByController: created by a controller (a pool member or a claim's sandbox).
 	CreatedByController = "controller"
 	// CreatedByUnknown: any other client.
