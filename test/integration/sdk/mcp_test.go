@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,15 +39,7 @@ func setupMCP(t *testing.T) *mcpFixture {
 	f := setup(t)
 	env.Create(t, testutil.MakePool("python", f.ns, "python").Replicas(2).Obj())
 	_, routerURL := env.StartRouter(t, f.ns, f.key, nil)
-	tok := env.ServiceAccountToken(t, f.ns, "dev")
-	env.Grant(t, f.ns, "dev", "dev",
-		rbacv1.PolicyRule{APIGroups: []string{extv1beta1.GroupVersion.Group}, Resources: []string{"sandboxclaims"},
-			Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		rbacv1.PolicyRule{APIGroups: []string{sandboxv1beta1.GroupVersion.Group}, Resources: []string{"sandboxes"},
-			Verbs: []string{"get", "list", "watch"}},
-		framework.ConnectRule(extv1beta1.GroupVersion.Group, "sandboxclaims"),
-		framework.ConnectRule(sandboxv1beta1.GroupVersion.Group, "sandboxes"))
-	return &mcpFixture{fixture: f, routerURL: routerURL, devToken: tok}
+	return &mcpFixture{fixture: f, routerURL: routerURL, devToken: claimerToken(t, f.ns, "dev")}
 }
 
 // serve starts the MCP server's HTTP handler and returns its URL.

@@ -27,14 +27,7 @@ func TestThroughTheRouter(t *testing.T) {
 	env.Create(t, testutil.MakePool("python", f.ns, "python").Replicas(2).Obj())
 	_, routerURL := env.StartRouter(t, f.ns, f.key, nil)
 
-	tok := env.ServiceAccountToken(t, f.ns, "dev")
-	env.Grant(t, f.ns, "dev", "dev",
-		rbacv1.PolicyRule{APIGroups: []string{extv1beta1.GroupVersion.Group}, Resources: []string{"sandboxclaims"},
-			Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		rbacv1.PolicyRule{APIGroups: []string{sandboxv1beta1.GroupVersion.Group}, Resources: []string{"sandboxes"},
-			Verbs: []string{"get", "list", "watch"}},
-		framework.ConnectRule(extv1beta1.GroupVersion.Group, "sandboxclaims"),
-		framework.ConnectRule(sandboxv1beta1.GroupVersion.Group, "sandboxes"))
+	tok := claimerToken(t, f.ns, "dev")
 	dev, err := kubox.New(env.ConfigFor(tok), kubox.Options{Namespace: f.ns, RouterURL: routerURL, ReadyTimeout: readyTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +89,22 @@ func TestThroughTheRouter(t *testing.T) {
 		_, err := same.Run(t.Context(), "true")
 		return errors.Is(err, kubox.ErrUnauthorized), fmt.Sprintf("the claim token after the claim was deleted: %v; want ErrUnauthorized", err)
 	})
+}
+
+// claimerToken returns the token of a new ServiceAccount sa of ns whose RBAC allows what a
+// client of the router needs: claims (create, get, list, watch, delete), reading sandboxes, and
+// connecting to both through the router.
+func claimerToken(t *testing.T, ns, sa string) string {
+	t.Helper()
+	tok := env.ServiceAccountToken(t, ns, sa)
+	env.Grant(t, ns, sa, sa,
+		rbacv1.PolicyRule{APIGroups: []string{extv1beta1.GroupVersion.Group}, Resources: []string{"sandboxclaims"},
+			Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{sandboxv1beta1.GroupVersion.Group}, Resources: []string{"sandboxes"},
+			Verbs: []string{"get", "list", "watch"}},
+		framework.ConnectRule(extv1beta1.GroupVersion.Group, "sandboxclaims"),
+		framework.ConnectRule(sandboxv1beta1.GroupVersion.Group, "sandboxes"))
+	return tok
 }
 
 // otherReadySandbox returns a Ready pool member other than name.
