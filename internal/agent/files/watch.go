@@ -216,6 +216,11 @@ func (w *Watcher) queue(ev fsnotify.Event) {
 	if !ok {
 		return
 	}
+	if strings.HasPrefix(filepath.Base(ev.Name), tempPrefix) {
+		// An upload's temporary file: watchers see the upload as the file appearing under its
+		// name, when the temporary file is renamed over it, not as writes to a name of kubox's.
+		return
+	}
 	if ev.Op == fsnotify.Rename && w.selfRenamed[ev.Name] {
 		delete(w.selfRenamed, ev.Name) // the moved directory's own report of a move already reported
 		return

@@ -133,3 +133,28 @@ func TestWatchDirectoryRemoved(t *testing.T) {
 		_ = w.Close()
 	}
 }
+
+// TestWatchHidesUploadTemporaries checks that an upload (WriteFile: a temporary file renamed
+// over the name) shows as the name appearing, without events for the temporary file.
+func TestWatchHidesUploadTemporaries(t *testing.T) {
+	tr := newTree(t).mkdir("w")
+	r := tr.root()
+	w, err := r.Watch("w", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Close() }()
+	if _, err := r.WriteFile("/w/up.txt", strings.NewReader("uploaded"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(tr.dir, "w", "marker"), nil, 0o644))
+	got := nextEvents(t, w, Event{Op: OpCreate, Path: "/w/marker"})
+	if len(got) < 2 || got[0] != (Event{Op: OpCreate, Path: "/w/up.txt"}) {
+		t.Errorf("events of an upload: %v; want it to start with the create of /w/up.txt", got)
+	}
+	for _, e := range got {
+		if strings.Contains(e.Path, tempPrefix) {
+			t.Errorf("the upload's temporary file showed: %v", e)
+		}
+	}
+}
