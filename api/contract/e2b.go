@@ -23,7 +23,9 @@ const (
 	E2BAPIKeyPrefix = "e2b_"
 	// E2BAPIKeyHeader carries the API key on every control API request.
 	E2BAPIKeyHeader = "X-API-Key"
-	// E2BEnvdVersion is the envd version the control API reports for kubox-agent's E2B port;
-	// E2B's SDKs turn features on by it.
-	E2BEnvdVersion = "0.3.0"
+	// E2BEnvdVersion is the envd version the control API reports for kubox-agent's E2B port.
+	// E2B's SDKs turn features on by it: 0.6.0 has everything kubox-agent serves (stdin control,
+	// CloseStdin, default user, raw-body uploads) and stays below envd's file metadata (0.6.2),
+	// which kubox-agent does not keep.
+	E2BEnvdVersion = "0.6.0"
 )

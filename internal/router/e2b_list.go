@@ -39,6 +39,10 @@ func parseE2BListFilter(r *http.Request) (e2bListFilter, *httpError) {
 			f.states = append(f.states, st)
 		}
 	}
+	if len(f.states) == 0 && r.URL.Path == "/sandboxes" {
+		// E2B's first list answers running sandboxes only.
+		f.states = []string{e2bRunning}
+	}
 	return f, nil
 }
 

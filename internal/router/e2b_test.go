@@ -92,6 +92,10 @@ func TestE2BListFilter(t *testing.T) {
 	if f.match(e2bDetail{State: e2bRunning, Metadata: map[string]string{"user": "alice"}}) {
 		t.Error("a sandbox without team=a matched")
 	}
+	v1, _ := parseE2BListFilter(httptest.NewRequest(http.MethodGet, "/sandboxes", nil))
+	if v1.match(e2bDetail{State: e2bPaused}) || !v1.match(e2bDetail{State: e2bRunning}) {
+		t.Error("GET /sandboxes does not list running sandboxes only")
+	}
 	if _, herr := parseE2BListFilter(httptest.NewRequest(http.MethodGet, "/v2/sandboxes?state=killed", nil)); herr == nil {
 		t.Error("state=killed was accepted")
 	}
