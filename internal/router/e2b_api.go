@@ -186,6 +186,10 @@ func (rt *Router) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	ready, herr := rt.waitE2BReady(ctx, claim)
 	if herr != nil {
+		// E2B's create either answers a sandbox or leaves none behind.
+		if err := rt.e2bKube.Delete(context.WithoutCancel(ctx), claim, preconditionUID(claim)); err != nil && !apierrors.IsNotFound(err) {
+			rt.log.Warn("Deleting the claim of a failed E2B create failed; its timeout deletes it", "claim", claim.Name, "namespace", claim.Namespace, "error", err)
+		}
 		return herr
 	}
 	return rt.writeE2BSandbox(w, http.StatusCreated, claimTemplate(claim), ready)

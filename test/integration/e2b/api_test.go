@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -151,6 +154,24 @@ func TestErrors(t *testing.T) {
 	for _, c := range list.Items {
 		if c.Namespace == f.ns {
 			t.Errorf("refused requests created SandboxClaim %s", c.Name)
+		}
+	}
+}
+
+// A create whose sandbox does not become Ready within the router's wait answers 504 and leaves
+// no claim behind, as a failed E2B create leaves no sandbox.
+func TestFailedCreateLeavesNoClaim(t *testing.T) {
+	f := setup(t, func(c *router.Config) { c.WakeTimeout = 2 * time.Second })
+	if code := f.api(t, f.apiKey, http.MethodPost, "/sandboxes", map[string]any{"templateID": stuck}, nil); code != http.StatusGatewayTimeout {
+		t.Errorf("create from a template whose Pods never start answered %d, not 504", code)
+	}
+	list := &extv1beta1.SandboxClaimList{}
+	if err := env.Client.List(t.Context(), list, client.InNamespace(f.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list.Items {
+		if c.DeletionTimestamp == nil {
+			t.Errorf("the failed create left SandboxClaim %s", c.Name)
 		}
 	}
 }

@@ -34,7 +34,10 @@ const (
 	// pool is a template with a warm pool of that name; cold a template without one.
 	pool = "base"
 	cold = "cold"
-	user = "e2b-user"
+	// stuck is a template whose Pods never start (pendingImage).
+	stuck        = "stuck"
+	pendingImage = "kubox.local/never-starts:dev"
+	user         = "e2b-user"
 )
 
 // fixture is one test's namespace with kubox, agents with envd's port, the router serving
@@ -49,7 +52,7 @@ type fixture struct {
 	hc *http.Client
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T, configure ...func(*router.Config)) *fixture {
 	t.Helper()
 	f := &fixture{ns: env.NewNamespace(t), key: []byte(strings.Repeat("0123456789abcdef", 3))}
 	port := framework.FreePort(t)
@@ -57,7 +60,7 @@ func setup(t *testing.T) *fixture {
 	if err := os.WriteFile(keyFile, append(f.key, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env.StartKubelet(t, f.ns, framework.WithLoopbackPodIPs())
+	env.StartKubelet(t, f.ns, framework.WithLoopbackPodIPs()).SetFate(framework.ImageFate(pendingImage, framework.LeavePending))
 	env.ServeSandboxAgents(t, f.ns, f.key, port, func(c *agent.Config) { c.E2BPort = contract.E2BEnvdPort })
 	env.StartKubox(t, f.ns, func(c *configv1alpha1.ControllerConfiguration) {
 		c.Agent.Image = agentImage
@@ -69,10 +72,16 @@ func setup(t *testing.T) *fixture {
 		env.Create(t, tpl)
 	}
 	env.Create(t, testutil.MakePool(pool, f.ns, pool).Replicas(2).Obj())
+	env.Create(t, testutil.MakeTemplate(stuck, f.ns).Unmanaged().Image(pendingImage).Obj())
 	f.token = env.ServiceAccountToken(t, f.ns, user)
 	f.apiKey = contract.E2BAPIKeyPrefix + hex.EncodeToString([]byte(f.token))
 	env.Grant(t, f.ns, user, "e2b", e2bRules()...)
-	_, u := env.StartRouter(t, f.ns, f.key, func(c *router.Config) { c.E2BDomain = domain })
+	_, u := env.StartRouter(t, f.ns, f.key, func(c *router.Config) {
+		c.E2BDomain = domain
+		for _, cf := range configure {
+			cf(c)
+		}
+	})
 	addr := strings.TrimPrefix(u, "http://")
 	f.hc = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
