@@ -24,11 +24,9 @@ import (
 // an E2B program needs only E2B_DOMAIN and E2B_API_KEY changed (docs/e2b.md).
 const e2bAPIHostLabel = "api"
 
-// Route kinds of E2B's hosts, as the access log names them.
-const (
-	kindE2BAPI  = "e2b-api"
-	kindE2BHost = "e2b-host"
-)
+// kindE2BAPI is the control API's route in the access log; sandbox hosts are logged as the
+// claim route they are.
+const kindE2BAPI = "e2b-api"
 
 // e2bHost says what an E2B host is: the control API (api), or port of sandbox id.
 func (rt *Router) e2bHost(host string) (api bool, port int, id string, ok bool) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -195,4 +197,22 @@ func (f *fixture) envdStatus(t *testing.T, id, tok string) int {
 	b, _ := io.ReadAll(res.Body)
 	t.Logf("envd List of %s: %d %s", id, res.StatusCode, b)
 	return res.StatusCode
+}
+
+// TestCreateToFirstOutput measures, and only logs, create → the first command's output through
+// the router for ten sandboxes in a row (the warm pool holds two; the rest start cold). The
+// figures are of this process-local setup (envtest, agents in the test process), not of a node.
+func TestCreateToFirstOutput(t *testing.T) {
+	f := setup(t)
+	var took []time.Duration
+	for range 10 {
+		start := time.Now()
+		sb := f.create(t, map[string]any{"templateID": pool, "timeout": 600})
+		if out, _ := f.run(t, sb.SandboxID, sb.EnvdAccessToken, "echo", "ready"); out != "ready\n" {
+			t.Fatalf("the first command wrote %q", out)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	t.Logf("create → first output, 10 sandboxes: p50 %s, max %s", took[len(took)/2], took[len(took)-1])
 }
