@@ -107,3 +107,21 @@ func TestNewE2BSandboxID(t *testing.T) {
 		t.Errorf("ids %q and %q", a, b)
 	}
 }
+
+// The access token E2B's SDKs send becomes the bearer token; their Basic user header is dropped
+// and never mistaken for credentials.
+func TestE2BCredentials(t *testing.T) {
+	r := httptest.NewRequest(http.MethodPost, "/process.Process/Start", nil)
+	r.Header.Set(contract.E2BAccessTokenHeader, "kbx1.a.b")
+	r.Header.Set("Authorization", "Basic dXNlcjo=")
+	_ = e2bCredentials(r)
+	if got := r.Header.Get("Authorization"); got != "Bearer kbx1.a.b" || r.Header.Get(contract.E2BAccessTokenHeader) != "" {
+		t.Errorf("with an access token: Authorization %q, X-Access-Token %q", got, r.Header.Get(contract.E2BAccessTokenHeader))
+	}
+	r = httptest.NewRequest(http.MethodPost, "/process.Process/Start", nil)
+	r.Header.Set("Authorization", "Basic dXNlcjo=")
+	_ = e2bCredentials(r)
+	if got := r.Header.Get("Authorization"); got != "" {
+		t.Errorf("with only the Basic user header: Authorization %q, want none", got)
+	}
+}
