@@ -15,10 +15,7 @@ import (
 // On envd's port the router puts the sandbox's agent token in X-Access-Token (e2bForward): the
 // caller never holds it.
 func (rt *Router) serveE2BSandbox(w http.ResponseWriter, r *http.Request, port int, id string) {
-	if herr := e2bCredentials(r); herr != nil {
-		writeError(w, herr)
-		return
-	}
+	e2bCredentials(r)
 	ns := rt.cfg.E2BNamespace
 	if c, err := claimtoken.Peek(strings.TrimPrefix(r.Header.Get(contract.AuthorizationHeader), contract.BearerScheme+" "), rt.now()); err == nil {
 		ns = c.Namespace
@@ -39,17 +36,16 @@ func (rt *Router) serveE2BSandbox(w http.ResponseWriter, r *http.Request, port i
 
 // e2bCredentials makes the access token E2B's SDKs send the request's bearer token. They also
 // send `Authorization: Basic <user>:` to name a user, which no sandbox of kubox reads.
-func e2bCredentials(r *http.Request) *httpError {
+func e2bCredentials(r *http.Request) {
 	h := r.Header
 	if tok := h.Get(contract.E2BAccessTokenHeader); tok != "" {
 		h.Set(contract.AuthorizationHeader, contract.BearerScheme+" "+tok)
 		h.Del(contract.E2BAccessTokenHeader)
-		return nil
+		return
 	}
 	if scheme, _, _ := strings.Cut(h.Get(contract.AuthorizationHeader), " "); strings.EqualFold(scheme, "Basic") {
 		h.Del(contract.AuthorizationHeader)
 	}
-	return nil
 }
 
 // e2bForward gives the request for envd's port the sandbox's agent token, as envd's access

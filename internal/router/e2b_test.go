@@ -114,13 +114,13 @@ func TestE2BCredentials(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/process.Process/Start", nil)
 	r.Header.Set(contract.E2BAccessTokenHeader, "kbx1.a.b")
 	r.Header.Set("Authorization", "Basic dXNlcjo=")
-	_ = e2bCredentials(r)
+	e2bCredentials(r)
 	if got := r.Header.Get("Authorization"); got != "Bearer kbx1.a.b" || r.Header.Get(contract.E2BAccessTokenHeader) != "" {
 		t.Errorf("with an access token: Authorization %q, X-Access-Token %q", got, r.Header.Get(contract.E2BAccessTokenHeader))
 	}
 	r = httptest.NewRequest(http.MethodPost, "/process.Process/Start", nil)
 	r.Header.Set("Authorization", "Basic dXNlcjo=")
-	_ = e2bCredentials(r)
+	e2bCredentials(r)
 	if got := r.Header.Get("Authorization"); got != "" {
 		t.Errorf("with only the Basic user header: Authorization %q, want none", got)
 	}
