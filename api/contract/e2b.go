@@ -12,3 +12,20 @@ const (
 	// E2BHealthPath is envd's health endpoint (204, no token).
 	E2BHealthPath = "/health"
 )
+
+// What kubox-router's E2B control API (internal/router/e2b*.go) records and answers.
+const (
+	// E2BMetadataAnnotation holds an E2B sandbox's metadata, as JSON, on its SandboxClaim:
+	// E2B's metadata values are free text, which labels cannot hold.
+	E2BMetadataAnnotation = "e2b.kubox.dev/metadata"
+	// E2BAPIKeyPrefix starts the API keys E2B's JS SDK accepts (e2b_ and hex digits): kubox takes
+	// "e2b_" followed by the hex encoding of a Kubernetes bearer token.
+	E2BAPIKeyPrefix = "e2b_"
+	// E2BAPIKeyHeader carries the API key on every control API request.
+	E2BAPIKeyHeader = "X-API-Key"
+	// E2BEnvdVersion is the envd version the control API reports for kubox-agent's E2B port.
+	// E2B's SDKs turn features on by it: 0.6.0 has everything kubox-agent serves (stdin control,
+	// CloseStdin, default user, raw-body uploads) and stays below envd's file metadata (0.6.2),
+	// which kubox-agent does not keep.
+	E2BEnvdVersion = "0.6.0"
+)

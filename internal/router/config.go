@@ -53,6 +53,12 @@ type Config struct {
 	AllowUnauthenticatedHeaderRouting bool
 	// PreviewDomain enables preview hosts "{port}-{id}.{PreviewDomain}"; empty: off.
 	PreviewDomain string
+	// E2BDomain serves E2B's control API on the host "api.{E2BDomain}" and envd's hosts
+	// "{port}-{sandboxID}.{E2BDomain}" (e2b.go); empty: off.
+	E2BDomain string
+	// E2BNamespace is where E2B's sandboxes (SandboxClaims) are; empty: the namespace of the API
+	// key's ServiceAccount.
+	E2BNamespace string
 	// PathRoutingPrefix enables browser path routing, "{prefix}/{ns}/{name}/{port}/..." with a
 	// session cookie (agent-sandbox's --path-routing-prefix); empty: off. See pathroute.go.
 	PathRoutingPrefix string
@@ -159,6 +165,9 @@ func (c *Config) validate() error {
 	}
 	if c.PathRoutingRewriteResponses && c.PathRoutingPrefix == "" {
 		errs = append(errs, errors.New("--path-routing-rewrite-responses needs --path-routing-prefix: without it no request is path-routed"))
+	}
+	if strings.ContainsAny(c.E2BDomain, ":/ ") || (c.E2BDomain != "" && c.E2BDomain == c.PreviewDomain) {
+		errs = append(errs, fmt.Errorf("E2B domain %q must be a bare DNS domain such as e2b.example.com, other than the preview domain", c.E2BDomain))
 	}
 	if strings.ContainsAny(c.PreviewDomain, ":/ ") {
 		errs = append(errs, fmt.Errorf("preview domain %q must be a bare DNS domain such as preview.example.com", c.PreviewDomain))

@@ -31,6 +31,9 @@ var errTooManyInformational = errors.New("more than 16 informational (1xx) respo
 // serveHTTP routes a request: preview host, X-Sandbox-ID, the router's own paths, then the
 // /sandboxes/ and /claims/ paths. See the package documentation.
 func (rt *Router) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if rt.serveE2B(w, r) {
+		return
+	}
 	rte, herr := rt.parseProxyRoute(r)
 	switch {
 	case herr != nil:
@@ -74,6 +77,7 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		writeError(w, herr)
 		return
 	}
+	rt.e2bForward(r, rte, t)
 	if herr := rt.limitBody(w, r); herr != nil {
 		writeError(w, herr)
 		return

@@ -40,6 +40,8 @@ type route struct {
 	path, rawPath string
 	// timeout bounds the whole request (X-Sandbox-Timeout); 0: no bound beyond ProxyTimeout's.
 	timeout time.Duration
+	// e2b marks a route of E2B's sandbox hosts (e2b_envd.go).
+	e2b bool
 	// base is where the sandbox's "/" is for kindPath ({prefix}/{ns}/{name}/{port}), and the
 	// session cookie's path for kindPathSession ({prefix}/{ns}/{name}).
 	base string

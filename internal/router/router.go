@@ -44,6 +44,9 @@ type Router struct {
 	activity *activityTracker
 	waker    *waker
 	bg       *background
+	// e2bKube acts with the caller's token for E2B's control API; e2bMux routes it (e2b*.go).
+	e2bKube client.Client
+	e2bMux  *http.ServeMux
 
 	synced    atomic.Bool
 	cacheOnce sync.Once
@@ -74,6 +77,12 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 	}
 	if rt.writer, err = client.New(restConfig, client.Options{Scheme: newScheme()}); err != nil {
 		return nil, fmt.Errorf("creating a Kubernetes client: %w", err)
+	}
+	if cfg.E2BDomain != "" {
+		if rt.e2bKube, err = newE2BClient(restConfig, client.Options{Scheme: newScheme(), Mapper: rt.writer.RESTMapper()}); err != nil {
+			return nil, err
+		}
+		rt.e2bMux = rt.newE2BMux()
 	}
 	rt.newIdle()
 	rt.upstream = rt.newUpstream()

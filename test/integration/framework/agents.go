@@ -31,6 +31,9 @@ type sandboxAgents struct {
 	dir string
 	log *slog.Logger
 
+	// configure changes each agent's configuration (ServeSandboxAgents' options).
+	configure []func(*agent.Config)
+
 	// served is the agent of each Sandbox, by name. Only run touches it while it runs.
 	served map[string]*servedAgent
 }
@@ -51,15 +54,16 @@ type servedAgent struct {
 // stops; when its IP or UID changes, a new agent replaces it.
 //
 // Each Sandbox needs a loopback Pod IP of its own: start the Kubelet with WithLoopbackPodIPs.
-// An agent that cannot start fails the test.
-func (e *Env) ServeSandboxAgents(t testing.TB, ns string, key []byte, port int) {
+// An agent that cannot start fails the test. configure, if any, changes each agent's
+// configuration (E2BPort, say) before it starts.
+func (e *Env) ServeSandboxAgents(t testing.TB, ns string, key []byte, port int, configure ...func(*agent.Config)) {
 	t.Helper()
 	c, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatalf("Creating a watching client: %v", err)
 	}
 	s := &sandboxAgents{t: t, ns: ns, key: key, port: port, c: c, dir: t.TempDir(),
-		log: slog.New(slog.NewJSONHandler(TestWriter{t}, nil)), served: map[string]*servedAgent{}}
+		log: slog.New(slog.NewJSONHandler(TestWriter{t}, nil)), configure: configure, served: map[string]*servedAgent{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { wait.UntilWithContext(ctx, s.pass, PollInterval) })
@@ -141,8 +145,12 @@ func (s *sandboxAgents) start(sb *sandboxv1beta1.Sandbox, ip string) (*agent.Age
 	if err != nil {
 		return nil, err
 	}
-	return listenAgent(ip, agent.Config{Port: s.port, Token: AgentToken(s.key, sb.UID), Root: root, WorkDir: root,
-		Log: s.log.With("sandbox", sb.Name, "podIP", ip)})
+	cfg := agent.Config{Port: s.port, Token: AgentToken(s.key, sb.UID), Root: root, WorkDir: root,
+		Log: s.log.With("sandbox", sb.Name, "podIP", ip)}
+	for _, c := range s.configure {
+		c(&cfg)
+	}
+	return listenAgent(ip, cfg)
 }
 
 // stop stops the agent of the Sandbox called name and forgets it.
