@@ -110,6 +110,13 @@ func TestWarmClaimSkipsStaleMembers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Changing the template: %v", err)
 	}
+	// A claim made before the controllers' cache has the new template is bound from the old one,
+	// as a claim made just before the change would be. The pool's status tells when the shared
+	// cache has it: its one member no longer counts as updated.
+	framework.WaitForObject(t, env, &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"}},
+		func(p *extv1beta1.SandboxWarmPool) (bool, string) {
+			return p.Status.UpdatedReplicas == 0, fmt.Sprintf("pool status %+v; want updatedReplicas 0 after the template changed", p.Status)
+		})
 	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
 	claim := waitReady(t, ns, "c1")
 	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, ns, claim.Status.Sandbox.Name)
