@@ -107,14 +107,25 @@ func (rt *Router) authenticate(ctx context.Context, r *http.Request, cookie bool
 		}
 		return &principal{kind: principalClaim, claim: &c}, nil
 	}
+	u, herr := rt.reviewKubeToken(ctx, r, tok, "bearer token", rt.acceptedCredentials)
+	if herr != nil {
+		return nil, herr
+	}
+	return &principal{kind: principalUser, user: u}, nil
+}
+
+// reviewKubeToken checks a Kubernetes token's size and has the API server review it (the
+// reviewer caches and rate-limits): 401 for a token it refuses, 429 when the review is limited,
+// 503 when it failed. what names the credential in messages; how says what to send instead (built only for a refusal).
+func (rt *Router) reviewKubeToken(ctx context.Context, r *http.Request, tok, what string, how func() string) (*authn.User, *httpError) {
 	if merr := authn.CheckToken(tok, rt.cfg.MaxBearerTokenBytes); merr != nil {
 		rt.metrics.TokenRejections.WithLabelValues(merr.Reason).Inc()
-		return nil, errorf(http.StatusUnauthorized, "%v; %s", merr, rt.acceptedCredentials())
+		return nil, errorf(http.StatusUnauthorized, "%v; %s", merr, how())
 	}
 	u, why, err := rt.reviewer.Authenticate(ctx, tok, clientIP(r))
 	if lerr := (*authn.LimitedError)(nil); errors.As(err, &lerr) {
 		rt.metrics.TokenReviewsLimited.WithLabelValues(lerr.Scope).Inc()
-		herr := errorf(http.StatusTooManyRequests, "the router did not review the bearer token: %v", lerr)
+		herr := errorf(http.StatusTooManyRequests, "the router did not review the %s: %v", what, lerr)
 		herr.retryAfter = lerr.RetryAfterSeconds()
 		return nil, herr
 	}
@@ -122,13 +133,13 @@ func (rt *Router) authenticate(ctx context.Context, r *http.Request, cookie bool
 		return nil, errorf(http.StatusServiceUnavailable, "%v; retry shortly", err)
 	}
 	if u == nil {
-		msg := "the Kubernetes API does not accept the bearer token"
+		msg := "the Kubernetes API does not accept the " + what
 		if why != "" {
 			msg += " (" + why + ")"
 		}
-		return nil, errorf(http.StatusUnauthorized, "%s; %s", msg, rt.acceptedCredentials())
+		return nil, errorf(http.StatusUnauthorized, "%s; %s", msg, how())
 	}
-	return &principal{kind: principalUser, user: u}, nil
+	return u, nil
 }
 
 // acceptedCredentials tells a client what it may send.

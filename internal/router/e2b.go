@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -125,22 +124,9 @@ func (rt *Router) authenticateE2B(ctx context.Context, r *http.Request) (*e2bCal
 	case strings.HasPrefix(tok, claimtoken.Prefix) || rt.shared.Matches(tok):
 		return nil, errorf(http.StatusUnauthorized, "a claim token or the router's shared token is no API key: it names no Kubernetes identity; %s", how)
 	}
-	if merr := authn.CheckToken(tok, rt.cfg.MaxBearerTokenBytes); merr != nil {
-		rt.metrics.TokenRejections.WithLabelValues(merr.Reason).Inc()
-		return nil, errorf(http.StatusUnauthorized, "%v; %s", merr, how)
-	}
-	u, why, err := rt.reviewer.Authenticate(ctx, tok, clientIP(r))
-	if lerr := (*authn.LimitedError)(nil); errors.As(err, &lerr) {
-		rt.metrics.TokenReviewsLimited.WithLabelValues(lerr.Scope).Inc()
-		herr := errorf(http.StatusTooManyRequests, "the router did not review the API key: %v", lerr)
-		herr.retryAfter = lerr.RetryAfterSeconds()
+	u, herr := rt.reviewKubeToken(ctx, r, tok, "API key", func() string { return how })
+	if herr != nil {
 		return nil, herr
-	}
-	if err != nil {
-		return nil, errorf(http.StatusServiceUnavailable, "%v; retry shortly", err)
-	}
-	if u == nil {
-		return nil, errorf(http.StatusUnauthorized, "the Kubernetes API does not accept the API key (%s); %s", why, how)
 	}
 	c := &e2bCaller{user: u, token: tok, namespace: rt.cfg.E2BNamespace}
 	if c.namespace == "" {
