@@ -60,7 +60,8 @@ chart: ## Generate the Helm chart charts/kubox from config/default (kustomize) a
 # Values a chart user changes most, rendered in verify on top of the defaults.
 CHART_CHECK_VALUES := --set router.replicas=3 --set router.service.type=LoadBalancer \
 	--set-string 'router.service.annotations.example\.com/internal=true' \
-	--set controller.image.tag=v0.0.0-check --set agentTokenKey.existingSecret=my-key
+	--set controller.image.tag=v0.0.0-check --set agentTokenKey.existingSecret=my-key \
+	--set 'router.extraArgs={--e2b-domain=e2b.example.com,--e2b-namespace=team-a}'
 
 .PHONY: chart-lint
 chart-lint: ## helm lint and helm template charts/kubox, with the default values and with CHART_CHECK_VALUES; hack/chart's render test
