@@ -80,7 +80,9 @@ func (h *Handler) forwardFile(ctx context.Context, w http.ResponseWriter, r *htt
 	if err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	req.ContentLength = r.ContentLength
+	if body != nil {
+		req.ContentLength = r.ContentLength
+	}
 	req.Header.Set(contract.AuthorizationHeader, contract.BearerScheme+" "+a.Token)
 	res, err := h.agents.Do(req)
 	if err != nil {
