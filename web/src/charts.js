@@ -30,7 +30,7 @@ export function lineChart(series, unit) {
     const d = s.points.map((p, j) => `${j ? "L" : "M"}${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join("");
     if (d) svg.append(el("path", { d, fill: "none", stroke: color, "stroke-width": 2 }));
     if (s.points.length === 1) svg.append(el("circle", { cx: x(s.points[0].t), cy: y(s.points[0].v), r: 3, fill: color }));
-    svg.append(el("text", { x: PAD + 4 + i * 110, y: 12, fill: color, class: "legend" }, s.name));
+    svg.append(el("text", { x: PAD + i * 110, y: H - 4, fill: color, class: "legend" }, s.name));
   });
   return svg;
 }
