@@ -112,7 +112,7 @@ test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agen
 	$(GO_TEST) -race -count=1 ./test/conformance/
 
 .PHONY: test-integration
-test-integration: ## Go integration tests against the repo's own etcd and kube-apiserver, and sandboxd conformance through kubox-router (the Python SDK's are in test-python)
+test-integration: chromium-deps ## Go integration tests against the repo's own etcd and kube-apiserver, and sandboxd conformance through kubox-router (the Python SDK's are in test-python)
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v -e /test/integration/pysdk -e /test/integration/tssdk -e /test/integration/clientenv) ./test/conformance/router/
 
 .PHONY: test-python
