@@ -19,7 +19,7 @@ const kindUI = "ui"
 // token is reviewed, and reach a sandbox's agent for a viewer its connect route would admit.
 func (rt *Router) newDashboard(restConfig *rest.Config) (*ui.Handler, error) {
 	return ui.New(ui.Options{RestConfig: restConfig, Authenticate: rt.dashboardViewer, Agent: rt.dashboardAgent,
-		Namespace: rt.cfg.Namespace, MetricsURL: rt.cfg.UIMetricsURL, Log: rt.log})
+		Namespace: rt.cfg.Namespace, MaxUploadBytes: rt.cfg.MaxRequestBodyBytes, MetricsURL: rt.cfg.UIMetricsURL, Log: rt.log})
 }
 
 // serveDashboard serves /ui/.

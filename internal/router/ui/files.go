@@ -56,6 +56,12 @@ func (h *Handler) download(ctx context.Context, w http.ResponseWriter, r *http.R
 
 // upload streams the body into the file ?path= through the agent's file API.
 func (h *Handler) upload(ctx context.Context, w http.ResponseWriter, r *http.Request, v *viewer) *Error {
+	if m := h.opts.MaxUploadBytes; m > 0 {
+		if r.ContentLength > m {
+			return errorf(http.StatusRequestEntityTooLarge, "the file has %d bytes, more than the router's limit of %d (--max-request-body-bytes)", r.ContentLength, m)
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, m)
+	}
 	return h.forwardFile(ctx, w, r, v, http.MethodPut, r.Body)
 }
 

@@ -58,6 +58,8 @@ type Options struct {
 	Agent func(ctx context.Context, r *http.Request, token, namespace, name string) (Agent, *Error)
 	// Namespace, when not empty, is the only namespace the router serves.
 	Namespace string
+	// MaxUploadBytes bounds an upload (413 beyond); 0: unlimited.
+	MaxUploadBytes int64
 	// MetricsURL, when not empty, is the controller's Prometheus endpoint the dashboard scrapes
 	// for its pictures.
 	MetricsURL string
