@@ -20,10 +20,14 @@ export function renderSandbox(main, ns, name) {
     closeTab();
     closeTab = () => {};
     for (const b of tabs.children) b.classList.toggle("active", b.dataset.tab === which);
-    if (which === "terminal") closeTab = openTerminal(tabBody, ns, name);
-    else if (which === "files") closeTab = renderFiles(tabBody, ns, name);
-    else tabBody.replaceChildren();
-    if (!can.connect) tabBody.replaceChildren(h("p", { class: "muted" }, "RBAC does not let you connect to this sandbox (create sandboxes/connect)."));
+    if (!can.connect) {
+      tabBody.replaceChildren(h("p", { class: "muted", id: "no-connect" },
+        "RBAC does not let you connect to this sandbox (create sandboxes/connect)."));
+    } else if (which === "terminal") {
+      closeTab = openTerminal(tabBody, ns, name);
+    } else {
+      closeTab = renderFiles(tabBody, ns, name);
+    }
   };
 
   let current = null;

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -71,7 +72,7 @@ type Handler struct {
 	opts    Options
 	kube    client.Client
 	agents  *http.Client
-	static  http.Handler
+	assets  map[string]*asset
 	api     *http.ServeMux
 	metrics *scraper
 }
@@ -89,8 +90,11 @@ func New(opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{opts: opts, kube: kube, agents: newAgentClient(),
-		static: http.StripPrefix(Prefix, http.FileServerFS(sub)), metrics: newScraper(opts.MetricsURL, opts.Log)}
+	assets, err := loadAssets(sub)
+	if err != nil {
+		return nil, fmt.Errorf("loading the dashboard's assets: %w", err)
+	}
+	h := &Handler{opts: opts, kube: kube, agents: newAgentClient(), assets: assets, metrics: newScraper(opts.MetricsURL, opts.Log)}
 	h.api = h.newAPI()
 	return h, nil
 }
@@ -119,7 +123,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "no-referrer")
-	h.static.ServeHTTP(w, r)
+	serveAsset(w, r, h.assets, strings.TrimPrefix(r.URL.Path, Prefix))
 }
 
 // errorBody is the JSON of every error, as the router's own.
@@ -134,6 +138,8 @@ func writeError(w http.ResponseWriter, e *Error) {
 	}
 	writeJSON(w, e.Code, errorBody{Error: e.Message, Code: e.Code})
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -52,6 +52,23 @@ func TestAssetsNeedNoToken(t *testing.T) {
 	if w := serve(h, http.MethodGet, "/ui/app.js", ""); w.Code != http.StatusOK || w.Body.Len() == 0 {
 		t.Errorf("GET /ui/app.js: %d with %d bytes; want 200 and the bundle", w.Code, w.Body.Len())
 	}
+	r := httptest.NewRequest(http.MethodGet, "/ui/app.js", nil)
+	r.Header.Set("Accept-Encoding", "br, gzip")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Header().Get("Content-Encoding") != "gzip" || w.Body.Len() >= len(h.assets["app.js"].body)/2 {
+		t.Errorf("GET /ui/app.js accepting gzip: Content-Encoding %q, %d bytes; want it compressed", w.Header().Get("Content-Encoding"), w.Body.Len())
+	}
+	r = httptest.NewRequest(http.MethodGet, "/ui/app.js", nil)
+	r.Header.Set("If-None-Match", w.Header().Get("ETag"))
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusNotModified {
+		t.Errorf("GET /ui/app.js with its ETag: %d; want 304", w.Code)
+	}
+	if w := serve(h, http.MethodGet, "/ui/nothing.js", ""); w.Code != http.StatusNotFound {
+		t.Errorf("GET /ui/nothing.js: %d; want 404", w.Code)
+	}
 	if w := serve(h, http.MethodGet, "/ui", ""); w.Code != http.StatusMovedPermanently || w.Header().Get("Location") != "/ui/" {
 		t.Errorf("GET /ui: %d to %q; want a redirect to /ui/", w.Code, w.Header().Get("Location"))
 	}

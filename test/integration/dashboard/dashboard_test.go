@@ -82,6 +82,7 @@ func TestDashboard(t *testing.T) {
 // that the API refuses such a viewer's suspend (403): the page's gating is a courtesy, RBAC is
 // the check.
 func TestDashboardRBAC(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // see TestDashboard
 	e := clientenv.Setup(t, env)
 	sb := claim(t, e, "ro")
 	tok := env.ServiceAccountToken(t, e.NS, "reader")
@@ -122,6 +123,12 @@ func TestDashboardRBAC(t *testing.T) {
 	if lc := c.Spec.Lifecycle; lc == nil || lc.ShutdownTime == nil || time.Until(lc.ShutdownTime.Time) < 50*time.Minute {
 		t.Errorf("After extend, claim ro's lifecycle is %+v; want a shutdownTime about an hour away", lc)
 	}
+	// noconnect may patch sandboxes but not connect: a suspend button, and no terminal.
+	page = b.tab(t)
+	run(t, page, "opening the login page", chromedp.Navigate(e.RouterURL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	login(t, page, e.NoConnectToken)
+	run(t, page, "opening the sandbox's page as noconnect", chromedp.Navigate(sandboxURL(e, sb)),
+		chromedp.WaitVisible(chromedp.CSS("#suspend")), chromedp.WaitVisible(chromedp.CSS("#no-connect")))
 	if code, body := apiCall(t, e, e.NoConnectToken, http.MethodGet, fmt.Sprintf("namespaces/%s/sandboxes/%s/files?path=/", e.NS, sb)); code != http.StatusForbidden {
 		t.Errorf("Listing files as noconnect (no sandboxes/connect): %d %s; want 403", code, body)
 	}
