@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -125,6 +126,13 @@ func forwardOutput(ctx context.Context, c *websocket.Conn, stream *connect.Serve
 		ev := stream.Msg().GetEvent()
 		if out := ev.GetOutput(); out != nil {
 			if err := c.Write(ctx, websocket.MessageBinary, out.GetData()); err != nil {
+				return nil
+			}
+		}
+		if d := ev.GetDropped(); d != nil {
+			// The browser fell behind the shell: say so rather than show a silent gap.
+			note := fmt.Sprintf("\r\n[kubox: %d bytes of output were dropped]\r\n", d.GetLength())
+			if err := c.Write(ctx, websocket.MessageBinary, []byte(note)); err != nil {
 				return nil
 			}
 		}
