@@ -84,7 +84,7 @@ lint: ## Run golangci-lint
 	$(call in-modules,$(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...)
 
 .PHONY: verify
-verify: generate manifests chart lint chart-lint verify-ts ## Regenerate, lint (Go, TypeScript; python-lint runs in test), and fail when generated files are stale or untracked
+verify: generate manifests chart lint chart-lint verify-ts web-check ## Regenerate, lint (Go, TypeScript; python-lint runs in test), and fail when generated files are stale or untracked
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 		echo "Generated files are out of date; run 'make generate manifests chart' and commit:"; \
 		git status --porcelain -- $(GENERATED); git diff --stat -- $(GENERATED); exit 1; fi
@@ -113,7 +113,7 @@ test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agen
 	$(GO_TEST) -race -count=1 ./test/conformance/
 
 .PHONY: test-integration
-test-integration: ## Go integration tests against the repo's own etcd and kube-apiserver, and sandboxd conformance through kubox-router (the Python SDK's are in test-python)
+test-integration: chromium-deps ## Go integration tests against the repo's own etcd and kube-apiserver, and sandboxd conformance through kubox-router (the Python SDK's are in test-python)
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v -e /test/integration/pysdk -e /test/integration/tssdk -e /test/integration/clientenv) ./test/conformance/router/
 
 .PHONY: test-python
@@ -184,6 +184,30 @@ e2b-deps: $(E2B_DEPS) ## Install E2B's SDK for the E2B conformance tests (npm ci
 .PHONY: verify-ts
 verify-ts: $(TS_DEPS) ## Type-check (tsc --noEmit, strict) and lint (eslint, typescript-eslint) the TypeScript SDK
 	cd $(TS_DIR) && npm run typecheck && npm run lint
+
+# The web dashboard (web/), bundled with esbuild into internal/router/ui/dist, which kubox-router
+# embeds; the bundle is committed so `go build` needs no Node.
+WEB_DIR        := web
+WEB_DEPS       := $(WEB_DIR)/node_modules/.package-lock.json
+WEB_DIST       := internal/router/ui/dist
+$(WEB_DEPS): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json
+	cd $(WEB_DIR) && npm ci --no-audit --no-fund
+
+.PHONY: web
+web: $(WEB_DEPS) ## Build the web dashboard (web/) into internal/router/ui/dist, which kubox-router embeds
+	cd $(WEB_DIR) && npm run build
+
+.PHONY: web-check
+web-check: $(WEB_DEPS) ## Fail when the committed dashboard bundle differs from what web/ builds
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && (cd $(WEB_DIR) && node build.mjs "$$tmp/dist") && \
+	  diff -r "$$tmp/dist" $(WEB_DIST) || { echo "$(WEB_DIST) is stale: run 'make web' and commit"; exit 1; }
+
+# The dashboard's browser test drives Debian's Chromium.
+.PHONY: chromium-deps
+chromium-deps: ## Install Debian's Chromium when it is missing (the dashboard's browser test)
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium || { \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; }
 
 ##@ Benchmarks
 .PHONY: bench

@@ -107,6 +107,9 @@ type Config struct {
 	// WakeTimeout bounds how long a request for a suspended sandbox the router wakes waits for
 	// the sandbox to be Ready (504 beyond; the sandbox goes on starting).
 	WakeTimeout time.Duration
+	// UIMetricsURL, when not empty, is kubox-controller's Prometheus endpoint, which the
+	// dashboard (/ui/) scrapes for its claim latency picture.
+	UIMetricsURL string
 	// Log receives the router's messages and access log; nil: slog.Default().
 	Log *slog.Logger
 }

@@ -10,6 +10,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/ui"
 )
 
 // Paths the router serves itself on its main listener.
@@ -42,6 +43,8 @@ func (rt *Router) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.servePathSession(w, r, rte)
 	case rte != nil:
 		rt.serveProxy(w, r, rte)
+	case strings.HasPrefix(r.URL.Path, ui.Prefix) || r.URL.Path+"/" == ui.Prefix:
+		rt.serveDashboard(w, r)
 	case r.URL.Path == healthPath:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case r.URL.Path == readyPath:

@@ -31,7 +31,7 @@ const sessionSegment = "kubox-session"
 
 // reservedPrefixSegments are first path segments the router serves itself, which a prefix must
 // not shadow.
-var reservedPrefixSegments = []string{"sandboxes", "claims", "v1", "healthz", "readyz"}
+var reservedPrefixSegments = []string{"sandboxes", "claims", "v1", "healthz", "readyz", "ui"}
 
 // validatePathPrefix reports why p cannot be --path-routing-prefix; "" (off) is fine.
 func validatePathPrefix(p string) error {

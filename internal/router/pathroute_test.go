@@ -83,7 +83,7 @@ func TestValidatePathPrefix(t *testing.T) {
 	for p, ok := range map[string]bool{
 		"": true, "/browse": true, "/a/b-c_d.e~f": true,
 		"browse": false, "/browse/": false, "/": false, "/a//b": false, "/a b": false, "/a?b": false, "/a%2Fb": false,
-		"/sandboxes": false, "/claims/x": false, "/v1": false, "/healthz": false, "/a/../b": false, "/.": false,
+		"/sandboxes": false, "/claims/x": false, "/v1": false, "/healthz": false, "/ui": false, "/a/../b": false, "/.": false,
 	} {
 		if err := validatePathPrefix(p); (err == nil) != ok {
 			t.Errorf("validatePathPrefix(%q) = %v; want ok=%v", p, err, ok)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubox-dev/kubox/internal/router/authn"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
+	"github.com/kubox-dev/kubox/internal/router/ui"
 )
 
 // Router is kubox-router: build it with New, run it with Start (the configured listeners) or
@@ -47,6 +48,8 @@ type Router struct {
 	// e2bKube acts with the caller's token for E2B's control API; e2bMux routes it (e2b*.go).
 	e2bKube client.Client
 	e2bMux  *http.ServeMux
+	// dashboard serves /ui/ (dashboard.go).
+	dashboard *ui.Handler
 
 	synced    atomic.Bool
 	cacheOnce sync.Once
@@ -83,6 +86,9 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 			return nil, err
 		}
 		rt.e2bMux = rt.newE2BMux()
+	}
+	if rt.dashboard, err = rt.newDashboard(restConfig); err != nil {
+		return nil, err
 	}
 	rt.newIdle()
 	rt.upstream = rt.newUpstream()
@@ -137,6 +143,7 @@ func (rt *Router) HealthHandler() http.Handler {
 func (rt *Router) StartCache(ctx context.Context) {
 	rt.cacheOnce.Do(func() {
 		rt.bg.goBackground(rt.activity.run)
+		rt.bg.goBackground(rt.dashboard.Run)
 		context.AfterFunc(ctx, rt.bg.cancel)
 		rt.cacheWG.Add(2)
 		go func() {

@@ -91,6 +91,8 @@ func (o *options) bindFlags(cmd *cobra.Command) {
 	f.StringVar(&c.PreviewDomain, "preview-domain", "", "serve {port}-{id}.<domain> hosts to browsers (empty: off)")
 	f.StringVar(&c.E2BDomain, "e2b-domain", "", "serve E2B's control API on api.<domain> and envd on {port}-{sandboxID}.<domain> (empty: off)")
 	f.StringVar(&c.E2BNamespace, "e2b-namespace", "", "namespace of E2B's sandboxes (empty: the API key's ServiceAccount's)")
+	f.StringVar(&c.UIMetricsURL, "ui-metrics-url", "", "kubox-controller's metrics URL, which the dashboard (/ui/) scrapes "+
+		"for its claim latency picture (empty: no picture; e.g. http://kubox-controller-metrics.kubox-system:8080/metrics)")
 	f.StringVar(&c.PathRoutingPrefix, "path-routing-prefix", "", "serve <prefix>/{namespace}/{name}/{port}/... to browsers, "+
 		"with a session cookie from <prefix>/{namespace}/{name}/kubox-session (empty: off; e.g. /browse)")
 	f.BoolVar(&c.PathRoutingRewriteResponses, "path-routing-rewrite-responses", false, "on path routes, rewrite Location and "+

@@ -1,0 +1,97 @@
+// A namespace's overview: pools, claims and sandboxes, refreshed every few seconds, and the
+// pictures (claim latency from the controller's metrics, pool size as this page saw it).
+import { call } from "./api.js";
+import { h, ago, badge, table, errorBox, until } from "./dom.js";
+import { lineChart } from "./charts.js";
+
+const REFRESH_MS = 3000;
+// poolHistory keeps, per namespace and pool, the ready members this tab saw (for the picture).
+const poolHistory = new Map();
+const HISTORY = 200;
+
+export function renderOverview(main, ns, viewer) {
+  const nsInput = h("input", { id: "namespace", value: ns, size: 20, disabled: viewer.fixedNamespace });
+  const body = h("div", { id: "overview" });
+  main.replaceChildren(
+    h("div", { class: "toolbar" },
+      h("form", { onsubmit: (e) => {
+        e.preventDefault();
+        location.hash = `#/ns/${encodeURIComponent(nsInput.value.trim())}`;
+      } }, h("label", {}, "Namespace ", nsInput))),
+    body);
+  let stopped = false;
+  let timer;
+  const load = async () => {
+    try {
+      const [o, m] = await Promise.all([call("GET", `namespaces/${encodeURIComponent(ns)}/overview`), call("GET", "metrics").catch(() => null)]);
+      if (stopped) return;
+      record(ns, o.pools);
+      body.replaceChildren(...view(ns, o, m));
+    } catch (err) {
+      if (!stopped) body.replaceChildren(errorBox(err));
+    }
+    if (!stopped) timer = setTimeout(load, REFRESH_MS);
+  };
+  load();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
+function record(ns, pools) {
+  const t = Date.now();
+  for (const p of pools) {
+    const key = `${ns}/${p.name}`;
+    const hist = poolHistory.get(key) ?? [];
+    hist.push({ t, ready: p.ready, total: p.total });
+    if (hist.length > HISTORY) hist.shift();
+    poolHistory.set(key, hist);
+  }
+}
+
+function view(ns, o, m) {
+  const link = (name) => h("a", { href: `#/sandbox/${encodeURIComponent(ns)}/${encodeURIComponent(name)}` }, name);
+  const out = [];
+  for (const d of o.denied ?? []) out.push(h("div", { class: "note" }, d));
+  out.push(h("section", {}, h("h2", {}, "Warm pools"), table(
+    ["Pool", "Template", "Ready", "Refill", ""],
+    o.pools.map((p) => h("tr", {},
+      h("td", {}, p.name), h("td", {}, p.template),
+      h("td", {}, `${p.ready} / ${p.wanted}`, p.total !== p.wanted ? h("span", { class: "muted" }, ` (${p.total} members)`) : ""),
+      h("td", {}, h("progress", { max: Math.max(p.wanted, 1), value: Math.min(p.ready, p.wanted) })),
+      h("td", { class: "muted small" }, p.progress ?? ""))),
+    "No warm pools.")));
+  out.push(h("section", {}, h("h2", {}, "Claims"), table(
+    ["Claim", "State", "Sandbox", "Age"],
+    o.claims.map((c) => h("tr", {},
+      h("td", {}, c.name), h("td", { title: c.message ?? "" }, badge(c.state)),
+      h("td", {}, c.sandbox ? link(c.sandbox) : "–"), h("td", {}, ago(c.created)))),
+    "No claims.")));
+  out.push(h("section", {}, h("h2", {}, "Sandboxes"), table(
+    ["Sandbox", "State", "Age", "Idle", "Owner", "Expires"],
+    o.sandboxes.map((s) => h("tr", { "data-sandbox": s.name },
+      h("td", {}, link(s.name)), h("td", { title: s.message ?? "" }, badge(s.state)),
+      h("td", {}, ago(s.created)),
+      h("td", { title: s.idleReason ?? "" }, s.lastActive ? ago(s.lastActive) : "–"),
+      h("td", {}, s.owner ?? "–"), h("td", {}, until(s.shutdownTime)))),
+    "No sandboxes.")));
+  out.push(pictures(ns, o.pools, m));
+  return out;
+}
+
+function pictures(ns, pools, m) {
+  const charts = [];
+  if (m?.configured) {
+    const pts = m.points.filter((p) => p.latencyMs !== undefined).map((p) => ({ t: new Date(p.t).getTime(), v: p.latencyMs }));
+    charts.push(h("figure", {}, lineChart([{ name: "claim → Ready (ms)", points: pts }], "ms"),
+      h("figcaption", {}, "Claim latency, mean per 15 s, from kubox-controller's metrics", m.error ? ` (${m.error})` : "")));
+  } else {
+    charts.push(h("p", { class: "muted small" }, "Claim latency: the router has no --ui-metrics-url."));
+  }
+  const series = pools.map((p) => ({ name: p.name, points: (poolHistory.get(`${ns}/${p.name}`) ?? []).map((x) => ({ t: x.t, v: x.ready })) }));
+  if (series.length > 0) {
+    charts.push(h("figure", {}, lineChart(series, "ready"), h("figcaption", {}, "Ready members per pool, since this page opened")));
+  }
+  return h("section", { class: "pictures" }, h("h2", {}, "Pictures"), charts);
+}
