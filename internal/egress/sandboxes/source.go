@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,14 +89,31 @@ func New(restConfig *rest.Config, cfg Config) (*Source, error) {
 	if err := c.IndexField(context.Background(), &corev1.Pod{}, podIPField, podIPs); err != nil {
 		return nil, fmt.Errorf("indexing Pods by IP: %w", err)
 	}
-	if _, err := c.GetInformer(context.Background(), &sandboxv1beta1.Sandbox{}); err != nil {
+	inf, err := c.GetInformer(context.Background(), &sandboxv1beta1.Sandbox{})
+	if err != nil {
 		return nil, fmt.Errorf("watching Sandboxes: %w", err)
 	}
 	reader, err := client.New(restConfig, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
-	return &Source{cfg: cfg, cache: c, reader: reader, built: map[types.UID]*entry{}}, nil
+	s := &Source{cfg: cfg, cache: c, reader: reader, built: map[types.UID]*entry{}}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: s.forget}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// forget drops a deleted Sandbox's view (its credentials and CA key) from memory.
+func (s *Source) forget(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if sb, ok := obj.(*sandboxv1beta1.Sandbox); ok {
+		s.mu.Lock()
+		delete(s.built, sb.UID)
+		s.mu.Unlock()
+	}
 }
 
 // Start runs the informers until ctx ends.
