@@ -61,7 +61,8 @@ chart: ## Generate the Helm chart charts/kubox from config/default (kustomize) a
 # Values a chart user changes most, rendered in verify on top of the defaults.
 CHART_CHECK_VALUES := --set router.replicas=3 --set router.service.type=LoadBalancer \
 	--set-string 'router.service.annotations.example\.com/internal=true' \
-	--set controller.image.tag=v0.0.0-check --set agentTokenKey.existingSecret=my-key
+	--set controller.image.tag=v0.0.0-check --set agentTokenKey.existingSecret=my-key \
+	--set 'router.extraArgs={--e2b-domain=e2b.example.com,--e2b-namespace=team-a}'
 
 .PHONY: chart-lint
 chart-lint: ## helm lint and helm template charts/kubox, with the default values and with CHART_CHECK_VALUES; hack/chart's render test
@@ -162,10 +163,24 @@ $(TS_DEPS): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 ts-install: ## Install the TypeScript SDK's npm dependencies from its lockfile (npm ci)
 	cd $(TS_DIR) && npm ci --no-audit --no-fund
 
+.PHONY: ts-build
+ts-build: $(TS_DEPS) ## Build the TypeScript SDK into sdk/typescript/dist (its end-to-end test and benchmark run from there)
+	cd $(TS_DIR) && npm run build
+
 .PHONY: test-ts
 test-ts: $(TS_DEPS) ## The TypeScript SDK's tests (node --test): unit against a real kubox-agent, integration against a real environment (test/integration/tssdk)
 	cd $(TS_DIR) && npm test
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 15m -v ./test/integration/tssdk/
+
+# E2B's stock JavaScript SDK, pinned in test/e2b/package-lock.json, for the conformance tests
+# test/e2e runs (TestE2BSDKConformance) and the e2b-sdk case of its benchmark.
+E2B_DIR  := test/e2b
+E2B_DEPS := $(E2B_DIR)/node_modules/.package-lock.json
+$(E2B_DEPS): $(E2B_DIR)/package.json $(E2B_DIR)/package-lock.json
+	cd $(E2B_DIR) && npm ci --no-audit --no-fund
+
+.PHONY: e2b-deps
+e2b-deps: $(E2B_DEPS) ## Install E2B's SDK for the E2B conformance tests (npm ci in test/e2b)
 
 .PHONY: verify-ts
 verify-ts: $(TS_DEPS) ## Type-check (tsc --noEmit, strict) and lint (eslint, typescript-eslint) the TypeScript SDK

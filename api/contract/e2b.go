@@ -24,8 +24,9 @@ const (
 	// E2BAPIKeyHeader carries the API key on every control API request.
 	E2BAPIKeyHeader = "X-API-Key"
 	// E2BEnvdVersion is the envd version the control API reports for kubox-agent's E2B port.
-	// E2B's SDKs turn features on by it: 0.6.0 has everything kubox-agent serves (stdin control,
-	// CloseStdin, default user, raw-body uploads) and stays below envd's file metadata (0.6.2),
-	// which kubox-agent does not keep.
-	E2BEnvdVersion = "0.6.0"
+	// E2B's SDKs turn features on by it (checked with the pinned `e2b` 2.51.0, test/e2b): stdin
+	// control 0.3.0, default user 0.4.0, CloseStdin 0.5.2, raw-body uploads 0.5.7, file metadata
+	// 0.6.2 (kubox-agent refuses an upload with metadata, with the reason, rather than drop it),
+	// watch entries 0.6.3 and watches on network mounts 0.6.4.
+	E2BEnvdVersion = "0.6.4"
 )

@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -265,6 +266,9 @@ func (g *generator) deployment(o object) error {
 	ctr["image"] = g.ph.add(inline("image", `{{ include "kubox.image" `+values+`.image | quote }}`))
 	ctr["imagePullPolicy"] = g.ph.add(optional(values+".image.pullPolicy", inline("imagePullPolicy", "{{ . }}")))
 	ctr["resources"] = g.ph.add(block("resources", "toYaml "+values+".resources"))
+	if args, ok := ctr["args"].([]any); ok {
+		ctr["args"] = g.ph.add(withExtraArgs(args, values+".extraArgs"))
+	}
 
 	volumes, _ := pod["volumes"].([]any)
 	for _, v := range volumes {
@@ -474,11 +478,19 @@ func (p placeholders) expand(text string) (string, error) {
 			}
 			continue
 		}
-		if m[2] != "" {
-			// A list item's first field: the template text could not keep the "- ".
-			return "", fmt.Errorf("placeholder on a list item's first field: %q", l)
+		if m[2] == "" {
+			lines[i] = p[m[3]](m[1])
+			continue
 		}
-		lines[i] = p[m[3]](m[1])
+		// A list item's first field: its text is written at the item's fields' indentation,
+		// and the first line gets the "- " back, which only a field line (not a template
+		// action) can take.
+		ind := m[1] + "  "
+		text := p[m[3]](ind)
+		if !strings.HasPrefix(text, ind) || strings.HasPrefix(text[len(ind):], "{{") {
+			return "", fmt.Errorf("placeholder on a list item's first field whose template starts with an action: %q", l)
+		}
+		lines[i] = m[1] + "- " + text[len(ind):]
 	}
 	return strings.Join(lines, "\n"), nil
 }
@@ -491,6 +503,19 @@ func inline(key, expr string) lineFunc {
 func block(key, expr string) lineFunc {
 	return func(ind string) string {
 		return fmt.Sprintf("%s%s:\n%s  {{- %s | nindent %d }}", ind, key, ind, expr, len(ind)+2)
+	}
+}
+
+// withExtraArgs writes args, config/default's flags, followed by the list extra of values.yaml.
+func withExtraArgs(args []any, extra string) lineFunc {
+	return func(ind string) string {
+		var b strings.Builder
+		b.WriteString(ind + "args:")
+		for _, a := range args {
+			fmt.Fprintf(&b, "\n%s- %s", ind, strconv.Quote(fmt.Sprint(a)))
+		}
+		fmt.Fprintf(&b, "\n%s{{- range %s }}\n%s- {{ . | quote }}\n%s{{- end }}", ind, extra, ind, ind)
+		return b.String()
 	}
 }
 

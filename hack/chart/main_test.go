@@ -84,6 +84,7 @@ func TestGenerateFromFixture(t *testing.T) {
 			"replicas":  float64(1),
 			"image":     map[string]any{"repository": "registry.example/controller", "tag": "v1", "pullPolicy": ""},
 			"resources": map[string]any{"limits": map[string]any{"memory": "512Mi"}},
+			"extraArgs": []any{},
 			"config": map[string]any{
 				"controllers": map[string]any{"sandbox": map[string]any{"workers": float64(7)}},
 				"agent":       map[string]any{"tokenKeyFile": "/etc/key/secret-key"},
@@ -93,6 +94,7 @@ func TestGenerateFromFixture(t *testing.T) {
 			"replicas":  float64(2),
 			"image":     map[string]any{"repository": "registry.example:5000/router", "tag": "latest", "pullPolicy": "IfNotPresent"},
 			"resources": map[string]any{},
+			"extraArgs": []any{},
 			"service":   map[string]any{"type": "ClusterIP", "port": float64(8080), "annotations": map[string]any{}},
 		},
 		"agent":         map[string]any{"image": map[string]any{"repository": "registry.example/agent", "tag": "v1", "pullPolicy": "Always"}},

@@ -113,7 +113,8 @@ func TestChartRendersConfigDefault(t *testing.T) {
 			"--set", "controller.resources.limits.memory=1Gi,controller.config.controllers.sandbox.workers=9",
 			"--set", "router.replicas=5,router.image.tag=v3,router.service.type=LoadBalancer,router.service.port=443",
 			"--set-string", `router.service.annotations.example\.com/internal=true`,
-			"--set", "agent.image.repository=registry.example/agent,agent.image.tag=v4,agentTokenKey.existingSecret=my-key"))
+			"--set", "agent.image.repository=registry.example/agent,agent.image.tag=v4,agentTokenKey.existingSecret=my-key",
+			"--set", "router.extraArgs={--e2b-domain=e2b.example.com}"))
 		controller, router := got["Deployment/"+controllerDeployment], got["Deployment/"+routerDeployment]
 		svc := got["Service/"+routerService]
 		var config object
@@ -132,6 +133,7 @@ func TestChartRendersConfigDefault(t *testing.T) {
 			"controller memory limit":     field(container(controller), "resources", "limits", "memory"),
 			"router replicas":             field(router, "spec", "replicas"),
 			"router image":                container(router)["image"],
+			"router's last flag":          lastArg(router),
 			"Service type":                field(svc, "spec", "type"),
 			"Service port":                field(svc, "spec", "ports").([]any)[0].(object)["port"],
 			"Service annotations":         field(svc, "metadata", "annotations"),
@@ -149,6 +151,7 @@ func TestChartRendersConfigDefault(t *testing.T) {
 			"controller memory limit":     "1Gi",
 			"router replicas":             float64(5),
 			"router image":                wantRouterImage,
+			"router's last flag":          "--e2b-domain=e2b.example.com",
 			"Service type":                "LoadBalancer",
 			"Service port":                float64(443),
 			"Service annotations":         object{"example.com/internal": "true"},
@@ -163,6 +166,15 @@ func TestChartRendersConfigDefault(t *testing.T) {
 			t.Errorf("objects rendered with values set (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// lastArg is the last flag of a Deployment's container.
+func lastArg(o object) any {
+	args, _ := container(o)["args"].([]any)
+	if len(args) == 0 {
+		return nil
+	}
+	return args[len(args)-1]
 }
 
 // normalize drops from an object what the chart adds on purpose, so that config/default's object

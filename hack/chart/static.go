@@ -119,6 +119,8 @@ controller:
   # resources (requests and limits) of the controller's container. The controller sets Go's soft
   # memory limit to config.memoryLimitRatio (0.9) of limits.memory (docs/configuration.md).
   resources:[[ yaml 4 .Controller.Resources ]]
+  # extraArgs are flags added to the controller's (kubox-controller --help lists them).
+  extraArgs: []
   # config is the controller's ControllerConfiguration ([[ .Config.APIVersion ]]), without
   # apiVersion and kind, written to the ConfigMap kubox-controller-config; a change rolls the
   # controller's Pods. Every field and its default: docs/configuration.md. Besides what is set here:
@@ -144,6 +146,10 @@ router:
     pullPolicy: [[ quote .Router.Image.PullPolicy ]]
   # resources (requests and limits) of the router's container.
   resources:[[ yaml 4 .Router.Resources ]]
+  # extraArgs are flags added to the router's (kubox-router --help lists them), e.g.
+  # ["--e2b-domain=e2b.example.com", "--e2b-namespace=team-a"] to serve E2B's SDKs (docs/e2b.md)
+  # or ["--preview-domain=preview.example.com"] for browsers (docs/router.md).
+  extraArgs: []
   # service is the Service sandbox-router-svc, the name agent-sandbox's clients expect: how the
   # router is exposed to the kubox CLI, the SDKs and agent-sandbox's clients.
   service:

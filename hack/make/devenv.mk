@@ -29,7 +29,7 @@ dev-status: kubox ## Show the local cluster's processes and readiness (kubox dev
 	$(KUBOX) dev status $(KUBOX_DEV_ARGS)
 
 .PHONY: test-e2e
-test-e2e: python-deps ## End-to-end tests on the local cluster, kubox installed from config/dev (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it; E2E_RUN selects tests), then agent-sandbox's Go SDK against it
+test-e2e: python-deps e2b-deps ts-build ## End-to-end tests on the local cluster, kubox installed from config/dev (brings it up, tears it down; KUBOX_E2E_KEEP=1 keeps it; E2E_RUN selects tests), then agent-sandbox's Go SDK against it
 	@# test/e2e leaves the environment up for agent-sandbox's SDK test, whose TestMain takes it down
 	@# (unless KUBOX_E2E_KEEP=1); when test/e2e fails, it is taken down here.
 	KUBOX_E2E_KEEP=1 $(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/... || \
@@ -41,5 +41,5 @@ test-e2e-processes: ## The end-to-end tests that do not need an install, with ku
 	KUBOX_E2E_IN_CLUSTER=0 $(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' -skip '^TestInCluster' ./test/e2e/...
 
 .PHONY: bench-e2e
-bench-e2e: python-deps ## Pod and Sandbox start latency on the local cluster, runc vs gVisor (p50 over 20)
+bench-e2e: python-deps e2b-deps ts-build ## Pod and Sandbox start latency on the local cluster, runc vs gVisor (p50 over 20)
 	$(GO_TEST) -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -run '^$$' -bench . -benchtime 20x ./test/e2e/...

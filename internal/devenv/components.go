@@ -89,7 +89,7 @@ func RouterComponent(bin string, c Config, l Layout) Component {
 		fmt.Sprintf("--http-bind-address=127.0.0.1:%d", c.Ports.RouterHTTP),
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", c.Ports.RouterMetrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", c.Ports.RouterHealth),
-		"--agent-token-key-file=" + l.AgentTokenKey, "--preview-domain=" + PreviewDomain}}
+		"--agent-token-key-file=" + l.AgentTokenKey, "--preview-domain=" + PreviewDomain, "--e2b-domain=" + E2BDomain}}
 }
 
 func etcdArgs(c Config, l Layout, t Tools) []string {

@@ -97,6 +97,11 @@ func cacheHome() string {
 // 127.0.0.1 in curl and browsers.
 const PreviewDomain = "localhost"
 
+// E2BDomain is kubox-router's E2B domain on the local environment (docs/e2b.md): E2B's control
+// API on api.e2b.localhost and envd on 49983-<sandboxID>.e2b.localhost, on the router's port.
+// Names under localhost resolve to 127.0.0.1; E2B's SDKs need TLS in front (test/e2e/e2b_test.go).
+const E2BDomain = "e2b.localhost"
+
 // RouterURL is where kubox-router serves clients.
 func (c Config) RouterURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.RouterHTTP) }
 

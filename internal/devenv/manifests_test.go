@@ -66,7 +66,7 @@ func TestDevOverlayMatchesTheEnvironment(t *testing.T) {
 			fmt.Sprintf("--http-bind-address=127.0.0.1:%d", c.Ports.RouterHTTP),
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", c.Ports.RouterMetrics),
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", c.Ports.RouterHealth),
-			"--agent-token-key-file=" + InClusterKeyFile, "--preview-domain=" + PreviewDomain},
+			"--agent-token-key-file=" + InClusterKeyFile, "--preview-domain=" + PreviewDomain, "--e2b-domain=" + E2BDomain},
 		"kustomization.yaml": {"newName: " + strings.TrimSuffix(ControllerImage, ":dev"),
 			"newName: " + strings.TrimSuffix(RouterImage, ":dev"), "newTag: dev"},
 	} {

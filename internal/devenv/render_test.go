@@ -170,7 +170,7 @@ func TestKuboxComponents(t *testing.T) {
 			"--health-probe-bind-address=127.0.0.1:16081", "--config=/var/lib/kubox-dev/etc/kubox-controller.yaml"}},
 		Router: {RouterComponent("/bin/kubox-router", c, l), []string{
 			"--http-bind-address=127.0.0.1:16090", "--health-probe-bind-address=127.0.0.1:16092",
-			"--agent-token-key-file=/var/lib/kubox-dev/etc/agent-token-key", "--preview-domain=localhost"}},
+			"--agent-token-key-file=/var/lib/kubox-dev/etc/agent-token-key", "--preview-domain=localhost", "--e2b-domain=e2b.localhost"}},
 	}
 	for name, tc := range tests {
 		if tc.comp.Name != name {

@@ -165,6 +165,7 @@ func trimSandbox(obj any) (any, error) {
 	out.Status.Agent = sb.Status.Agent
 	out.Status.PodIPs = slices.Clone(sb.Status.PodIPs)
 	out.Status.Conditions = sb.Status.Conditions
+	out.Status.ObservedGeneration = sb.Status.ObservedGeneration
 	return out, nil
 }
 

@@ -51,6 +51,16 @@ func (rt *Router) e2bHost(host string) (api bool, port int, id string, ok bool) 
 	return false, port, id, true
 }
 
+// e2bDomain is the sandbox domain E2B's SDKs are told to use (the "domain" of a sandbox): the
+// router's, with the port the client reached the API on when its Host names one, so that
+// "{port}-{id}.{domain}" reaches this router too when it listens on a port other than 443.
+func (rt *Router) e2bDomain(r *http.Request) string {
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" && port != "443" {
+		return net.JoinHostPort(rt.cfg.E2BDomain, port)
+	}
+	return rt.cfg.E2BDomain
+}
+
 // serveE2B serves r when it is for one of E2B's hosts, and reports whether it was.
 func (rt *Router) serveE2B(w http.ResponseWriter, r *http.Request) bool {
 	api, port, id, ok := rt.e2bHost(r.Host)

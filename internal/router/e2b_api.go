@@ -31,13 +31,45 @@ const (
 	e2bMaxBody = 1 << 20
 )
 
-// e2bNewSandbox is the body of POST /sandboxes (E2B's NewSandbox).
+// e2bNewSandbox is the body of POST /sandboxes and /v2/sandboxes (E2B's NewSandbox). The fields
+// after EnvVars are E2B features kubox does not serve per sandbox: a request that sets one is
+// refused (unsupportedE2BOptions) rather than given a sandbox without what it asked for.
 type e2bNewSandbox struct {
 	TemplateID string            `json:"templateID"`
 	Timeout    *int64            `json:"timeout,omitempty"`
 	AutoPause  bool              `json:"autoPause,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
 	EnvVars    map[string]string `json:"envVars,omitempty"`
+
+	AllowInternetAccess *bool             `json:"allow_internet_access,omitempty"`
+	Network             json.RawMessage   `json:"network,omitempty"`
+	VolumeMounts        []json.RawMessage `json:"volumeMounts,omitempty"`
+	MCP                 json.RawMessage   `json:"mcp,omitempty"`
+	AutoResume          *struct {
+		Enabled bool `json:"enabled"`
+	} `json:"autoResume,omitempty"`
+	IAM *struct {
+		Tokens map[string]json.RawMessage `json:"tokens,omitempty"`
+	} `json:"iam,omitempty"`
+}
+
+// unsupportedE2BOptions names the first option of req kubox cannot honour, and what to use.
+func unsupportedE2BOptions(req *e2bNewSandbox) *httpError {
+	switch {
+	case req.AutoPause || (req.AutoResume != nil && req.AutoResume.Enabled):
+		return errorf(http.StatusBadRequest, "autoPause and autoResume are not supported: a kubox sandbox's timeout deletes it; use an idle policy to suspend sandboxes and wake them on the next request")
+	case req.AllowInternetAccess != nil && !*req.AllowInternetAccess:
+		return errorf(http.StatusBadRequest, "allow_internet_access=false is not supported per sandbox: a sandbox's egress is its SandboxTemplate's network policy; create from a template without egress")
+	case len(req.Network) > 0 && string(req.Network) != "null":
+		return errorf(http.StatusBadRequest, "network rules per sandbox are not supported: state egress on the SandboxTemplate (docs/egress.md)")
+	case len(req.VolumeMounts) > 0:
+		return errorf(http.StatusBadRequest, "E2B volumes are not supported: give the SandboxTemplate volumeClaimTemplates")
+	case len(req.MCP) > 0 && string(req.MCP) != "null":
+		return errorf(http.StatusBadRequest, "an MCP gateway in the sandbox is not supported: run `kubox mcp` (docs/mcp.md)")
+	case req.IAM != nil && len(req.IAM.Tokens) > 0:
+		return errorf(http.StatusBadRequest, "IAM tokens are not supported: give the sandbox credentials through the claim's secret files")
+	}
+	return nil
 }
 
 // e2bSandbox is E2B's Sandbox: what create, resume and connect answer.
@@ -88,6 +120,7 @@ func (rt *Router) newE2BMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	for pattern, h := range map[string]e2bHandler{
 		"POST /sandboxes":                      rt.e2bCreate,
+		"POST /v2/sandboxes":                   rt.e2bCreate,
 		"GET /sandboxes":                       rt.e2bList,
 		"GET /v2/sandboxes":                    rt.e2bList,
 		"GET /sandboxes/{id}":                  rt.e2bGet,
@@ -97,6 +130,10 @@ func (rt *Router) newE2BMux() *http.ServeMux {
 		"POST /sandboxes/{id}/pause":           rt.e2bPause,
 		"POST /sandboxes/{id}/resume":          rt.e2bResume,
 		"POST /sandboxes/{id}/connect":         rt.e2bConnect,
+		"POST /v2/sandboxes/{id}/connect":      rt.e2bConnect,
+		"POST /sandboxes/{id}/fork":            rt.e2bUnsupported,
+		"POST /sandboxes/{id}/snapshots":       rt.e2bUnsupported,
+		"GET /snapshots":                       rt.e2bUnsupported,
 		"GET /health":                          nil,
 		"GET /sandboxes/{id}/logs":             rt.e2bUnsupported,
 		"GET /v2/sandboxes/{id}/logs":          rt.e2bUnsupported,
@@ -150,7 +187,7 @@ func (rt *Router) e2bServe(h e2bHandler) http.HandlerFunc {
 
 func (rt *Router) e2bUnsupported(_ context.Context, _ http.ResponseWriter, r *http.Request, _ *e2bCaller) *httpError {
 	return errorf(http.StatusNotImplemented, "kubox does not serve %s %s of E2B's API: templates are SandboxTemplates and "+
-		"SandboxWarmPools, logs and metrics are Kubernetes' (docs/e2b.md)", r.Method, clip(r.URL.Path))
+		"SandboxWarmPools, logs and metrics are Kubernetes', snapshots and fork are not served yet (docs/e2b.md)", r.Method, clip(r.URL.Path))
 }
 
 // e2bCreate creates a SandboxClaim from the warm pool (else the template) named templateID and
@@ -163,8 +200,8 @@ func (rt *Router) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.
 	if req.TemplateID == "" {
 		return errorf(http.StatusBadRequest, "templateID is required: the name of a SandboxWarmPool or SandboxTemplate in %s", c.namespace)
 	}
-	if req.AutoPause {
-		return errorf(http.StatusBadRequest, "autoPause is not supported: a kubox sandbox's timeout deletes it; use an idle policy to suspend sandboxes")
+	if herr := unsupportedE2BOptions(&req); herr != nil {
+		return herr
 	}
 	timeout, herr := e2bSeconds(req.Timeout, e2bDefaultTimeout)
 	if herr != nil {
@@ -184,7 +221,7 @@ func (rt *Router) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.
 	if err := rt.e2bKube.Create(ctx, claim); err != nil {
 		return e2bKubeError(err, "creating a SandboxClaim in "+c.namespace)
 	}
-	ready, herr := rt.waitE2BReady(ctx, claim)
+	ready, herr := rt.waitE2BReady(ctx, claim, 0)
 	if herr != nil {
 		// E2B's create either answers a sandbox or leaves none behind.
 		if err := rt.e2bKube.Delete(context.WithoutCancel(ctx), claim, preconditionUID(claim)); err != nil && !apierrors.IsNotFound(err) {
@@ -192,7 +229,7 @@ func (rt *Router) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return herr
 	}
-	return rt.writeE2BSandbox(w, http.StatusCreated, claimTemplate(claim), ready)
+	return rt.writeE2BSandbox(w, r, http.StatusCreated, claimTemplate(claim), ready)
 }
 
 // e2bSource points claim at the warm pool templateID, else at the template templateID (cold).
@@ -280,6 +317,9 @@ func lowerBase32(b []byte) string {
 	return string(out)
 }
 
+// e2bNextTokenHeader carries the token of a list's next page; the SDKs send it back as nextToken.
+const e2bNextTokenHeader = "X-Next-Token"
+
 // e2bList lists the caller's sandboxes: the namespace's claims, with their state, filtered by
 // the query's metadata (k=v&...) and state (running, paused).
 func (rt *Router) e2bList(ctx context.Context, w http.ResponseWriter, r *http.Request, c *e2bCaller) *httpError {
@@ -302,7 +342,11 @@ func (rt *Router) e2bList(ctx context.Context, w http.ResponseWriter, r *http.Re
 			out = append(out, d)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	page, next := filter.page(out)
+	if next != "" {
+		w.Header().Set(e2bNextTokenHeader, next)
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -317,7 +361,7 @@ func (rt *Router) e2bGet(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if herr != nil {
 		return herr
 	}
-	d.EnvdAccessToken, d.Domain = tok, rt.cfg.E2BDomain
+	d.EnvdAccessToken, d.Domain = tok, rt.e2bDomain(r)
 	writeJSON(w, http.StatusOK, d)
 	return nil
 }
@@ -381,6 +425,15 @@ func (rt *Router) patchE2BTimeout(ctx context.Context, cl *extv1beta1.SandboxCla
 // e2bPause suspends the claim's sandbox (its Pod goes; the Sandbox, its volumes and its claim
 // stay). A paused sandbox answers 409, as E2B does.
 func (rt *Router) e2bPause(ctx context.Context, w http.ResponseWriter, r *http.Request, c *e2bCaller) *httpError {
+	var req struct {
+		Memory *bool `json:"memory,omitempty"`
+	}
+	if herr := decodeE2B(r, &req); herr != nil {
+		return herr
+	}
+	if req.Memory != nil && *req.Memory {
+		return errorf(http.StatusBadRequest, "pause with memory (keepMemory) is not supported yet: a paused kubox sandbox keeps its volumes, and its processes restart on resume")
+	}
 	cl, sb, herr := rt.e2bClaimSandbox(ctx, c, r.PathValue("id"))
 	if herr != nil {
 		return herr
@@ -388,11 +441,37 @@ func (rt *Router) e2bPause(ctx context.Context, w http.ResponseWriter, r *http.R
 	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
 		return errorf(http.StatusConflict, "sandbox %s is already paused", cl.Name)
 	}
-	if herr := rt.setE2BMode(ctx, sb, sandboxv1beta1.SandboxOperatingModeSuspended); herr != nil {
+	gen, herr := rt.setE2BMode(ctx, sb, sandboxv1beta1.SandboxOperatingModeSuspended)
+	if herr != nil {
+		return herr
+	}
+	if herr := rt.waitE2BSuspended(ctx, sb, gen); herr != nil {
 		return herr
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// waitE2BSuspended waits until the controller has acted on generation gen of sb (its
+// Suspended patch) and its Pod is gone: E2B's pause answers once the sandbox is paused, so a
+// connect right after it resumes a stopped sandbox, never one still shutting down.
+func (rt *Router) waitE2BSuspended(ctx context.Context, sb *sandboxv1beta1.Sandbox, gen int64) *httpError {
+	ctx, cancel := context.WithTimeout(ctx, rt.cfg.WakeTimeout)
+	defer cancel()
+	for {
+		got, _ := rt.lookupSandbox(ctx, sb.Namespace, sb.Name)
+		if got == nil || got.UID != sb.UID {
+			return errorf(http.StatusNotFound, "sandbox %s was deleted while pausing", sb.Name)
+		}
+		if got.Status.ObservedGeneration >= gen && meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errorf(http.StatusGatewayTimeout, "sandbox %s was not paused within %s; it goes on pausing", sb.Name, rt.cfg.WakeTimeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // e2bResume resumes a paused sandbox (409 when it runs), sets its timeout, and answers once it
@@ -426,27 +505,29 @@ func (rt *Router) e2bWake(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if herr := rt.patchE2BTimeout(ctx, cl, timeout); herr != nil {
 		return herr
 	}
-	code := http.StatusOK
+	code, gen := http.StatusOK, int64(0)
 	if paused {
 		code = http.StatusCreated
-		if herr := rt.setE2BMode(ctx, sb, sandboxv1beta1.SandboxOperatingModeRunning); herr != nil {
+		if gen, herr = rt.setE2BMode(ctx, sb, sandboxv1beta1.SandboxOperatingModeRunning); herr != nil {
 			return herr
 		}
 	}
-	ready, herr := rt.waitE2BReady(ctx, cl)
+	ready, herr := rt.waitE2BReady(ctx, cl, gen)
 	if herr != nil {
 		return herr
 	}
-	return rt.writeE2BSandbox(w, code, claimTemplate(cl), ready)
+	return rt.writeE2BSandbox(w, r, code, claimTemplate(cl), ready)
 }
 
-// setE2BMode patches the sandbox's operatingMode as the caller, guarded by its UID.
-func (rt *Router) setE2BMode(ctx context.Context, sb *sandboxv1beta1.Sandbox, mode sandboxv1beta1.SandboxOperatingMode) *httpError {
+// setE2BMode patches the sandbox's operatingMode as the caller, guarded by its UID, and returns
+// the generation that patch made.
+func (rt *Router) setE2BMode(ctx context.Context, sb *sandboxv1beta1.Sandbox, mode sandboxv1beta1.SandboxOperatingMode) (int64, *httpError) {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": sb.UID}, "spec": map[string]any{"operatingMode": mode}})
-	if err := rt.e2bKube.Patch(ctx, sb.DeepCopy(), rawMergePatch(patch)); err != nil {
-		return e2bKubeError(err, "setting Sandbox "+sb.Name+" "+string(mode))
+	patched := sb.DeepCopy()
+	if err := rt.e2bKube.Patch(ctx, patched, rawMergePatch(patch)); err != nil {
+		return 0, e2bKubeError(err, "setting Sandbox "+sb.Name+" "+string(mode))
 	}
-	return nil
+	return patched.Generation, nil
 }
 
 // e2bClaim reads the claim id as the caller: 404 when it does not exist or is being deleted.
@@ -510,8 +591,9 @@ func claimTemplate(cl *extv1beta1.SandboxClaim) string {
 }
 
 // waitE2BReady waits, in the router's cache, for the claim (by UID) to be Ready: E2B's create
-// and resume answer once the sandbox runs.
-func (rt *Router) waitE2BReady(ctx context.Context, claim *extv1beta1.SandboxClaim) (*extv1beta1.SandboxClaim, *httpError) {
+// and resume answer once the sandbox runs. Its Sandbox's status must be of generation minGen or
+// later (the resume's patch), so a Ready left from before a pause does not count.
+func (rt *Router) waitE2BReady(ctx context.Context, claim *extv1beta1.SandboxClaim, minGen int64) (*extv1beta1.SandboxClaim, *httpError) {
 	ctx, cancel := context.WithTimeout(ctx, rt.cfg.WakeTimeout)
 	defer cancel()
 	for {
@@ -521,7 +603,7 @@ func (rt *Router) waitE2BReady(ctx context.Context, claim *extv1beta1.SandboxCla
 		}
 		if cl != nil && cl.UID == claim.UID && meta.IsStatusConditionTrue(cl.Status.Conditions, extv1beta1.ClaimConditionReady) {
 			if sb, _ := rt.lookupSandbox(ctx, cl.Namespace, cl.Status.Sandbox.Name); sb != nil && claimOwns(sb, cl.UID) &&
-				sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended &&
+				sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended && sb.Status.ObservedGeneration >= minGen &&
 				meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) {
 				return cl, nil
 			}
@@ -568,13 +650,13 @@ func claimConditionSummary(cl *extv1beta1.SandboxClaim) string {
 
 // writeE2BSandbox answers E2B's Sandbox for a ready claim (as the router's cache holds it, whose
 // spec is trimmed: hence templateID), with a new envd access token.
-func (rt *Router) writeE2BSandbox(w http.ResponseWriter, code int, templateID string, cl *extv1beta1.SandboxClaim) *httpError {
+func (rt *Router) writeE2BSandbox(w http.ResponseWriter, r *http.Request, code int, templateID string, cl *extv1beta1.SandboxClaim) *httpError {
 	tok, herr := rt.e2bAccessToken(cl)
 	if herr != nil {
 		return herr
 	}
 	writeJSON(w, code, e2bSandbox{TemplateID: templateID, SandboxID: cl.Name, ClientID: e2bClientID,
-		EnvdVersion: contract.E2BEnvdVersion, EnvdAccessToken: tok, Domain: rt.cfg.E2BDomain})
+		EnvdVersion: contract.E2BEnvdVersion, EnvdAccessToken: tok, Domain: rt.e2bDomain(r)})
 	return nil
 }
 

@@ -1,26 +1,70 @@
 package router
 
 import (
+	"cmp"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// E2B's list pages: 100 sandboxes unless limit says otherwise, at most e2bMaxListLimit.
+const (
+	e2bDefaultListLimit = 100
+	e2bMaxListLimit     = 1000
+)
+
 // e2bListFilter is what E2B's list takes in its query: metadata pairs, URL-encoded as one
-// parameter (metadata=k%3Dv%26k2%3Dv2), and states (state=running&state=paused or
-// state=running,paused; none: every state).
+// parameter (metadata=k%3Dv%26k2%3Dv2), states (state=running&state=paused or
+// state=running,paused; none: every state), template, startedAfter (RFC 3339, inclusive), and
+// the page: order of start time (desc, the newest first, unless asc), limit and nextToken.
 type e2bListFilter struct {
-	metadata map[string]string
-	states   []string
+	metadata     map[string]string
+	states       []string
+	template     string
+	startedAfter time.Time
+	asc          bool
+	limit        int
+	after        *e2bCursor
+}
+
+// e2bCursor is where a page ends: the start time and ID of its last sandbox, in the order of
+// the list, so the next page starts after it however sandboxes come and go in between.
+type e2bCursor struct {
+	startedAt time.Time
+	id        string
+}
+
+func (c e2bCursor) token() string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d/%s", c.startedAt.UnixNano(), c.id))
+}
+
+func parseE2BCursor(tok string) (*e2bCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return nil, err
+	}
+	ns, id, ok := strings.Cut(string(b), "/")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, fmt.Errorf("not a token this router made")
+	}
+	return &e2bCursor{startedAt: time.Unix(0, n), id: id}, nil
 }
 
 func parseE2BListFilter(r *http.Request) (e2bListFilter, *httpError) {
 	q := r.URL.Query()
-	f := e2bListFilter{}
+	f := e2bListFilter{template: q.Get("template"), limit: e2bDefaultListLimit}
+	if herr := f.parsePage(q); herr != nil {
+		return f, herr
+	}
 	if m := q.Get("metadata"); m != "" {
 		vals, err := url.ParseQuery(m)
 		if err != nil {
@@ -46,8 +90,69 @@ func parseE2BListFilter(r *http.Request) (e2bListFilter, *httpError) {
 	return f, nil
 }
 
+// parsePage reads startedAfter, order, limit and nextToken.
+func (f *e2bListFilter) parsePage(q url.Values) *httpError {
+	if v := q.Get("startedAfter"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "startedAfter %q is not an RFC 3339 time: %v", clip(v), err)
+		}
+		f.startedAfter = t
+	}
+	switch o := q.Get("order"); o {
+	case "", "desc":
+	case "asc":
+		f.asc = true
+	default:
+		return errorf(http.StatusBadRequest, "order %q is neither asc nor desc", clip(o))
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > e2bMaxListLimit {
+			return errorf(http.StatusBadRequest, "limit %q is not a number from 1 to %d", clip(v), e2bMaxListLimit)
+		}
+		f.limit = n
+	}
+	if v := q.Get("nextToken"); v != "" {
+		c, err := parseE2BCursor(v)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "nextToken %q is not one this API answered: %v", clip(v), err)
+		}
+		f.after = c
+	}
+	return nil
+}
+
+// page sorts the matching sandboxes by start time (then ID) in the filter's order and returns
+// the page after its cursor, with the token of the next page ("" on the last).
+func (f e2bListFilter) page(all []e2bDetail) ([]e2bDetail, string) {
+	compare := func(a, b e2bCursor) int {
+		c := cmp.Or(a.startedAt.Compare(b.startedAt), strings.Compare(a.id, b.id))
+		if f.asc {
+			return c
+		}
+		return -c
+	}
+	key := func(d e2bDetail) e2bCursor { return e2bCursor{startedAt: d.StartedAt, id: d.SandboxID} }
+	slices.SortFunc(all, func(a, b e2bDetail) int { return compare(key(a), key(b)) })
+	if f.after != nil {
+		at, _ := slices.BinarySearchFunc(all, *f.after, func(d e2bDetail, c e2bCursor) int { return compare(key(d), c) })
+		for at < len(all) && compare(key(all[at]), *f.after) <= 0 {
+			at++
+		}
+		all = all[at:]
+	}
+	if len(all) <= f.limit {
+		return all, ""
+	}
+	return all[:f.limit], key(all[f.limit-1]).token()
+}
+
 func (f e2bListFilter) match(d e2bDetail) bool {
 	if len(f.states) > 0 && !slices.Contains(f.states, d.State) {
+		return false
+	}
+	if (f.template != "" && d.TemplateID != f.template) || d.StartedAt.Before(f.startedAfter) {
 		return false
 	}
 	for k, v := range f.metadata {

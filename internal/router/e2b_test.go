@@ -4,7 +4,9 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/kubox-dev/kubox/api/contract"
 )
@@ -40,6 +42,21 @@ func TestE2BHost(t *testing.T) {
 	}
 	if _, _, _, ok := (&Router{}).e2bHost("api.e2b.example.com"); ok {
 		t.Error("a router without an E2B domain took an E2B host")
+	}
+}
+
+func TestE2BDomainKeepsThePort(t *testing.T) {
+	rt := &Router{cfg: Config{E2BDomain: "e2b.example.com"}}
+	for host, want := range map[string]string{
+		"api.e2b.example.com":      "e2b.example.com",
+		"api.e2b.example.com:443":  "e2b.example.com",
+		"api.e2b.example.com:8443": "e2b.example.com:8443",
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/sandboxes", nil)
+		r.Host = host
+		if got := rt.e2bDomain(r); got != want {
+			t.Errorf("Host %s: domain %q, want %q", host, got, want)
+		}
 	}
 }
 
@@ -123,5 +140,54 @@ func TestE2BCredentials(t *testing.T) {
 	e2bCredentials(r)
 	if got := r.Header.Get("Authorization"); got != "" {
 		t.Errorf("with only the Basic user header: Authorization %q, want none", got)
+	}
+}
+
+// List pages walk every matching sandbox once, in start-time order (then ID), even when a
+// sandbox of an earlier page goes away between requests.
+func TestE2BListPages(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	var all []e2bDetail
+	for i, id := range []string{"e2b-c", "e2b-a", "e2b-e", "e2b-b", "e2b-d"} {
+		all = append(all, e2bDetail{SandboxID: id, StartedAt: t0.Add(time.Duration(i%3) * time.Minute)})
+	}
+	walk := func(q string, items []e2bDetail) []string {
+		var got []string
+		next := ""
+		for range 10 {
+			r := httptest.NewRequest(http.MethodGet, "/v2/sandboxes?"+q+"&nextToken="+next, nil)
+			f, herr := parseE2BListFilter(r)
+			if herr != nil {
+				t.Fatalf("%s: %v", q, herr.msg)
+			}
+			page, tok := f.page(slices.Clone(items))
+			for _, d := range page {
+				got = append(got, d.SandboxID)
+			}
+			if tok == "" {
+				return got
+			}
+			next = tok
+			items = slices.DeleteFunc(slices.Clone(items), func(d e2bDetail) bool { return d.SandboxID == page[0].SandboxID })
+		}
+		t.Fatalf("%s: more than 10 pages", q)
+		return nil
+	}
+	// Start times: c, b at t0; a, d at t0+1m; e at t0+2m.
+	if got, want := walk("order=asc&limit=2", all), []string{"e2b-b", "e2b-c", "e2b-a", "e2b-d", "e2b-e"}; !slices.Equal(got, want) {
+		t.Errorf("asc pages of 2: %v, want %v", got, want)
+	}
+	if got, want := walk("limit=2", all), []string{"e2b-e", "e2b-d", "e2b-a", "e2b-c", "e2b-b"}; !slices.Equal(got, want) {
+		t.Errorf("default (desc) pages of 2: %v, want %v", got, want)
+	}
+	for _, q := range []string{"order=up", "limit=0", "limit=1001", "nextToken=%21%21", "startedAfter=yesterday"} {
+		if _, herr := parseE2BListFilter(httptest.NewRequest(http.MethodGet, "/v2/sandboxes?"+q, nil)); herr == nil || herr.code != http.StatusBadRequest {
+			t.Errorf("%s: accepted, want 400", q)
+		}
+	}
+	f, _ := parseE2BListFilter(httptest.NewRequest(http.MethodGet, "/v2/sandboxes?template=python&startedAfter="+t0.Add(time.Minute).Format(time.RFC3339), nil))
+	if f.match(e2bDetail{TemplateID: "python", StartedAt: t0}) || !f.match(e2bDetail{TemplateID: "python", StartedAt: t0.Add(time.Minute)}) ||
+		f.match(e2bDetail{TemplateID: "other", StartedAt: t0.Add(time.Hour)}) {
+		t.Error("template and startedAfter (inclusive) filters do not select what they name")
 	}
 }

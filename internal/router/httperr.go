@@ -23,10 +23,13 @@ func errorf(code int, format string, args ...any) *httpError {
 	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// errorBody is the JSON of every error the router answers itself.
+// errorBody is the JSON of every error the router answers itself. Message repeats Error in the
+// field E2B's SDKs read from envd's errors ({"message", "code"}), so an E2B program reaching a
+// sandbox host through the router reports why (a sandbox that is waking, a refused token).
 type errorBody struct {
-	Error string `json:"error"`
-	Code  int    `json:"code"`
+	Error   string `json:"error"`
+	Message string `json:"message"`
+	Code    int    `json:"code"`
 }
 
 func writeError(w http.ResponseWriter, e *httpError) {
@@ -41,7 +44,7 @@ func writeError(w http.ResponseWriter, e *httpError) {
 		h.Set("Retry-After", strconv.Itoa(max(e.retryAfter, 1)))
 	}
 	w.WriteHeader(e.code)
-	_ = json.NewEncoder(w).Encode(errorBody{Error: e.msg, Code: e.code})
+	_ = json.NewEncoder(w).Encode(errorBody{Error: e.msg, Message: e.msg, Code: e.code})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -145,6 +145,8 @@ func BenchmarkKuboxRun(b *testing.B) {
 		reportMs(b, "first-output", output)
 	})
 	b.Run("python-sdk", func(b *testing.B) { benchPythonSDK(b, ns) })
+	b.Run("typescript-sdk", func(b *testing.B) { benchTypeScriptSDK(b, ns) })
+	b.Run("e2b-sdk", func(b *testing.B) { benchE2BSDK(b, ns) })
 }
 
 // benchPythonSDK measures Sandbox.claim + sb.run of the Python SDK, the same as go-sdk: one
@@ -153,8 +155,38 @@ func BenchmarkKuboxRun(b *testing.B) {
 func benchPythonSDK(b *testing.B, ns string) {
 	testutil.RequirePytest(b)
 	cmd := exec.Command(testutil.Python, "sdk/python/bench/first_output.py", "--pool", "python", "--namespace", ns)
-	cmd.Dir = repoDir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PYTHONPATH="+filepath.Join(repoDir, "sdk", "python", "src"))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoDir, "sdk", "python", "src"))
+	benchLines(b, ns, cmd, "claimed_ms", "claim-ready")
+}
+
+// benchTypeScriptSDK is benchPythonSDK for the TypeScript SDK (its dist/bench/first_output.js,
+// built by `make ts-build`).
+func benchTypeScriptSDK(b *testing.B, ns string) {
+	cmd := exec.Command("node", "sdk/typescript/dist/bench/first_output.js", "--pool", "python", "--namespace", ns)
+	benchLines(b, ns, cmd, "claimed_ms", "claim-ready")
+}
+
+// benchE2BSDK measures Sandbox.create() + commands.run() of E2B's stock SDK through the local
+// router's E2B API (test/e2b/first_output.mjs; the environment of TestE2BSDKConformance).
+func benchE2BSDK(b *testing.B, ns string) {
+	requireE2BDeps(b)
+	cmd := exec.Command("node", "--import", "./resolve.mjs", "first_output.mjs")
+	cmd.Dir = filepath.Join(repoDir, e2bDir)
+	cmd.Env = append(os.Environ(), e2bEnv(b, ns)...)
+	benchLines(b, ns, cmd, "created_ms", "create")
+}
+
+// benchLines drives a long-lived measuring process: for each of b.N runs it waits for the pool
+// to be full, writes a line to the process and reads back a JSON line with the milliseconds to
+// the sandbox (field first, reported as what) and to the first output (output_ms).
+func benchLines(b *testing.B, ns string, cmd *exec.Cmd, first, what string) {
+	if cmd.Dir == "" {
+		cmd.Dir = repoDir
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -174,25 +206,22 @@ func benchPythonSDK(b *testing.B, ns string) {
 		}
 	}()
 	lines := bufio.NewScanner(out)
-	var claimed, output []float64
+	var ready, output []float64
 	for range b.N {
 		waitPoolReady(b, ns, "python", 2)
 		if _, err := io.WriteString(in, "go\n"); err != nil {
 			b.Fatal(err)
 		}
 		if !lines.Scan() {
-			b.Fatalf("first_output.py ended early: %v", lines.Err())
+			b.Fatalf("%s ended early: %v", cmd, lines.Err())
 		}
-		var m struct {
-			ClaimedMs float64 `json:"claimed_ms"`
-			OutputMs  float64 `json:"output_ms"`
-		}
+		var m map[string]float64
 		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
-			b.Fatalf("first_output.py printed %q: %v", lines.Text(), err)
+			b.Fatalf("%s printed %q: %v", cmd, lines.Text(), err)
 		}
-		claimed, output = append(claimed, m.ClaimedMs), append(output, m.OutputMs)
+		ready, output = append(ready, m[first]), append(output, m["output_ms"])
 	}
-	reportMs(b, "claim-ready", claimed)
+	reportMs(b, what, ready)
 	reportMs(b, "first-output", output)
 }
 

@@ -6,6 +6,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kubox-dev/kubox/internal/testutil"
@@ -21,6 +25,29 @@ func TestPythonSDK(t *testing.T) {
 	ns := namespace(t)
 	pythonPool(t, ns, 2)
 	testutil.RunPytest(t, repoDir, "sdk/python/tests/e2e", "KUBECONFIG="+kubeconfig, "KUBOX_TEST_NAMESPACE="+ns)
+}
+
+// TestTypeScriptSDK runs the TypeScript SDK's end-to-end test (sdk/typescript/src/e2e, built
+// into dist/e2e by `make ts-build`) in a namespace with the sample python pool ready, with nothing
+// set but KUBECONFIG, as TestPythonSDK does for the Python SDK.
+func TestTypeScriptSDK(t *testing.T) {
+	requireController(t)
+	suite := filepath.Join(repoDir, "sdk", "typescript", "dist", "e2e", "node.e2e.js")
+	if _, err := os.Stat(suite); err != nil {
+		t.Fatalf("the TypeScript SDK is not built (%v): run `make ts-build` (make test-e2e does)", err)
+	}
+	ns := namespace(t)
+	pythonPool(t, ns, 2)
+	cmd := exec.CommandContext(t.Context(), "node", "--test", "--test-reporter=tap", suite)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBOX_TEST_NAMESPACE="+ns)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test %s:\n%s", suite, out)
+	if err != nil {
+		t.Fatalf("the TypeScript SDK's end-to-end test failed: %v", err)
+	}
+	if tap := string(out); !strings.Contains(tap, "# pass 1") || !strings.Contains(tap, "# fail 0") {
+		t.Errorf("the end-to-end test did not run (see the output above)")
+	}
 }
 
 // TestGoSDKPortForward is the Go SDK's default outside a cluster when no router URL is known:

@@ -294,3 +294,27 @@ func TestAuthenticationIsRequired(t *testing.T) {
 		t.Errorf("GET /envs with the token: %d %s, want 200 with the environment", status, body)
 	}
 }
+
+// An upload with file metadata (envd's X-Metadata-* headers) is refused with the header named,
+// and nothing is written: kubox-agent keeps no extended attributes.
+func TestUploadWithMetadataIsRefused(t *testing.T) {
+	s := startSandbox(t)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.filesURL("/meta.txt"), bytes.NewReader([]byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("X-Metadata-Owner", "alice")
+	res, err := s.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusBadRequest || !bytes.Contains(body, []byte("X-Metadata-Owner")) {
+		t.Errorf("upload with metadata: %d %s, want 400 naming the header", res.StatusCode, body)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "meta.txt")); !os.IsNotExist(err) {
+		t.Errorf("the refused upload wrote the file (stat: %v)", err)
+	}
+}

@@ -89,6 +89,11 @@ func (s *fileServer) admitted(w http.ResponseWriter, r *http.Request, serve http
 // SDKs upload several files in one request that way); a raw body needs the path query parameter.
 // Content-Encoding: gzip bodies are decompressed.
 func (s *fileServer) upload(w http.ResponseWriter, r *http.Request) {
+	if h := metadataHeader(r.Header); h != "" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("file metadata (%s) is not kept by kubox-agent: write the file without metadata, "+
+			"or keep it in a file of its own", h))
+		return
+	}
 	p := r.URL.Query().Get("path")
 	body := io.Reader(r.Body)
 	if strings.EqualFold(r.Header.Get("Content-Encoding"), "gzip") {
@@ -113,6 +118,20 @@ func (s *fileServer) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, written)
+}
+
+// metadataHeaderPrefix starts the headers envd 0.6.2 and later take as a file's metadata on upload.
+const metadataHeaderPrefix = "X-Metadata-"
+
+// metadataHeader names the first metadata header of h, or "". kubox-agent stores no extended
+// attributes, so an upload with metadata is refused rather than written without it.
+func metadataHeader(h http.Header) string {
+	for k := range h {
+		if len(k) > len(metadataHeaderPrefix) && strings.EqualFold(k[:len(metadataHeaderPrefix)], metadataHeaderPrefix) {
+			return k
+		}
+	}
+	return ""
 }
 
 func (s *fileServer) uploadOne(p string, body io.Reader) ([]writtenEntry, error) {

@@ -147,8 +147,9 @@ export class Client {
     this.connection = opts.connection === "direct" ? "direct" : this.routerURL ? "router" : "port-forward";
   }
 
-  /** close stops the client's port-forward, if it started one. Sandboxes stay. */
+  /** close stops the client's port-forward, if it started one, and its connections to the API server. Sandboxes stay. */
   async close(): Promise<void> {
+    this.kube.close();
     const fwd = this.#forward;
     this.#forward = undefined;
     if (fwd) (await fwd.catch(() => undefined))?.close();

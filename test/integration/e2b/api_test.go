@@ -201,3 +201,41 @@ func (f *fixture) checkListed(t *testing.T, query, id string, want bool) {
 		t.Errorf("list%s has %s: %v, want %v (%+v)", query, id, got, want, list)
 	}
 }
+
+// The SDKs' current paths (POST /v2/sandboxes, /v2/sandboxes/{id}/connect) are served like the
+// older ones, and an option kubox cannot honour is refused with 400, creating nothing, rather
+// than given a sandbox without what it asked for.
+func TestV2PathsAndUnsupportedOptions(t *testing.T) {
+	f := setup(t)
+	var sb sandbox
+	if code := f.api(t, f.apiKey, http.MethodPost, "/v2/sandboxes", map[string]any{"templateID": pool, "timeout": 60}, &sb); code != http.StatusCreated || sb.SandboxID == "" {
+		t.Fatalf("POST /v2/sandboxes answered %d, %+v; want 201 and a sandbox", code, sb)
+	}
+	if code := f.api(t, f.apiKey, http.MethodPost, "/v2/sandboxes/"+sb.SandboxID+"/connect", map[string]any{"timeout": 60}, nil); code != http.StatusOK {
+		t.Errorf("POST /v2/sandboxes/{id}/connect of a running sandbox answered %d, not 200", code)
+	}
+	if code := f.api(t, f.apiKey, http.MethodPost, "/sandboxes/"+sb.SandboxID+"/pause", map[string]any{"memory": true}, nil); code != http.StatusBadRequest {
+		t.Errorf("pause with memory answered %d, not 400", code)
+	}
+	for name, opt := range map[string]map[string]any{
+		"autoPause":             {"autoPause": true},
+		"autoResume":            {"autoResume": map[string]any{"enabled": true}},
+		"allow_internet_access": {"allow_internet_access": false},
+		"network":               {"network": map[string]any{"denyOut": []string{"0.0.0.0/0"}}},
+		"volumeMounts":          {"volumeMounts": []any{map[string]any{"name": "v", "path": "/data"}}},
+		"mcp":                   {"mcp": map[string]any{"github": map[string]any{}}},
+		"iam":                   {"iam": map[string]any{"tokens": map[string]any{"gcp": map[string]any{"audience": "a", "tokenType": "oidc"}}}},
+	} {
+		opt["templateID"] = pool // api checks that a refusal is E2B's error JSON with a message
+		if code := f.api(t, f.apiKey, http.MethodPost, "/v2/sandboxes", opt, nil); code != http.StatusBadRequest {
+			t.Errorf("create with %s answered %d, not 400", name, code)
+		}
+	}
+	list := &extv1beta1.SandboxClaimList{}
+	if err := env.Client.List(t.Context(), list, client.InNamespace(f.ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Errorf("%d claims in the namespace, want only the one created", len(list.Items))
+	}
+}
