@@ -177,6 +177,9 @@ egress:
     pullPolicy: [[ quote .Egress.Image.PullPolicy ]]
   # resources (requests and limits) of the proxy's container.
   resources:[[ yaml 4 .Egress.Resources ]]
+  # extraArgs are flags added to the proxy's (kubox-egress --help lists them), e.g.
+  # [--secret-ttl=10s].
+  extraArgs: []
 [[- end ]]
 
 agent:
