@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -146,7 +147,7 @@ func (s *Source) sandboxAt(ctx context.Context, addr netip.Addr) (*sandboxv1beta
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue // its IP may already be another Pod's
 		}
-		owner := metav1ControllerUID(pod)
+		owner := controllerUID(pod)
 		sb := &sandboxv1beta1.Sandbox{}
 		key := client.ObjectKey{Namespace: pod.Namespace, Name: pod.Labels[sandboxv1beta1.SandboxNameLabel]}
 		if err := s.cache.Get(ctx, key, sb, client.UnsafeDisableDeepCopy); err != nil || owner == "" || sb.UID != owner {
@@ -219,7 +220,7 @@ func (s *Source) loadCA(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*egres
 	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sandboxv1beta1.EgressCASecretName(sb.Name)}, sec); err != nil {
 		return nil, err
 	}
-	if metav1ControllerUID(sec) != sb.UID {
+	if controllerUID(sec) != sb.UID {
 		return nil, fmt.Errorf("secret %s is not controlled by the Sandbox", sec.Name)
 	}
 	return egress.LoadCA(sec.Data[sandboxv1beta1.EgressCACertKey], sec.Data[sandboxv1beta1.EgressCAKeyKey])
@@ -266,11 +267,10 @@ func podIPs(o client.Object) []string {
 	return out
 }
 
-func metav1ControllerUID(o client.Object) types.UID {
-	for _, r := range o.GetOwnerReferences() {
-		if r.Controller != nil && *r.Controller {
-			return r.UID
-		}
+// controllerUID is the UID of o's controller, or "".
+func controllerUID(o metav1.Object) types.UID {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		return ref.UID
 	}
 	return ""
 }
