@@ -51,6 +51,7 @@ manifests: ## Generate CRDs and RBAC (controller, router) from the API types and
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=kubox-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=kubox-router paths=./internal/router/... output:rbac:artifacts:config=config/rbac/router
+	$(CONTROLLER_GEN) rbac:roleName=kubox-egress paths=./internal/egress/... output:rbac:artifacts:config=config/rbac/egress
 
 .PHONY: chart
 chart: ## Generate the Helm chart charts/kubox from config/default (kustomize) and config/crd/bases

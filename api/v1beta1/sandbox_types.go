@@ -95,6 +95,13 @@ type SandboxBlueprint struct {
 	// kubox addition.
 	// +optional
 	IdlePolicy *IdlePolicy `json:"idlePolicy,omitempty"`
+
+	// egress, when set, states by domain what the sandbox may reach: its traffic leaves only
+	// through kubox-egress, which refuses what the policy does not allow and adds the policy's
+	// credentials to requests. On a Sandbox it is the effective policy (the template's, narrowed
+	// by the claim's egress). kubox addition.
+	// +optional
+	Egress *EgressPolicy `json:"egress,omitempty"`
 }
 
 // ShutdownPolicy says what happens to a sandbox when its shutdownTime passes.

@@ -18,6 +18,7 @@ import (
 const (
 	controllerDeployment = "kubox-controller"
 	routerDeployment     = "kubox-router"
+	egressDeployment     = "kubox-egress"
 	controllerConfigMap  = "kubox-controller-config"
 	controllerConfigKey  = "config.yaml"
 	routerService        = "sandbox-router-svc"
@@ -29,7 +30,7 @@ const (
 )
 
 // components maps config/default's Deployments to their section of values.yaml.
-var components = map[string]string{controllerDeployment: "controller", routerDeployment: "router"}
+var components = map[string]string{controllerDeployment: "controller", routerDeployment: "router", egressDeployment: "egress"}
 
 type object = map[string]any
 
@@ -64,6 +65,7 @@ type chartDefaults struct {
 	CommonLabels  map[string]string
 	Controller    component
 	Router        component
+	Egress        component
 	RouterService service
 	Agent         image
 	Config        controllerConfig
@@ -251,10 +253,13 @@ func (g *generator) deployment(o object) error {
 	if r, ok := ctr["resources"].(object); ok {
 		comp.Resources = r
 	}
-	if c == "controller" {
+	switch c {
+	case "controller":
 		g.d.Controller = comp
-	} else {
+	case "router":
 		g.d.Router = comp
+	default:
+		g.d.Egress = comp
 	}
 
 	spec["replicas"] = g.ph.add(inline("replicas", "{{ "+values+".replicas }}"))

@@ -217,13 +217,15 @@ func normalize(t *testing.T, o object) object {
 		if err := yaml.Unmarshal([]byte(data[controllerConfigKey].(string)), &config); err != nil {
 			t.Fatal(err)
 		}
-		if router, ok := field(config, "networkPolicy", "router").(object); ok {
-			delete(router, "namespace")
-			if len(router) == 0 {
-				delete(config["networkPolicy"].(object), "router")
-			}
-			if len(config["networkPolicy"].(object)) == 0 {
-				delete(config, "networkPolicy")
+		for _, peer := range []string{"router", "egressProxy"} { // the release's namespace unless set
+			if p, ok := field(config, "networkPolicy", peer).(object); ok {
+				delete(p, "namespace")
+				if len(p) == 0 {
+					delete(config["networkPolicy"].(object), peer)
+				}
+				if len(config["networkPolicy"].(object)) == 0 {
+					delete(config, "networkPolicy")
+				}
 			}
 		}
 		data[controllerConfigKey] = config

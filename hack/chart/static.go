@@ -126,7 +126,8 @@ controller:
   # controller's Pods. Every field and its default: docs/configuration.md. Besides what is set here:
   #   agent.image and agent.imagePullPolicy come from agent.image below;
   #   networkPolicy.router.namespace is the release's namespace unless set here (the namespace of
-  #   the router Pods the sandboxes' default NetworkPolicy lets in).
+  #   the router Pods the sandboxes' default NetworkPolicy lets in), and so is
+  #   networkPolicy.egressProxy.namespace (where sandboxes with spec.egress find kubox-egress).
   # metrics.bindAddress and health.bindAddress must keep the container ports 8080 and 8081 that the
   # Deployment's probes and the metrics Service use.
   config:
@@ -160,6 +161,26 @@ router:
     port: [[ .RouterService.Port ]]
     # annotations of the Service, e.g. a cloud load balancer's settings.
     annotations:[[ yaml 6 .RouterService.Annotations ]]
+
+[[- if .Egress.Image.Repository ]]
+
+egress:
+  # replicas of kubox-egress, the proxy of sandboxes with spec.egress. It is stateless: every
+  # replica serves every sandbox.
+  replicas: [[ .Egress.Replicas ]]
+  image:
+    # repository of the kubox-egress image (make images builds it).
+    repository: [[ quote .Egress.Image.Repository ]]
+    # tag of the image; "v1@sha256:..." pins a digest too.
+    tag: [[ quote .Egress.Image.Tag ]]
+    # pullPolicy is the container's imagePullPolicy; empty leaves Kubernetes' default.
+    pullPolicy: [[ quote .Egress.Image.PullPolicy ]]
+  # resources (requests and limits) of the proxy's container.
+  resources:[[ yaml 4 .Egress.Resources ]]
+  # extraArgs are flags added to the proxy's (kubox-egress --help lists them), e.g.
+  # [--secret-ttl=10s].
+  extraArgs: []
+[[- end ]]
 
 agent:
   # image is kubox-agent's image, which the controller injects into sandboxes with spec.agent
@@ -203,8 +224,8 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 
 {{/*
 kubox.controllerConfig: the controller's ControllerConfiguration: controller.config with the
-agent's image from agent.image and, unless set, the router's namespace for the sandboxes' default
-NetworkPolicy set to the release's.
+agent's image from agent.image and, unless set, the router's and kubox-egress's namespaces for the
+sandboxes' NetworkPolicies set to the release's.
 */}}
 {{- define "kubox.controllerConfig" -}}
 {{- $config := omit (deepCopy .Values.controller.config) "apiVersion" "kind" }}
@@ -216,6 +237,9 @@ NetworkPolicy set to the release's.
 {{- $router := deepCopy ($networkPolicy.router | default dict) }}
 {{- if not $router.namespace }}{{ $_ = set $router "namespace" .Release.Namespace }}{{ end }}
 {{- $_ = set $networkPolicy "router" $router }}
+{{- $egressProxy := deepCopy ($networkPolicy.egressProxy | default dict) }}
+{{- if not $egressProxy.namespace }}{{ $_ = set $egressProxy "namespace" .Release.Namespace }}{{ end }}
+{{- $_ = set $networkPolicy "egressProxy" $egressProxy }}
 {{- $_ = set $config "networkPolicy" $networkPolicy -}}
 apiVersion: [[ .Config.APIVersion ]]
 kind: [[ .Config.Kind ]]

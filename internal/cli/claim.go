@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +24,12 @@ type claimFlags struct {
 	suspendAfter time.Duration
 	env          []string
 	labels       []string
+	allowDomains []string
+	denyDomains  []string
 }
+
+// domainPattern is the form of an egress domain, as the API validates it.
+var domainPattern = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // The bounds of an idle policy's suspendAfter, as the API validates them.
 const (
@@ -37,6 +44,8 @@ func (f *claimFlags) addFlags(cmd *cobra.Command, g *globalOptions) {
 	cmd.Flags().DurationVar(&f.suspendAfter, "suspend-after", 0, "suspend the sandbox after this long without activity (requests through kubox-router, processes other than its main command), from 30s to 8760h; the next request wakes it; 0 keeps the template's idle policy")
 	cmd.Flags().StringArrayVar(&f.env, "env", nil, "environment variable K=V for the sandbox's containers (repeatable; the template must allow it)")
 	cmd.Flags().StringArrayVar(&f.labels, "label", nil, "label K=V for the claim (repeatable)")
+	cmd.Flags().StringSliceVar(&f.allowDomains, "allow-domain", nil, "let the sandbox reach only these names (or *.wildcards) of those its template's egress allows (repeatable or comma-separated)")
+	cmd.Flags().StringSliceVar(&f.denyDomains, "deny-domain", nil, "refuse these names (or *.wildcards) besides those the template's egress denies (repeatable or comma-separated)")
 }
 
 // check validates the flags before kubox talks to the cluster.
@@ -50,6 +59,11 @@ func (f *claimFlags) check(command string) error {
 	if f.suspendAfter != 0 && (f.suspendAfter < minSuspendAfter || f.suspendAfter > maxSuspendAfter) {
 		return fmt.Errorf("--suspend-after %s is outside %s to %s: give how long the sandbox may sit idle, e.g. --suspend-after 15m",
 			f.suspendAfter, minSuspendAfter, maxSuspendAfter)
+	}
+	for _, d := range append(slices.Clone(f.allowDomains), f.denyDomains...) {
+		if !domainPattern.MatchString(d) {
+			return fmt.Errorf("--allow-domain/--deny-domain %q is not a domain: give a lowercase name such as pypi.org, or *.pythonhosted.org for the names below it", d)
+		}
 	}
 	if _, err := keyValues("env", f.env); err != nil {
 		return err
@@ -74,6 +88,9 @@ func (f *claimFlags) options(name, ns string) []kubox.ClaimOption {
 	}
 	if lbls != nil {
 		opts = append(opts, kubox.WithLabels(lbls))
+	}
+	if len(f.allowDomains) > 0 || len(f.denyDomains) > 0 {
+		opts = append(opts, kubox.WithEgress(sandboxv1beta1.EgressRestriction{AllowDomains: f.allowDomains, DenyDomains: f.denyDomains}))
 	}
 	return opts
 }

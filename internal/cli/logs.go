@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
@@ -23,6 +24,8 @@ type logsOptions struct {
 	container string
 	tail      int64
 	previous  bool
+	egress    bool
+	egressNS  string
 }
 
 func newLogs(g *globalOptions) *cobra.Command {
@@ -32,10 +35,12 @@ func newLogs(g *globalOptions) *cobra.Command {
 		Short: "Print the logs of a sandbox's Pod",
 		Long: `Print the logs of the Pod of the Sandbox NAME (with --claim, the sandbox of the claim NAME),
 read from the API server as kubectl logs does. The container is -c, else the Pod's
-kubectl.kubernetes.io/default-container, else its first container.`,
+kubectl.kubernetes.io/default-container, else its first container. With --egress, the audit lines
+kubox-egress wrote about the sandbox's outbound connections instead (docs/egress.md).`,
 		Example: `  kubox logs python-x7k2q
   kubox logs --claim kubox-x7k2 -f --tail 20
-  kubox logs python-x7k2q -c sidecar`,
+  kubox logs python-x7k2q -c sidecar
+  kubox logs --egress --claim kubox-x7k2`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(g, &o.target, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,6 +52,8 @@ kubectl.kubernetes.io/default-container, else its first container.`,
 	cmd.Flags().StringVarP(&o.container, "container", "c", "", "container to read (default: the Pod's default container)")
 	cmd.Flags().Int64Var(&o.tail, "tail", -1, "number of recent lines to print; -1 prints all")
 	cmd.Flags().BoolVarP(&o.previous, "previous", "p", false, "print the logs of the container's previous run (after a restart)")
+	cmd.Flags().BoolVar(&o.egress, "egress", false, "print kubox-egress's audit lines about the sandbox's outbound connections (JSON, one per connection or request)")
+	cmd.Flags().StringVar(&o.egressNS, "egress-namespace", contract.DefaultRouterNamespace, "namespace of kubox-egress (with --egress)")
 	return cmd
 }
 
@@ -59,6 +66,9 @@ func (o *logsOptions) run(cmd *cobra.Command, g *globalOptions, name string) err
 	c, ns, sbName, err := g.resolve(ctx, o.target, name)
 	if err != nil {
 		return err
+	}
+	if o.egress {
+		return egressLogs(ctx, cs, o.egressNS, ns, sbName, o, cmd.OutOrStdout())
 	}
 	sb, err := getSandbox(ctx, c, ns, sbName)
 	if err != nil {

@@ -131,3 +131,35 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+// KeyPEM is the CA's private key (PKCS #8, PEM), for the Secret kubox-egress loads it from.
+func (ca *CA) KeyPEM() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// LoadCA returns the CA whose certificate and key are certPEM and keyPEM (as PEM and KeyPEM
+// write them).
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, errors.New("the egress CA's certificate or key is not PEM")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the egress CA's certificate: %w", err)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the egress CA's key: %w", err)
+	}
+	key, ok := k.(*ecdsa.PrivateKey)
+	if !ok || !key.PublicKey.Equal(cert.PublicKey) {
+		return nil, errors.New("the egress CA's key is not the ECDSA key of its certificate")
+	}
+	return &CA{cert: cert, key: key, PEM: certPEM, leaves: map[string]*tls.Certificate{}}, nil
+}

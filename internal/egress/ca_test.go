@@ -31,3 +31,30 @@ func TestCATrustsOnlyItsDomains(t *testing.T) {
 		t.Error("a CA without domains was made")
 	}
 }
+
+func TestLoadCA(t *testing.T) {
+	ca, err := NewCA("ns/sb", []string{"api.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ca.KeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadCA(ca.PEM, key)
+	if err != nil {
+		t.Fatalf("LoadCA: %v", err)
+	}
+	leaf, err := loaded.Leaf("api.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Leaf.Verify(x509.VerifyOptions{DNSName: "api.test", Roots: ca.Pool()}); err != nil {
+		t.Errorf("a leaf of the loaded CA does not verify against the original: %v", err)
+	}
+	other, _ := NewCA("ns/other", []string{"api.test"})
+	otherKey, _ := other.KeyPEM()
+	if _, err := LoadCA(ca.PEM, otherKey); err == nil {
+		t.Error("LoadCA accepted another CA's key")
+	}
+}

@@ -160,6 +160,12 @@ func setNetworkPolicyDefaults(np *NetworkPolicySettings) {
 	if np.Router.PodLabels == nil {
 		np.Router.PodLabels = DefaultRouterPodLabels()
 	}
+	if np.EgressProxy.Namespace == "" {
+		np.EgressProxy.Namespace = DefaultRouterNamespace
+	}
+	if np.EgressProxy.PodLabels == nil {
+		np.EgressProxy.PodLabels = map[string]string{"app.kubernetes.io/name": contract.EgressServiceName}
+	}
 	if np.ClusterDNS.Namespace == "" {
 		np.ClusterDNS.Namespace = DefaultClusterDNSNamespace
 	}

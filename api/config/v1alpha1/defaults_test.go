@@ -42,8 +42,9 @@ func defaulted() *ControllerConfiguration {
 		Health:         Health{BindAddress: ":8081"},
 		LeaderElection: LeaderElection{Enabled: ptr.To(true), ID: "kubox-controller.kubox.dev"},
 		NetworkPolicy: NetworkPolicySettings{
-			Router:     PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-router"}},
-			ClusterDNS: PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}},
+			Router:      PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-router"}},
+			ClusterDNS:  PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}},
+			EgressProxy: PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-egress"}},
 		},
 		Agent:            AgentSettings{ImagePullPolicy: corev1.PullIfNotPresent, Port: ptr.To[int32](7070), CompatibilityPort: ptr.To[int32](8888)},
 		MemoryLimitRatio: ptr.To[float32](0.9),

@@ -209,6 +209,13 @@ type NetworkPolicySettings struct {
 	// Default: namespace kube-system, pods labelled k8s-app=kube-dns.
 	// +optional
 	ClusterDNS PeerSelector `json:"clusterDNS,omitempty"`
+
+	// egressProxy selects the kubox-egress pods, the only destination (besides cluster DNS) of
+	// sandboxes whose template has spec.egress; its namespace also names the Service those
+	// sandboxes get as HTTP_PROXY. Default: namespace kubox-system, pods labelled
+	// app.kubernetes.io/name=kubox-egress.
+	// +optional
+	EgressProxy PeerSelector `json:"egressProxy,omitempty"`
 }
 
 // PeerSelector selects pods in one namespace.

@@ -35,6 +35,9 @@ const (
 	// ClaimReasonSecretFilesRejected: the claim's secretFiles are not allowed by the template's
 	// claimPolicy, or a Secret it names cannot be read. kubox addition.
 	ClaimReasonSecretFilesRejected = "SecretFilesRejected"
+	// ClaimReasonEgressRejected: the claim's egress widens its template's (a domain the template
+	// does not allow), or the template has no egress to narrow. kubox addition.
+	ClaimReasonEgressRejected = "EgressRejected"
 	// ClaimReasonSettingsPending: the claim's env and secretFiles are being delivered into its
 	// warm sandbox through the sandbox's agent. kubox addition.
 	ClaimReasonSettingsPending = "SettingsPending"

@@ -171,6 +171,13 @@ type SandboxClaimSpec struct {
 	// next request; it replaces the template's idlePolicy. kubox addition.
 	// +optional
 	IdlePolicy *sandboxv1beta1.IdlePolicy `json:"idlePolicy,omitempty"`
+
+	// egress narrows the template's egress for this claim's sandbox: allowDomains replace the
+	// template's and must each be covered by one of them; denyDomains and denyCIDRs are added.
+	// A claim setting egress on a template without egress, or allowing a domain the template
+	// does not, gets Ready=False with reason EgressRejected. kubox addition.
+	// +optional
+	Egress *sandboxv1beta1.EgressRestriction `json:"egress,omitempty"`
 }
 
 // SecretFile writes the keys of a Secret as files into a claim's sandbox. kubox addition.

@@ -20,8 +20,8 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 
 {{/*
 kubox.controllerConfig: the controller's ControllerConfiguration: controller.config with the
-agent's image from agent.image and, unless set, the router's namespace for the sandboxes' default
-NetworkPolicy set to the release's.
+agent's image from agent.image and, unless set, the router's and kubox-egress's namespaces for the
+sandboxes' NetworkPolicies set to the release's.
 */}}
 {{- define "kubox.controllerConfig" -}}
 {{- $config := omit (deepCopy .Values.controller.config) "apiVersion" "kind" }}
@@ -33,6 +33,9 @@ NetworkPolicy set to the release's.
 {{- $router := deepCopy ($networkPolicy.router | default dict) }}
 {{- if not $router.namespace }}{{ $_ = set $router "namespace" .Release.Namespace }}{{ end }}
 {{- $_ = set $networkPolicy "router" $router }}
+{{- $egressProxy := deepCopy ($networkPolicy.egressProxy | default dict) }}
+{{- if not $egressProxy.namespace }}{{ $_ = set $egressProxy "namespace" .Release.Namespace }}{{ end }}
+{{- $_ = set $networkPolicy "egressProxy" $egressProxy }}
 {{- $_ = set $config "networkPolicy" $networkPolicy -}}
 apiVersion: config.kubox.dev/v1alpha1
 kind: ControllerConfiguration

@@ -39,13 +39,16 @@ type hashed struct {
 	Spec                 corev1.PodSpec                                 `json:"spec"`
 	VolumeClaimTemplates []sandboxv1beta1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
 	Service              *bool                                          `json:"service,omitempty"`
+	// Egress decides the pod's proxy settings and its egress CA's domains; absent (nil), the
+	// hash of a blueprint without egress is what it was before egress existed.
+	Egress *sandboxv1beta1.EgressPolicy `json:"egress,omitempty"`
 }
 
 // Hash is the staleness hash of a blueprint (with secure defaults applied, as FromTemplate
 // returns it): FNV-1a 32-bit of its JSON form, as 8 lowercase hex digits, for the
 // agents.x-k8s.io/sandbox-template-hash label.
 func Hash(bp *sandboxv1beta1.SandboxBlueprint) string {
-	b, err := json.Marshal(hashed{Spec: bp.PodTemplate.Spec, VolumeClaimTemplates: bp.VolumeClaimTemplates, Service: bp.Service})
+	b, err := json.Marshal(hashed{Spec: bp.PodTemplate.Spec, VolumeClaimTemplates: bp.VolumeClaimTemplates, Service: bp.Service, Egress: bp.Egress})
 	if err != nil {
 		panic(fmt.Sprintf("marshalling a Kubernetes pod spec cannot fail: %v", err))
 	}

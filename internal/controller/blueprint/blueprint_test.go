@@ -1,6 +1,9 @@
 package blueprint
 
 import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,9 +57,17 @@ func TestHash(t *testing.T) {
 		"volume claim templates": {mutate: func(t *extv1beta1.SandboxTemplate) {
 			t.Spec.VolumeClaimTemplates = []sandboxv1beta1.PersistentVolumeClaimTemplate{{Metadata: sandboxv1beta1.EmbeddedObjectMetadata{Name: "w"}}}
 		}, changes: true},
+		"egress (the proxy settings and the CA's domains follow it)": {mutate: func(t *extv1beta1.SandboxTemplate) {
+			t.Spec.Egress = &sandboxv1beta1.EgressPolicy{AllowDomains: []string{"pypi.org"}}
+		}, changes: true},
 		"network policy (not part of the blueprint)": {mutate: func(t *extv1beta1.SandboxTemplate) {
 			t.Spec.NetworkPolicyManagement = extv1beta1.NetworkPolicyManagementUnmanaged
 		}, changes: false},
+	}
+	// A blueprint without egress hashes as before egress existed, so existing pools keep their
+	// members: the JSON of the hashed fields alone.
+	if old := fnvHex(t, hashedWithoutEgress{Spec: base.PodTemplate.Spec}); old != h {
+		t.Errorf("Hash without egress = %s, want %s as before egress existed", h, old)
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -66,4 +77,22 @@ func TestHash(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hashedWithoutEgress is what Hash covered before egress existed.
+type hashedWithoutEgress struct {
+	Spec                 corev1.PodSpec                                 `json:"spec"`
+	VolumeClaimTemplates []sandboxv1beta1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+	Service              *bool                                          `json:"service,omitempty"`
+}
+
+func fnvHex(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(b)
+	return fmt.Sprintf("%08x", h.Sum32())
 }

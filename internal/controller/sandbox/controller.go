@@ -56,6 +56,7 @@ type Reconciler struct {
 	sandboxes     *inflight.Versions // Sandboxes' versions this process wrote from
 	status        *status.Writer
 	activity      ActivityReader // the idle policy's questions to the sandboxes' agents
+	egressProxy   string         // HTTP_PROXY of sandboxes with spec.egress
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)

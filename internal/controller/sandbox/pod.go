@@ -110,6 +110,11 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 			return err
 		}
 	}
+	if sb.Spec.Egress != nil && len(sb.Spec.Egress.Credentials) > 0 {
+		if err := r.ensureEgressCA(ctx, sb); err != nil {
+			return err
+		}
+	}
 	err = r.client.Create(ctx, pod, client.FieldOwner(FieldManager))
 	switch {
 	case err == nil:
@@ -157,6 +162,9 @@ func (r *Reconciler) buildPod(sb *sandboxv1beta1.Sandbox) (*corev1.Pod, error) {
 		Spec:       *sb.Spec.PodTemplate.Spec.DeepCopy(),
 	}
 	pod.Spec.Volumes = withClaimVolumes(pod.Spec.Volumes, sb)
+	if sb.Spec.Egress != nil {
+		r.injectEgress(pod, sb)
+	}
 	if sb.Spec.Agent != nil {
 		if err := r.agent.agentReady(); err != nil {
 			return nil, err

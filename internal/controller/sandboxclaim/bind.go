@@ -48,7 +48,7 @@ func (r *Reconciler) bind(ctx context.Context, claim *extv1beta1.SandboxClaim, m
 // warm-pool-sandbox label, sets claim-uid and launch-type=warm, carries the claim's trace context,
 // and adds the claim's additionalPodMetadata to the pod template (from which the Sandbox
 // controller relabels the running Pod, without restarting it), and the claim's idlePolicy, which
-// replaces the template's. The safe-to-evict annotation the pool gave its idle member goes too,
+// replaces the template's, and the claim's egress narrowing the template's. The safe-to-evict annotation the pool gave its idle member goes too,
 // unless the template or the claim sets it.
 func bindPatch(member *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTemplate) []byte {
 	owner := metav1.OwnerReference{
@@ -99,6 +99,11 @@ func bindPatch(member *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, t
 	}
 	if claim.Spec.IdlePolicy != nil {
 		spec["idlePolicy"] = claim.Spec.IdlePolicy
+	}
+	if claim.Spec.Egress != nil && tpl.Spec.Egress != nil {
+		// The member carries the template's egress (its hash says so); kubox-egress reads the
+		// narrowed one from the Sandbox, without touching the running Pod.
+		spec["egress"] = egressPatch(effectiveEgress(claim, tpl))
 	}
 	patch := map[string]any{"metadata": md}
 	if len(spec) > 0 {

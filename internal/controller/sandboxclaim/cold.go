@@ -114,6 +114,7 @@ func buildColdSandbox(claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTem
 	if claim.Spec.IdlePolicy != nil {
 		bp.IdlePolicy = claim.Spec.IdlePolicy.DeepCopy()
 	}
+	bp.Egress = effectiveEgress(claim, tpl)
 	annotations := map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tpl.Name}
 	if tc := claim.Annotations[sandboxv1beta1.TraceContextAnnotation]; tc != "" {
 		annotations[sandboxv1beta1.TraceContextAnnotation] = tc

@@ -184,6 +184,10 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		obs.fail(f)
 		return nil
 	}
+	if f := validateEgress(claim.Spec.Egress, src.template); f != nil {
+		obs.fail(f)
+		return nil
+	}
 	if src.pool != nil && len(claim.Spec.VolumeClaimTemplates) == 0 && envFitsWarm(claim.Spec.Env, src.template) {
 		if settled, err := r.acquireWarm(ctx, claim, src, obs); err != nil || settled {
 			return err

@@ -161,7 +161,8 @@ func (r *Reconciler) buildNetworkPolicy(tpl *extv1beta1.SandboxTemplate) (*netwo
 
 // networkPolicySpec is the spec of a Managed template's NetworkPolicy: it selects the template's
 // Pods by their sandbox-template-ref-hash label and confines them in both directions, with the
-// template's rules or, when it has none, with the secure default. The result is in the form the
+// template's rules or, when it has none, with the secure default; a template with spec.egress
+// may reach only DNS, kubox-egress and its own egress rules. The result is in the form the
 // API server stores, so it can be compared with a stored policy.
 func networkPolicySpec(tpl *extv1beta1.SandboxTemplate, settings configv1alpha1.NetworkPolicySettings) networkingv1.NetworkPolicySpec {
 	spec := networkingv1.NetworkPolicySpec{
@@ -175,6 +176,13 @@ func networkPolicySpec(tpl *extv1beta1.SandboxTemplate, settings configv1alpha1.
 		spec.Ingress, spec.Egress = rules.Ingress, rules.Egress
 	} else {
 		spec.Ingress, spec.Egress = secureDefaultIngress(settings.Router), secureDefaultEgress(settings.ClusterDNS)
+	}
+	if tpl.Spec.Egress != nil {
+		var extra []networkingv1.NetworkPolicyEgressRule
+		if tpl.Spec.NetworkPolicy != nil {
+			extra = spec.Egress
+		}
+		spec.Egress = egressThroughProxy(settings, extra)
 	}
 	defaultProtocols(&spec)
 	return spec

@@ -56,6 +56,7 @@ type claimConfig struct {
 	podLabels      map[string]string
 	podAnnotations map[string]string
 	idlePolicy     *sandboxv1beta1.IdlePolicy
+	egress         *sandboxv1beta1.EgressRestriction
 	progress       func(*extv1beta1.SandboxClaim)
 }
 
@@ -87,6 +88,25 @@ func WithEnv(env map[string]string) ClaimOption {
 // RunningProcesses and Wake take the API's defaults (KeepAwake, OnRequest).
 func WithIdlePolicy(policy sandboxv1beta1.IdlePolicy) ClaimOption {
 	return func(c *claimConfig) { c.idlePolicy = &policy }
+}
+
+// WithEgress sets the claim's spec.egress, which narrows its template's egress: r.AllowDomains
+// replace the template's and must each be covered by one of them, r.DenyDomains and r.DenyCIDRs
+// are added. A claim widening its template's egress, or on a template without egress, fails with
+// reason EgressRejected (docs/egress.md).
+func WithEgress(r sandboxv1beta1.EgressRestriction) ClaimOption {
+	return func(c *claimConfig) { c.egress = &r }
+}
+
+// WithAllowDomains is WithEgress with only allowDomains: the sandbox may reach these names (and
+// below "*." wildcards) only, among those its template allows.
+func WithAllowDomains(domains ...string) ClaimOption {
+	return func(c *claimConfig) {
+		if c.egress == nil {
+			c.egress = &sandboxv1beta1.EgressRestriction{}
+		}
+		c.egress.AllowDomains = append(c.egress.AllowDomains, domains...)
+	}
 }
 
 // WithSuspendAfter is WithIdlePolicy with only suspendAfter: d from 30s to 8760h, anything else
@@ -165,6 +185,9 @@ func buildClaim(src ClaimSource, cfg claimConfig, now time.Time) *extv1beta1.San
 	}
 	if cfg.idlePolicy != nil {
 		claim.Spec.IdlePolicy = cfg.idlePolicy.DeepCopy()
+	}
+	if cfg.egress != nil {
+		claim.Spec.Egress = cfg.egress.DeepCopy()
 	}
 	claim.Spec.AdditionalPodMetadata = extv1beta1.AdditionalPodMetadata{
 		Labels: maps.Clone(cfg.podLabels), Annotations: maps.Clone(cfg.podAnnotations)}

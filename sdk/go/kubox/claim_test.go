@@ -59,6 +59,13 @@ func TestBuildClaim(t *testing.T) {
 					IdlePolicy: &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: time.Minute},
 						RunningProcesses: sandboxv1beta1.IdleProcessPolicyIgnore, Wake: sandboxv1beta1.WakePolicyManual}},
 			}},
+		"egress narrowed": {src: FromTemplate("t"), opts: []ClaimOption{WithEgress(sandboxv1beta1.EgressRestriction{DenyDomains: []string{"x.test"}}),
+			WithAllowDomains("pypi.org"), WithAllowDomains("*.pythonhosted.org")},
+			want: &extv1beta1.SandboxClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},
+				Spec: extv1beta1.SandboxClaimSpec{SandboxTemplateRef: &extv1beta1.SandboxTemplateReference{Name: "t"},
+					Egress: &sandboxv1beta1.EgressRestriction{AllowDomains: []string{"pypi.org", "*.pythonhosted.org"}, DenyDomains: []string{"x.test"}}},
+			}},
 		"created-by cannot be overridden": {src: FromPool("p"), opts: []ClaimOption{WithLabels(map[string]string{sandboxv1beta1.CreatedByLabel: "me"})},
 			want: &extv1beta1.SandboxClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},
