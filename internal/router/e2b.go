@@ -140,7 +140,7 @@ func (rt *Router) authenticateE2B(ctx context.Context, r *http.Request) (*e2bCal
 	}
 	c := &e2bCaller{user: u, token: tok, namespace: rt.cfg.E2BNamespace}
 	if c.namespace == "" {
-		c.namespace = serviceAccountNamespace(u.Name)
+		c.namespace = authn.ServiceAccountNamespace(u.Name)
 	}
 	if c.namespace == "" {
 		return nil, errorf(http.StatusForbidden, "%s is no ServiceAccount and the router has no --e2b-namespace: it cannot tell where your sandboxes are", u.Name)
@@ -149,17 +149,6 @@ func (rt *Router) authenticateE2B(ctx context.Context, r *http.Request) (*e2bCal
 		return nil, herr
 	}
 	return c, nil
-}
-
-// serviceAccountNamespace returns the namespace of a ServiceAccount's user name
-// (system:serviceaccount:{ns}:{name}); "" for other users.
-func serviceAccountNamespace(user string) string {
-	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
-	if !ok {
-		return ""
-	}
-	ns, _, _ := strings.Cut(rest, ":")
-	return ns
 }
 
 // callerTokenKey carries the caller's token to callerTransport.

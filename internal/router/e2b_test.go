@@ -84,18 +84,6 @@ func TestE2BKey(t *testing.T) {
 	}
 }
 
-func TestServiceAccountNamespace(t *testing.T) {
-	for user, want := range map[string]string{
-		"system:serviceaccount:team-a:e2b": "team-a",
-		"alice":                            "",
-		"system:serviceaccounts:team-a":    "",
-	} {
-		if got := serviceAccountNamespace(user); got != want {
-			t.Errorf("%s: got %q, want %q", user, got, want)
-		}
-	}
-}
-
 func TestE2BListFilter(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "/v2/sandboxes?metadata=user%3Dalice%26team%3Da&state=running,paused", nil)
 	f, herr := parseE2BListFilter(r)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -244,3 +245,15 @@ func (s SharedToken) Matches(tok string) bool {
 
 // Configured reports whether a shared token is set.
 func (s SharedToken) Configured() bool { return s.want != nil }
+
+// ServiceAccountNamespace returns the namespace of a ServiceAccount's user name
+// (system:serviceaccount:{ns}:{name}); "" for other users. The router's E2B API and the
+// dashboard act in it when the caller names no namespace.
+func ServiceAccountNamespace(user string) string {
+	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
+	if !ok {
+		return ""
+	}
+	ns, _, _ := strings.Cut(rest, ":")
+	return ns
+}

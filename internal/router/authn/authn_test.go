@@ -215,3 +215,15 @@ func TestSharedToken(t *testing.T) {
 		t.Error("an unset shared token matched the empty token")
 	}
 }
+
+func TestServiceAccountNamespace(t *testing.T) {
+	for user, want := range map[string]string{
+		"system:serviceaccount:team-a:e2b": "team-a",
+		"alice":                            "",
+		"system:serviceaccounts:team-a":    "",
+	} {
+		if got := ServiceAccountNamespace(user); got != want {
+			t.Errorf("%s: got %q, want %q", user, got, want)
+		}
+	}
+}

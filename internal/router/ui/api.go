@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubox-dev/kubox/internal/router/authn"
 )
 
 // Paths of the API, under APIPrefix; {ns} and {name} name a namespace and a Sandbox.
@@ -45,7 +46,7 @@ func (h *Handler) newAPI() *http.ServeMux {
 func (h *Handler) whoami(_ context.Context, w http.ResponseWriter, _ *http.Request, v *viewer) *Error {
 	ns := h.opts.Namespace
 	if ns == "" {
-		ns = serviceAccountNamespace(v.user)
+		ns = authn.ServiceAccountNamespace(v.user)
 	}
 	if ns == "" {
 		ns = "default"
@@ -124,17 +125,6 @@ func decodeJSON(r *http.Request, v any) *Error {
 		return errorf(http.StatusBadRequest, "the body is not the JSON this operation takes: %v", err)
 	}
 	return nil
-}
-
-// serviceAccountNamespace returns the namespace of a ServiceAccount's user name
-// (system:serviceaccount:{ns}:{name}); "" for other users.
-func serviceAccountNamespace(user string) string {
-	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
-	if !ok {
-		return ""
-	}
-	ns, _, _ := strings.Cut(rest, ":")
-	return ns
 }
 
 // clip shortens what a client sent before it goes into a message.
