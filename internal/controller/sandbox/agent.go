@@ -110,14 +110,20 @@ func (r *Reconciler) ensureAgentSecret(ctx context.Context, sb *sandboxv1beta1.S
 	return nil
 }
 
+// secretLabels are the labels of the Secrets the controller makes for sb (its agent token, its
+// egress CA): the sandbox's name and name hash, by which they are found and cleaned up.
+func secretLabels(sb *sandboxv1beta1.Sandbox) map[string]string {
+	return map[string]string{
+		sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sb.Name),
+		sandboxv1beta1.SandboxNameLabel:     sb.Name,
+	}
+}
+
 func (r *Reconciler) agentSecret(sb *sandboxv1beta1.Sandbox) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: sandboxv1beta1.AgentSecretName(sb.Name), Namespace: sb.Namespace,
-			Labels: map[string]string{
-				sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sb.Name),
-				sandboxv1beta1.SandboxNameLabel:     sb.Name,
-			},
+			Labels: secretLabels(sb),
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{AgentTokenKey: []byte(contract.DeriveAgentToken(r.agent.TokenKey, sb.UID))},

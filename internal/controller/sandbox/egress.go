@@ -83,15 +83,7 @@ func (r *Reconciler) injectEgress(pod *corev1.Pod, sb *sandboxv1beta1.Sandbox) {
 // only way out, so a template's own HTTP_PROXY would only break its sandbox.
 func withEnv(have, add []corev1.EnvVar) []corev1.EnvVar {
 	for _, v := range add {
-		replaced := false
-		for i := range have {
-			if have[i].Name == v.Name {
-				have[i], replaced = v, true
-			}
-		}
-		if !replaced {
-			have = append(have, v)
-		}
+		have = setNamed(have, v, func(e corev1.EnvVar) string { return e.Name })
 	}
 	return have
 }
@@ -134,10 +126,7 @@ func (r *Reconciler) egressCASecret(sb *sandboxv1beta1.Sandbox) (*corev1.Secret,
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: sandboxv1beta1.EgressCASecretName(sb.Name), Namespace: sb.Namespace,
-			Labels: map[string]string{
-				sandboxv1beta1.SandboxNameHashLabel: sandboxv1beta1.NameHash(sb.Name),
-				sandboxv1beta1.SandboxNameLabel:     sb.Name,
-			},
+			Labels: secretLabels(sb),
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{sandboxv1beta1.EgressCACertKey: ca.PEM, sandboxv1beta1.EgressCAKeyKey: key},

@@ -185,15 +185,7 @@ func withClaimVolumes(vols []corev1.Volume, sb *sandboxv1beta1.Sandbox) []corev1
 		v := corev1.Volume{Name: vct.Metadata.Name, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: sandboxv1beta1.PVCName(vct.Metadata.Name, sb.Name)},
 		}}
-		replaced := false
-		for i := range vols {
-			if vols[i].Name == v.Name {
-				vols[i], replaced = v, true
-			}
-		}
-		if !replaced {
-			vols = append(vols, v)
-		}
+		vols = setNamed(vols, v, func(v corev1.Volume) string { return v.Name })
 	}
 	return vols
 }
@@ -280,4 +272,18 @@ func joinKeys(m map[string]string) string {
 	keys := sets.List(sets.KeySet(m))
 	sort.Strings(keys)
 	return strings.Join(keys, ",")
+}
+
+// setNamed replaces the items of list named like v with v, or appends v when none is.
+func setNamed[T any](list []T, v T, name func(T) string) []T {
+	replaced := false
+	for i := range list {
+		if name(list[i]) == name(v) {
+			list[i], replaced = v, true
+		}
+	}
+	if !replaced {
+		list = append(list, v)
+	}
+	return list
 }
