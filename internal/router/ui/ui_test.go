@@ -131,6 +131,7 @@ func TestAPIRefusesOtherNamespaces(t *testing.T) {
 // the namespace's warm pools.
 func TestMetricsPoolsNeedListInTheNamespace(t *testing.T) {
 	h := newTestHandler(t, "")
+	h.metrics.url = "http://controller/metrics"
 	var reviews []string
 	h.review = func(ctx context.Context, a *authorizationv1.ResourceAttributes) (bool, error) {
 		tok, _ := ctx.Value(tokenKey{}).(string)
