@@ -1,13 +1,11 @@
 // A namespace's overview: pools, claims and sandboxes, refreshed every few seconds, and the
-// pictures (claim latency from the controller's metrics, pool size as this page saw it).
+// pictures (claim latency and ready warm sandboxes per template, from the controller's metrics,
+// which the router scrapes and keeps for an hour).
 import { call } from "./api.js";
 import { h, ago, badge, table, errorBox, until } from "./dom.js";
 import { lineChart } from "./charts.js";
 
 const REFRESH_MS = 3000;
-// poolHistory keeps, per namespace and pool, the ready members this tab saw (for the picture).
-const poolHistory = new Map();
-const HISTORY = 200;
 
 export function renderOverview(main, ns, viewer) {
   const nsInput = h("input", { id: "namespace", value: ns, size: 20, disabled: viewer.fixedNamespace });
@@ -23,9 +21,9 @@ export function renderOverview(main, ns, viewer) {
   let timer;
   const load = async () => {
     try {
-      const [o, m] = await Promise.all([call("GET", `namespaces/${encodeURIComponent(ns)}/overview`), call("GET", "metrics").catch(() => null)]);
+      const path = `namespaces/${encodeURIComponent(ns)}`;
+      const [o, m] = await Promise.all([call("GET", `${path}/overview`), call("GET", `${path}/metrics`).catch(() => null)]);
       if (stopped) return;
-      record(ns, o.pools);
       body.replaceChildren(...view(ns, o, m));
     } catch (err) {
       if (!stopped) body.replaceChildren(errorBox(err));
@@ -37,17 +35,6 @@ export function renderOverview(main, ns, viewer) {
     stopped = true;
     clearTimeout(timer);
   };
-}
-
-function record(ns, pools) {
-  const t = Date.now();
-  for (const p of pools) {
-    const key = `${ns}/${p.name}`;
-    const hist = poolHistory.get(key) ?? [];
-    hist.push({ t, ready: p.ready, total: p.total });
-    if (hist.length > HISTORY) hist.shift();
-    poolHistory.set(key, hist);
-  }
 }
 
 function view(ns, o, m) {
@@ -76,22 +63,27 @@ function view(ns, o, m) {
       h("td", { title: s.idleReason ?? "" }, s.lastActive ? ago(s.lastActive) : "–"),
       h("td", {}, s.owner ?? "–"), h("td", {}, until(s.shutdownTime)))),
     "No sandboxes.")));
-  out.push(pictures(ns, o.pools, m));
+  out.push(pictures(m));
   return out;
 }
 
-function pictures(ns, pools, m) {
-  const charts = [];
-  if (m?.configured) {
-    const pts = m.points.filter((p) => p.latencyMs !== undefined).map((p) => ({ t: new Date(p.t).getTime(), v: p.latencyMs }));
-    charts.push(h("figure", {}, lineChart([{ name: "claim → Ready (ms)", points: pts }], "ms"),
-      h("figcaption", {}, "Claim latency, mean per 15 s, from kubox-controller's metrics", m.error ? ` (${m.error})` : "")));
-  } else {
-    charts.push(h("p", { class: "muted small" }, "Claim latency: the router has no --ui-metrics-url."));
+const time = (t) => new Date(t).getTime();
+
+function pictures(m) {
+  if (!m?.configured) {
+    return h("section", { class: "pictures" }, h("h2", {}, "Pictures"),
+      h("p", { class: "muted small" }, "Claim latency and pool sizes: the router has no --ui-metrics-url."));
   }
-  const series = pools.map((p) => ({ name: p.name, points: (poolHistory.get(`${ns}/${p.name}`) ?? []).map((x) => ({ t: x.t, v: x.ready })) }));
-  if (series.length > 0) {
-    charts.push(h("figure", {}, lineChart(series, "ready"), h("figcaption", {}, "Ready members per pool, since this page opened")));
+  const note = m.error ? ` (${m.error})` : "";
+  const latency = m.points.filter((p) => p.latencyMs !== undefined).map((p) => ({ t: time(p.t), v: p.latencyMs }));
+  const charts = [h("figure", {}, lineChart([{ name: "claim → Ready (ms)", points: latency }], "ms"),
+    h("figcaption", {}, "Claim latency, mean per 15 s, from kubox-controller's metrics", note))];
+  if (m.poolsDenied) {
+    charts.push(h("p", { class: "muted small", id: "pools-denied" }, m.poolsDenied));
+  } else {
+    const series = (m.pools ?? []).map((s) => ({ name: s.template, points: s.points.map((p) => ({ t: time(p.t), v: p.ready })) }));
+    charts.push(h("figure", { id: "pool-sizes" }, lineChart(series, "ready"),
+      h("figcaption", {}, "Ready warm sandboxes per template, every 15 s, from kubox-controller's metrics", note)));
   }
   return h("section", { class: "pictures" }, h("h2", {}, "Pictures"), charts);
 }

@@ -43,13 +43,12 @@ var (
 // ns/name (and claim, the sandbox's owner, when not empty).
 func (h *Handler) allowed(ctx context.Context, ns, name, claim string) (actions, error) {
 	check := func(verb, group, resource, sub, obj string) (bool, error) {
-		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group,
-				Resource: resource, Subresource: sub, Name: obj}}}
-		if err := h.kube.Create(ctx, r); err != nil {
+		ok, err := h.review(ctx, &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group,
+			Resource: resource, Subresource: sub, Name: obj})
+		if err != nil {
 			return false, fmt.Errorf("asking the API server what you may do with Sandbox %s/%s: %w", ns, name, err)
 		}
-		return r.Status.Allowed, nil
+		return ok, nil
 	}
 	var a actions
 	var err error
@@ -68,6 +67,16 @@ func (h *Handler) allowed(ctx context.Context, ns, name, claim string) (actions,
 	}
 	a.Connect, err = check("create", sandboxGroup, "sandboxes", "connect", name)
 	return a, err
+}
+
+// selfSubjectAccessReview asks the API server, with the viewer's token ctx carries, whether
+// RBAC allows the viewer attrs.
+func (h *Handler) selfSubjectAccessReview(ctx context.Context, attrs *authorizationv1.ResourceAttributes) (bool, error) {
+	r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}
+	if err := h.kube.Create(ctx, r); err != nil {
+		return false, err
+	}
+	return r.Status.Allowed, nil
 }
 
 func (h *Handler) suspend(ctx context.Context, w http.ResponseWriter, r *http.Request, _ *viewer) *Error {

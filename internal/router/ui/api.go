@@ -22,6 +22,7 @@ func (h *Handler) newAPI() *http.ServeMux {
 		"GET " + APIPrefix + "whoami":                   h.whoami,
 		"GET " + APIPrefix + "metrics":                  h.serveMetrics,
 		"GET " + APIPrefix + "namespaces/{ns}/overview": h.overview,
+		"GET " + APIPrefix + "namespaces/{ns}/metrics":  h.serveNamespaceMetrics,
 		"GET " + sandboxPath:                            h.sandbox,
 		"DELETE " + sandboxPath:                         h.deleteSandbox,
 		"POST " + sandboxPath + "/suspend":              h.suspend,

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -75,6 +76,8 @@ type Handler struct {
 	assets  map[string]*asset
 	api     *http.ServeMux
 	metrics *scraper
+	// review is selfSubjectAccessReview; the unit tests answer in its place.
+	review func(ctx context.Context, attrs *authorizationv1.ResourceAttributes) (bool, error)
 }
 
 // New builds the dashboard; it starts nothing (Run scrapes the metrics).
@@ -95,6 +98,7 @@ func New(opts Options) (*Handler, error) {
 		return nil, fmt.Errorf("loading the dashboard's assets: %w", err)
 	}
 	h := &Handler{opts: opts, kube: kube, agents: newAgentClient(), assets: assets, metrics: newScraper(opts.MetricsURL, opts.Log)}
+	h.review = h.selfSubjectAccessReview
 	h.api = h.newAPI()
 	return h, nil
 }

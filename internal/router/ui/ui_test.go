@@ -1,12 +1,18 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -117,5 +123,60 @@ func TestAPIRefusesOtherNamespaces(t *testing.T) {
 		if w := serve(h, http.MethodGet, path, "alice-token"); w.Code != want {
 			t.Errorf("GET %s: %d %s; want %d", path, w.Code, w.Body.String(), want)
 		}
+	}
+}
+
+// TestMetricsPoolsNeedListInTheNamespace: a namespace's pool sizes, and its templates' names,
+// go only to a viewer whom a SelfSubjectAccessReview made with their own token allows to list
+// the namespace's warm pools.
+func TestMetricsPoolsNeedListInTheNamespace(t *testing.T) {
+	h := newTestHandler(t, "")
+	h.metrics.url = "http://controller/metrics"
+	var reviews []string
+	h.review = func(ctx context.Context, a *authorizationv1.ResourceAttributes) (bool, error) {
+		tok, _ := ctx.Value(tokenKey{}).(string)
+		reviews = append(reviews, fmt.Sprintf("%s %s/%s %s %s", tok, a.Group, a.Resource, a.Verb, a.Namespace))
+		if a.Namespace == "broken" {
+			return false, errors.New("the API server is away")
+		}
+		return tok == "alice-token" && a.Namespace == "team-a", nil
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h.metrics.add(t0, sample{totals: map[string]float64{}})
+	h.metrics.add(t0.Add(scrapeInterval), sample{totals: map[string]float64{}, pools: map[poolKey]poolCount{
+		{"team-a", "python"}: {ready: 2, total: 3}, {"team-b", "secret-template"}: {ready: 1, total: 1}}})
+
+	w := serve(h, http.MethodGet, "/ui/api/namespaces/team-a/metrics", "alice-token")
+	var got struct {
+		Pools       []poolSeries `json:"pools"`
+		PoolsDenied string       `json:"poolsDenied"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &got); w.Code != http.StatusOK || err != nil {
+		t.Fatalf("GET team-a's metrics as alice: %d %s (%v); want 200", w.Code, w.Body.String(), err)
+	}
+	want := []poolSeries{{Template: "python", Points: []poolPoint{{Time: t0.Add(scrapeInterval), Ready: 2, Total: 3}}}}
+	if diff := cmp.Diff(want, got.Pools); diff != "" || got.PoolsDenied != "" {
+		t.Errorf("team-a's pools as alice (-want +got):\n%s\ndenied %q", diff, got.PoolsDenied)
+	}
+	for _, tc := range []struct{ ns, token string }{{"team-b", "alice-token"}, {"team-a", "sa-token"}, {"broken", "alice-token"}} {
+		w := serve(h, http.MethodGet, "/ui/api/namespaces/"+tc.ns+"/metrics", tc.token)
+		if body := w.Body.String(); strings.Contains(body, "template") || strings.Contains(body, "python") {
+			t.Errorf("GET %s's metrics as %s: %d %s; want no template named", tc.ns, tc.token, w.Code, body)
+		}
+		if tc.ns != "broken" && (w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "poolsDenied")) {
+			t.Errorf("GET %s's metrics as %s: %d %s; want 200 saying the pools are not shown", tc.ns, tc.token, w.Code, w.Body.String())
+		}
+	}
+	if w := serve(h, http.MethodGet, "/ui/api/metrics", "alice-token"); strings.Contains(w.Body.String(), "template") {
+		t.Errorf("GET metrics: %s; want no template named", w.Body.String())
+	}
+	wantReviews := []string{
+		"alice-token extensions.agents.x-k8s.io/sandboxwarmpools list team-a",
+		"alice-token extensions.agents.x-k8s.io/sandboxwarmpools list team-b",
+		"sa-token extensions.agents.x-k8s.io/sandboxwarmpools list team-a",
+		"alice-token extensions.agents.x-k8s.io/sandboxwarmpools list broken",
+	}
+	if diff := cmp.Diff(wantReviews, reviews); diff != "" {
+		t.Errorf("SelfSubjectAccessReviews (-want +got):\n%s", diff)
 	}
 }
