@@ -26,6 +26,21 @@ export function fetchDialer(): UniversalClientFn {
       throw new SandboxConnectionError(`cannot reach ${req.url}: ${String(e)} (in a browser, kubox-router must allow this page's ` +
         "origin: --cors-allowed-origins)", { cause: e });
     }
-    return universalClientResponseFromFetch(res);
+    return { ...universalClientResponseFromFetch(res), header: decodedHeaders(res.headers) };
   };
+}
+
+/**
+ * decodedHeaders are a response's headers as its body reads: a browser asks for gzip on every
+ * request (Accept-Encoding, which a page cannot change), the agent's Connect server then
+ * compresses a unary answer, and fetch gives the body already decoded. Content-Encoding and
+ * Content-Length describe the bytes on the wire; left in, connect-es would decode again and
+ * check the length against them. Across origins a page sees Content-Length but not
+ * Content-Encoding, so Content-Length goes always: fetch's body has the length it has.
+ */
+function decodedHeaders(headers: Headers): Headers {
+  const h = new Headers(headers);
+  h.delete("Content-Encoding");
+  h.delete("Content-Length");
+  return h;
 }
