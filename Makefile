@@ -115,7 +115,7 @@ test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agen
 
 .PHONY: test-integration
 test-integration: chromium-deps ## Go integration tests against the repo's own etcd and kube-apiserver, and sandboxd conformance through kubox-router (the Python SDK's are in test-python)
-	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v -e /test/integration/pysdk -e /test/integration/tssdk -e /test/integration/clientenv) ./test/conformance/router/
+	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v -e /test/integration/pysdk -e /test/integration/tssdk -e /test/integration/tsweb -e /test/integration/clientenv) ./test/conformance/router/
 
 .PHONY: test-python
 test-python: python-deps python-generate-check ## The Python SDK's unit tests and its integration tests (test/integration/pysdk); PYTEST_ADDOPTS passes pytest flags
@@ -168,9 +168,9 @@ ts-build: $(TS_DEPS) ## Build the TypeScript SDK into sdk/typescript/dist (its e
 	cd $(TS_DIR) && npm run build
 
 .PHONY: test-ts
-test-ts: $(TS_DEPS) ## The TypeScript SDK's tests (node --test): unit against a real kubox-agent, integration against a real environment (test/integration/tssdk)
+test-ts: $(TS_DEPS) chromium-deps ## The TypeScript SDK's tests (node --test): unit against a real kubox-agent, integration against a real environment (test/integration/tssdk), @kubox/sdk/web in Chromium (test/integration/tsweb)
 	cd $(TS_DIR) && npm test
-	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 15m -v ./test/integration/tssdk/
+	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 15m -v ./test/integration/tssdk/ ./test/integration/tsweb/
 
 # E2B's stock JavaScript SDK, pinned in test/e2b/package-lock.json, for the conformance tests
 # test/e2e runs (TestE2BSDKConformance) and the e2b-sdk case of its benchmark.

@@ -107,6 +107,10 @@ type Config struct {
 	// WakeTimeout bounds how long a request for a suspended sandbox the router wakes waits for
 	// the sandbox to be Ready (504 beyond; the sandbox goes on starting).
 	WakeTimeout time.Duration
+	// CORSAllowedOrigins are the web pages' origins (https://app.example.com) whose scripts may
+	// call the agent API routes (/sandboxes/, /claims/) with a token, as @kubox/sdk/web does;
+	// empty: none. See cors.go.
+	CORSAllowedOrigins []string
 	// UIMetricsURL, when not empty, is kubox-controller's Prometheus endpoint, which the
 	// dashboard (/ui/) scrapes for its claim latency picture.
 	UIMetricsURL string
@@ -171,6 +175,11 @@ func (c *Config) validate() error {
 	}
 	if strings.ContainsAny(c.E2BDomain, ":/ ") || (c.E2BDomain != "" && c.E2BDomain == c.PreviewDomain) {
 		errs = append(errs, fmt.Errorf("E2B domain %q must be a bare DNS domain such as e2b.example.com, other than the preview domain", c.E2BDomain))
+	}
+	for _, o := range c.CORSAllowedOrigins {
+		if err := validateOrigin(o); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if strings.ContainsAny(c.PreviewDomain, ":/ ") {
 		errs = append(errs, fmt.Errorf("preview domain %q must be a bare DNS domain such as preview.example.com", c.PreviewDomain))

@@ -41,6 +41,8 @@ func (rt *Router) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, herr)
 	case rte != nil && rte.kind == kindPathSession:
 		rt.servePathSession(w, r, rte)
+	case rte != nil && (rte.kind == kindSandbox || rte.kind == kindClaim) && rt.serveCORS(w, r):
+		// a browser's CORS preflight, answered
 	case rte != nil:
 		rt.serveProxy(w, r, rte)
 	case strings.HasPrefix(r.URL.Path, ui.Prefix) || r.URL.Path+"/" == ui.Prefix:

@@ -97,6 +97,8 @@ func (o *options) bindFlags(cmd *cobra.Command) {
 		"with a session cookie from <prefix>/{namespace}/{name}/kubox-session (empty: off; e.g. /browse)")
 	f.BoolVar(&c.PathRoutingRewriteResponses, "path-routing-rewrite-responses", false, "on path routes, rewrite Location and "+
 		"Content-Location headers that point at the sandbox's root so they stay under the prefix")
+	f.StringSliceVar(&c.CORSAllowedOrigins, "cors-allowed-origins", nil, "origins of web pages (https://app.example.com) whose "+
+		"scripts may call /sandboxes/ and /claims/ with a token, as @kubox/sdk/web does (default: none)")
 	f.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "how long to wait for a sandbox's response headers; also caps X-Sandbox-Timeout")
 	f.Int64Var(&c.MaxRequestBodyBytes, "max-request-body-bytes", c.MaxRequestBodyBytes, "largest request body (413 beyond; 0: unlimited)")
 	f.IntVar(&c.MaxConnectionsPerClient, "max-connections-per-client", c.MaxConnectionsPerClient, "requests one client IP may have in flight, streams and WebSockets included (429 beyond; 0: unlimited)")

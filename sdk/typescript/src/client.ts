@@ -10,7 +10,8 @@ import { load as loadYAML } from "js-yaml";
 import { ClaimFailedError, ConfigError, errorFromBody, SandboxNotReadyError, SandboxTimeoutError, UnauthorizedError } from "./errors.js";
 import { claims, Kube, type KubeObject, sandboxes } from "./kube.js";
 import { RouterForward } from "./portforward.js";
-import { Sandbox } from "./sandbox.js";
+import { Sandbox } from "./sandbox-node.js";
+import { nodeDialer } from "./transport-node.js";
 import { Endpoint, readBytes, sandboxRouterURL, trimSlash } from "./transport.js";
 
 /** The agents.x-k8s.io/created-by label and this SDK's value of it on the claims it creates. */
@@ -231,7 +232,7 @@ export class Client {
     const ns = opts.namespace ?? this.namespace;
     const about = `claim ${ns}/${claim}`;
     const url = `${await this.router()}/v1/claims/${encodeURIComponent(ns)}/${encodeURIComponent(claim)}/token`;
-    const ep = new Endpoint(url, () => this.bearer());
+    const ep = new Endpoint(url, () => this.bearer(), nodeDialer);
     const res = await ep.raw({ method: "POST", header: new Headers({ "Content-Type": "application/json" }),
       body: JSON.stringify({ ttlSeconds: opts.ttlSeconds ?? 3600 }) }, about);
     const text = new TextDecoder().decode(await readBytes(res.body));
@@ -257,6 +258,21 @@ export class Client {
     const ns = ready.metadata.namespace ?? "";
     const obj = await this.kube.get(sandboxes, ns, claimSandboxName(ready));
     return this.#sandbox(obj, ready.metadata.name ?? "");
+  }
+
+  /**
+   * @internal setOperatingMode sets the Sandbox's spec.operatingMode (RBAC patch on sandboxes)
+   * and waits until it is in that mode (Sandbox.suspend, resume); link.obj follows it.
+   */
+  async setOperatingMode(link: { obj: KubeObject }, mode: "Suspended" | "Running"): Promise<void> {
+    const { namespace = "", name = "" } = link.obj.metadata;
+    link.obj = await this.kube.mergePatch(sandboxes, namespace, name, { spec: { operatingMode: mode } });
+    link.obj = await this.waitSandbox(link.obj, mode === "Suspended" ? sandboxSuspended : sandboxReady);
+  }
+
+  /** @internal deleteClaim deletes claim ns/name (Sandbox.close of a claim Client.claim made). */
+  async deleteClaim(ns: string, name: string): Promise<void> {
+    await this.kube.delete(claims, ns, name);
   }
 
   /** @internal waitSandbox waits, with one watch, until state says the Sandbox is there. */
@@ -294,7 +310,7 @@ export class Client {
     const name = obj.metadata.name ?? "";
     const link = { client: this, obj };
     if (this.connection === "direct") return new Sandbox(directEndpoint(this.kube, link), { namespace: ns, name, claim }, link);
-    const ep = new Endpoint(sandboxRouterURL(await this.router(), ns, name), () => this.bearer(), () => seenReady(link.obj));
+    const ep = new Endpoint(sandboxRouterURL(await this.router(), ns, name), () => this.bearer(), nodeDialer, () => seenReady(link.obj));
     return new Sandbox(ep, { namespace: ns, name, claim }, link);
   }
 }
@@ -334,7 +350,7 @@ function directEndpoint(kube: Kube, link: { obj: KubeObject }): () => Promise<En
     }
     const base = `http://${ip.includes(":") ? `[${ip}]` : ip}:${port}`;
     const key = `${base} ${uid}`;
-    if (cached?.key !== key) cached = { key, ep: new Endpoint(base, token.value) };
+    if (cached?.key !== key) cached = { key, ep: new Endpoint(base, token.value, nodeDialer) };
     return cached.ep;
   };
 }

@@ -2,15 +2,11 @@
 // atomic writes), metadata and watches over its FilesystemService. Paths are the sandbox's: with
 // an agent root (--root), inside it.
 
-import { createReadStream, createWriteStream } from "node:fs";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 
-import { callError, KuboxError, NotFoundError } from "./errors.js";
+import { callError, ConfigError, KuboxError, NotFoundError } from "./errors.js";
 import { type FileEntry, FileEventType, FileType, type WatchResponse } from "./gen/kubox/agent/v1/filesystem_pb.js";
-import { type Endpoint, fixedBody, readBytes } from "./transport.js";
+import { type Endpoint, fixedBody, readBytes, streamChunks } from "./transport.js";
 
 /** A file, directory or link in a sandbox. */
 export interface FileInfo {
@@ -78,15 +74,35 @@ export function fileInfo(e: FileEntry | undefined): FileInfo {
   };
 }
 
+/**
+ * LocalFiles is the local file system download and upload use: Node's (files-node.ts) in
+ * @kubox/sdk; none in @kubox/sdk/web, where a program has no paths to give.
+ */
+export interface LocalFiles {
+  /** write streams data into the local file dest. */
+  write(dest: string, data: AsyncIterable<Uint8Array>): Promise<void>;
+  /** read streams the local file src. */
+  read(src: string): AsyncIterable<Uint8Array>;
+}
+
 /** Files reads, writes, lists and watches the files of a sandbox. */
 export class Files {
   readonly #endpoint: () => Promise<Endpoint>;
   readonly #sandbox: string;
+  readonly #local: LocalFiles | undefined;
 
   /** @internal Sandbox.files is the way to one. */
-  constructor(endpoint: () => Promise<Endpoint>, sandbox: string) {
+  constructor(endpoint: () => Promise<Endpoint>, sandbox: string, local?: LocalFiles) {
     this.#endpoint = endpoint;
     this.#sandbox = sandbox;
+    this.#local = local;
+  }
+
+  #localFiles(method: string): LocalFiles {
+    if (!this.#local) {
+      throw new ConfigError(`files.${method} moves a local file, and @kubox/sdk/web has no file system: use files.read, stream or write`);
+    }
+    return this.#local;
   }
 
   #about(path: string, what = "file"): string {
@@ -115,6 +131,7 @@ export class Files {
 
   /** download streams the file into the local file dest and returns how many bytes it wrote. */
   async download(path: string, dest: string, opts: CallOptions = {}): Promise<number> {
+    const local = this.#localFiles("download");
     const body = await this.#get(path, opts);
     let n = 0;
     const counted = async function* (): AsyncIterable<Uint8Array> {
@@ -124,7 +141,7 @@ export class Files {
       }
     };
     try {
-      await pipeline(Readable.from(counted()), createWriteStream(dest));
+      await local.write(dest, counted());
     } catch (e) {
       throw callError(e, this.#about(path));
     }
@@ -158,7 +175,7 @@ export class Files {
 
   /** upload streams the local file src into the sandbox's file path, as write. */
   async upload(src: string, path: string, opts: CallOptions & { mode?: number } = {}): Promise<void> {
-    await this.write(path, createReadStream(src), opts);
+    await this.write(path, this.#localFiles("upload").read(src), opts);
   }
 
   /** stat describes the file; a final symbolic link is described itself, not followed. */
@@ -250,7 +267,7 @@ export class Files {
 
 /** chunks is a stream of data as the byte chunks of a request body. */
 async function* chunks(data: AsyncIterable<Uint8Array | string> | ReadableStream<Uint8Array>): AsyncIterable<Uint8Array> {
-  const it: AsyncIterable<Uint8Array | string> = data instanceof ReadableStream ? Readable.fromWeb(data) : data;
+  const it: AsyncIterable<Uint8Array | string> = data instanceof ReadableStream ? streamChunks(data) : data;
   for await (const c of it) {
     yield typeof c === "string" ? new TextEncoder().encode(c) : c;
   }

@@ -44,4 +44,5 @@ export {
   type Stream,
   type TTYSize,
 } from "./process.js";
-export { type AttachOptions, KeepAlive, type ProcessInfo, minKeepAliveIntervalMs, type RouterOptions, Sandbox } from "./sandbox.js";
+export { type AttachOptions, KeepAlive, type ProcessInfo, minKeepAliveIntervalMs, type RouterOptions } from "./sandbox.js";
+export { Sandbox } from "./sandbox-node.js";

@@ -1,16 +1,23 @@
 // A sandbox: processes and files through its agent, reached through kubox-router (or at an
-// agent's own URL) with a bearer token.
+// agent's own URL) with a bearer token. This module imports no node:* module: @kubox/sdk/web
+// exports its Sandbox as it is (fetch), @kubox/sdk the one of sandbox-node.ts (Node's http).
 
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 
 import type { Client } from "./client.js";
-import { sandboxReady, sandboxSuspended } from "./client.js";
 import { callError, CommandError, ConfigError, KuboxError } from "./errors.js";
-import { Files } from "./files.js";
+import { Files, type LocalFiles } from "./files.js";
 import type { ProcessEvent as PbProcessEvent } from "./gen/kubox/agent/v1/process_pb.js";
-import { claims, type KubeObject, sandboxes } from "./kube.js";
+import type { KubeObject } from "./kube.js";
 import { type Command, type CommandResult, type ExitEvent, Process, processSpec, resultOf, type RunOptions, type StartOptions } from "./process.js";
-import { claimRouterURL, Endpoint, sandboxRouterURL } from "./transport.js";
+import { fetchDialer } from "./transport-fetch.js";
+import { claimRouterURL, type Dialer, Endpoint, sandboxRouterURL } from "./transport.js";
+
+/** Platform is what a Sandbox takes from its runtime: an HTTP client and, in Node, local files. */
+export interface Platform {
+  dial: Dialer;
+  local?: LocalFiles;
+}
 
 /** KeepAlive's shortest interval: the idle policy's shortest suspendAfter is 30s. */
 export const minKeepAliveIntervalMs = 1000;
@@ -69,6 +76,9 @@ export class Sandbox {
   readonly #kube: { client: Client; obj: KubeObject } | undefined;
   #closed = false;
 
+  /** @internal The runtime Sandbox.attach, claimToken and fromRouter use: fetch here, Node's in sandbox-node.ts. */
+  static readonly platform: Platform = { dial: fetchDialer };
+
   /** @internal Use Client.claim/connect/open, Sandbox.attach, Sandbox.claimToken or Sandbox.fromRouter. */
   constructor(endpoint: Endpoint | (() => Promise<Endpoint>), ids: { namespace: string; name: string; claim: string },
     kube?: { client: Client; obj: KubeObject }) {
@@ -77,7 +87,7 @@ export class Sandbox {
     this.namespace = ids.namespace;
     this.name = ids.name;
     this.claimName = ids.claim;
-    this.files = new Files(this.#endpoint, this.#object());
+    this.files = new Files(this.#endpoint, this.#object(), new.target.platform.local);
   }
 
   /**
@@ -88,7 +98,7 @@ export class Sandbox {
   static attach(url: string, token: string, opts: AttachOptions = {}): Sandbox {
     if (!url) throw new ConfigError("Sandbox.attach needs the agent API's URL, e.g. http://127.0.0.1:18080/claims/default/my-claim");
     if (!token) throw new ConfigError("Sandbox.attach needs a bearer token: a claim token from `kubox token <claim>`, or the agent's token");
-    return new Sandbox(new Endpoint(url, token), { namespace: "", name: opts.name ?? url, claim: "" });
+    return new this(new Endpoint(url, token, this.platform.dial), { namespace: "", name: opts.name ?? url, claim: "" });
   }
 
   /**
@@ -97,13 +107,13 @@ export class Sandbox {
    */
   static claimToken(claim: string, opts: RouterOptions): Sandbox {
     const { router, ns } = routerOf(opts);
-    return new Sandbox(new Endpoint(claimRouterURL(router, ns, claim), opts.token), { namespace: ns, name: claim, claim });
+    return new this(new Endpoint(claimRouterURL(router, ns, claim), opts.token, this.platform.dial), { namespace: ns, name: claim, claim });
   }
 
   /** fromRouter reaches Sandbox name through kubox-router: `<router>/sandboxes/<ns>/<name>`. */
   static fromRouter(name: string, opts: RouterOptions): Sandbox {
     const { router, ns } = routerOf(opts);
-    return new Sandbox(new Endpoint(sandboxRouterURL(router, ns, name), opts.token), { namespace: ns, name, claim: "" });
+    return new this(new Endpoint(sandboxRouterURL(router, ns, name), opts.token, this.platform.dial), { namespace: ns, name, claim: "" });
   }
 
   toString(): string {
@@ -241,19 +251,17 @@ export class Sandbox {
    * waits, with one watch, until its Pod is gone (Suspended=True). Volumes, Service and claim stay.
    */
   async suspend(): Promise<void> {
-    await this.#setMode("Suspended", sandboxSuspended);
+    await this.#setMode("Suspended");
   }
 
   /** resume sets spec.operatingMode to Running and waits until the sandbox is Ready again. */
   async resume(): Promise<void> {
-    await this.#setMode("Running", sandboxReady);
+    await this.#setMode("Running");
   }
 
-  async #setMode(mode: string, state: (o: KubeObject) => boolean): Promise<void> {
+  async #setMode(mode: "Suspended" | "Running"): Promise<void> {
     const kube = this.#kubeLink(`set spec.operatingMode=${mode}`);
-    const obj = await kube.client.kube.mergePatch(sandboxes, this.namespace, this.name, { spec: { operatingMode: mode } });
-    kube.obj = obj;
-    kube.obj = await kube.client.waitSandbox(obj, state);
+    await kube.client.setOperatingMode(kube, mode);
   }
 
   #kubeLink(doing: string): { client: Client; obj: KubeObject } {
@@ -269,7 +277,7 @@ export class Sandbox {
    */
   async close(): Promise<void> {
     if (this.#closed) return;
-    if (this.ownsClaim && this.#kube) await this.#kube.client.kube.delete(claims, this.namespace, this.claimName);
+    if (this.ownsClaim && this.#kube) await this.#kube.client.deleteClaim(this.namespace, this.claimName);
     this.#closed = true;
   }
 
@@ -284,7 +292,7 @@ export class Sandbox {
 }
 
 function routerOf(opts: RouterOptions): { router: string; ns: string } {
-  const router = opts.routerURL ?? process.env.KUBOX_ROUTER_URL ?? "";
+  const router = opts.routerURL ?? envVar("KUBOX_ROUTER_URL") ?? "";
   if (!router) {
     throw new ConfigError("no router URL: set routerURL or $KUBOX_ROUTER_URL to kubox-router's URL, e.g. http://127.0.0.1:18080 " +
       "(`kubectl -n kubox-system port-forward svc/sandbox-router-svc 18080:8080`)");
@@ -293,9 +301,14 @@ function routerOf(opts: RouterOptions): { router: string; ns: string } {
   return { router, ns: opts.namespace ?? "default" };
 }
 
+/** envVar is the environment variable's value where there is an environment (Node, Deno, Bun). */
+function envVar(name: string): string | undefined {
+  return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name];
+}
+
 /** KeepAlive is a running Sandbox.keepAlive; stop it when the work is done. */
 export class KeepAlive {
-  #timer: NodeJS.Timeout | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
   #failure: Error | undefined = undefined;
   #inFlight: Promise<void> = Promise.resolve();
 
@@ -311,7 +324,8 @@ export class KeepAlive {
     };
     tick();
     this.#timer = setInterval(tick, intervalMs);
-    this.#timer.unref();
+    // In Node, a keep-alive alone does not hold the program open; elsewhere timers have no unref.
+    (this.#timer as { unref?: () => void }).unref?.();
   }
 
   /** stop ends the keep-alive; it throws the error that ended it early, if one did. */

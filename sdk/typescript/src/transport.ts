@@ -1,14 +1,10 @@
-// How the SDK reaches a sandbox's agent: one HTTP/1.1 client (Node's http/https, through
-// @connectrpc/connect-node) per sandbox, which carries the bearer token on every request, turns
-// kubox-router's own JSON errors into errors connect-es keeps, and serves both the agent's
-// Connect services and its plain /files/ contents. HTTP/1.1, as the Go SDK: the Connect protocol
-// streams over it through any proxy or port-forward.
-
-import { Agent as HttpAgent } from "node:http";
-import { Agent as HttpsAgent } from "node:https";
+// How the SDK reaches a sandbox's agent: one HTTP client per sandbox, which carries the bearer
+// token on every request, turns kubox-router's own JSON errors into errors connect-es keeps, and
+// serves both the agent's Connect services and its plain /files/ contents. The HTTP client itself
+// is the runtime's (a Dialer): Node's http/https in @kubox/sdk (transport-node.ts), fetch in
+// @kubox/sdk/web (transport-fetch.ts); this module imports no node:* module, so both share it.
 
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
-import { createNodeHttpClient } from "@connectrpc/connect-node";
 import { createAsyncIterable, type UniversalClientFn, type UniversalClientRequest, type UniversalClientResponse } from "@connectrpc/connect/protocol";
 import { createTransport } from "@connectrpc/connect/protocol-connect";
 
@@ -46,6 +42,12 @@ export function contentPath(path: string): string {
   return "/files/" + segs.join("/");
 }
 
+/**
+ * Dialer makes the plain HTTP client the SDK sends a sandbox's requests with, for the agent at
+ * base: the runtime's own (Node's http, or fetch), without the token or error mapping.
+ */
+export type Dialer = (base: string) => UniversalClientFn;
+
 /** Endpoint is a sandbox's agent at a base URL with a bearer token, and its clients. */
 export class Endpoint {
   readonly base: string;
@@ -55,11 +57,12 @@ export class Endpoint {
 
   /**
    * token is the bearer token, or a function that returns the current one (a kubeconfig's,
-   * refreshed); ready, when given, says the SDK saw the sandbox Ready (see bearerClient).
+   * refreshed); dial makes the HTTP client; ready, when given, says the SDK saw the sandbox Ready
+   * (see bearerClient).
    */
-  constructor(base: string, token: string | (() => Promise<string>), ready?: () => boolean) {
+  constructor(base: string, token: string | (() => Promise<string>), dial: Dialer, ready?: () => boolean) {
     this.base = trimSlash(base);
-    this.#http = bearerClient(token, this.base, ready);
+    this.#http = bearerClient(token, dial(this.base), ready);
     const transport = connectTransport(this.base, this.#http);
     this.process = createClient(ProcessService, transport);
     this.files = createClient(FilesystemService, transport);
@@ -89,9 +92,6 @@ export class Endpoint {
   }
 }
 
-/** Keep-alive agents shared by every Endpoint, so calls to one router reuse its connections. */
-const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 64 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) };
-
 /**
  * notReadyGraceMs is how long a 503 of the router is sent again for a sandbox the SDK saw Ready:
  * the router's cache of the Sandbox can lag the SDK's own watch by a few milliseconds, right
@@ -100,19 +100,17 @@ const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 64 }), https
 const notReadyGraceMs = 3000;
 
 /**
- * bearerClient is Node's HTTP/1.1 client with the token on every request and router errors
- * kept. With ready, a router's 503 is retried while ready() says the sandbox was seen Ready,
+ * bearerClient is the runtime's HTTP client (http) with the token on every request and router
+ * errors kept. With ready, a router's 503 is retried while ready() says the sandbox was seen Ready,
  * for requests whose body can be sent again (Connect calls, requests without a body).
  */
-function bearerClient(token: string | (() => Promise<string>), base: string, ready?: () => boolean): UniversalClientFn {
-  const agent = base.startsWith("https:") ? agents.https : agents.http;
-  const node = createNodeHttpClient({ httpVersion: "1.1", nodeOptions: { agent } });
+function bearerClient(token: string | (() => Promise<string>), http: UniversalClientFn, ready?: () => boolean): UniversalClientFn {
   return async (req) => {
     const header = new Headers(req.header);
     header.set(authorizationHeader, `${bearerScheme} ${typeof token === "string" ? token : await token()}`);
     const replayable = ready !== undefined && (req.body === undefined || isConnectCall(req) || fixedBodies.has(req.body));
     const body = replayable && req.body ? await readBytes(req.body) : undefined;
-    const send = () => node({ ...req, header, body: body ? createAsyncIterable([body]) : req.body });
+    const send = () => http({ ...req, header, body: body ? createAsyncIterable([body]) : req.body });
     let res = await send();
     for (let delay = 20, end = Date.now() + notReadyGraceMs; replayable && res.status === 503 && ready?.() && Date.now() < end;) {
       const routerBody = await readBytes(res.body, maxErrorBody);
@@ -205,3 +203,17 @@ async function readText(body: AsyncIterable<Uint8Array>, limit: number): Promise
   return new TextDecoder().decode(await readBytes(body, limit));
 }
 
+
+/** streamChunks iterates a web ReadableStream (not every runtime makes them async iterable). */
+export async function* streamChunks<T>(stream: ReadableStream<T>): AsyncIterable<T> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) return;
+      yield r.value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}

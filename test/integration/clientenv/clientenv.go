@@ -42,6 +42,7 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -129,6 +130,14 @@ func Setup(t *testing.T, env *framework.Env) *Env {
 	checkThroughRouter(t, e)
 	t.Logf("The environment took %s to set up", time.Since(start).Round(time.Millisecond))
 	return e
+}
+
+// StartRouter starts another kubox-router over e's namespace and agent token key, its
+// configuration changed by mutate (a CORS origin, say), and returns its URL.
+func (e *Env) StartRouter(t *testing.T, mutate func(*router.Config)) string {
+	t.Helper()
+	_, routerURL := e.fw.StartRouter(t, e.NS, e.key, mutate)
+	return routerURL
 }
 
 // template starts a SandboxTemplate whose sandboxes run kubox-agent on the agents' port.
