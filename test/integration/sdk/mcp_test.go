@@ -60,6 +60,28 @@ func (m *mcpFixture) serve(t *testing.T, mutate func(*mcpserver.Config)) string 
 	return srv.URL
 }
 
+// waitProgress waits up to d for progress messages holding each of want; it returns "" once
+// they came, else the messages seen.
+func (c *mcpClient) waitProgress(d time.Duration, want ...string) string {
+	deadline := time.Now().Add(d)
+	for {
+		c.mu.Lock()
+		got := strings.Join(c.progress, "|")
+		c.mu.Unlock()
+		missing := false
+		for _, w := range want {
+			missing = missing || !strings.Contains(got, w)
+		}
+		if !missing {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // mcpClient is an MCP client session with token; progress receives the progress messages.
 type mcpClient struct {
 	*mcp.ClientSession
@@ -180,10 +202,9 @@ func TestMCPServerActsAsItsCaller(t *testing.T) {
 	if out["exit_code"] != float64(3) || out["stdout"] != "one\n" || out["stderr"] != "two\n" {
 		t.Errorf("run_command = %v; want exit 3, stdout one, stderr two", out)
 	}
-	dev.mu.Lock()
-	got := strings.Join(dev.progress, "|")
-	dev.mu.Unlock()
-	if !strings.Contains(got, "stdout: one\n") || !strings.Contains(got, "stderr: two\n") {
+	// The client hands each notification to its handler on its own, so one may still be on its
+	// way when the call's result is in: wait a little for both.
+	if got := dev.waitProgress(5*time.Second, "stdout: one\n", "stderr: two\n"); got != "" {
 		t.Errorf("progress notifications %q; want the output streamed", got)
 	}
 	if out := dev.mustCall(t, "run_code", map[string]any{"claim": claim, "language": "bash", "code": "echo $((6*7))"}); out["stdout"] != "42\n" {
