@@ -456,19 +456,29 @@ func (rt *Router) e2bPause(ctx context.Context, w http.ResponseWriter, r *http.R
 // Suspended patch) and its Pod is gone: E2B's pause answers once the sandbox is paused, so a
 // connect right after it resumes a stopped sandbox, never one still shutting down.
 func (rt *Router) waitE2BSuspended(ctx context.Context, sb *sandboxv1beta1.Sandbox, gen int64) *httpError {
+	return rt.pollE2B(ctx, func(ctx context.Context) (bool, *httpError) {
+		got, _ := rt.lookupSandbox(ctx, sb.Namespace, sb.Name)
+		if got == nil || got.UID != sb.UID {
+			return false, errorf(http.StatusNotFound, "sandbox %s was deleted while pausing", sb.Name)
+		}
+		return got.Status.ObservedGeneration >= gen && meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended), nil
+	}, func() *httpError {
+		return errorf(http.StatusGatewayTimeout, "sandbox %s was not paused within %s; it goes on pausing", sb.Name, rt.cfg.WakeTimeout)
+	})
+}
+
+// pollE2B calls check every 50 ms, on the router's cache, until it is done or fails, for at
+// most --wake-timeout; then it answers timedOut's error.
+func (rt *Router) pollE2B(ctx context.Context, check func(context.Context) (bool, *httpError), timedOut func() *httpError) *httpError {
 	ctx, cancel := context.WithTimeout(ctx, rt.cfg.WakeTimeout)
 	defer cancel()
 	for {
-		got, _ := rt.lookupSandbox(ctx, sb.Namespace, sb.Name)
-		if got == nil || got.UID != sb.UID {
-			return errorf(http.StatusNotFound, "sandbox %s was deleted while pausing", sb.Name)
-		}
-		if got.Status.ObservedGeneration >= gen && meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended) {
-			return nil
+		if done, herr := check(ctx); done || herr != nil {
+			return herr
 		}
 		select {
 		case <-ctx.Done():
-			return errorf(http.StatusGatewayTimeout, "sandbox %s was not paused within %s; it goes on pausing", sb.Name, rt.cfg.WakeTimeout)
+			return timedOut()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -594,50 +604,39 @@ func claimTemplate(cl *extv1beta1.SandboxClaim) string {
 // and resume answer once the sandbox runs. Its Sandbox's status must be of generation minGen or
 // later (the resume's patch), so a Ready left from before a pause does not count.
 func (rt *Router) waitE2BReady(ctx context.Context, claim *extv1beta1.SandboxClaim, minGen int64) (*extv1beta1.SandboxClaim, *httpError) {
-	ctx, cancel := context.WithTimeout(ctx, rt.cfg.WakeTimeout)
-	defer cancel()
-	for {
-		cl, herr := rt.lookupClaim(ctx, claim.Namespace, claim.Name)
-		if herr != nil {
-			return nil, herr
+	var cl *extv1beta1.SandboxClaim
+	herr := rt.pollE2B(ctx, func(ctx context.Context) (bool, *httpError) {
+		var herr *httpError
+		if cl, herr = rt.lookupClaim(ctx, claim.Namespace, claim.Name); herr != nil {
+			return false, herr
 		}
-		if cl != nil && cl.UID == claim.UID && meta.IsStatusConditionTrue(cl.Status.Conditions, extv1beta1.ClaimConditionReady) {
-			if sb, _ := rt.lookupSandbox(ctx, cl.Namespace, cl.Status.Sandbox.Name); sb != nil && claimOwns(sb, cl.UID) &&
-				sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended && sb.Status.ObservedGeneration >= minGen &&
-				meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) {
-				return cl, nil
-			}
+		if cl == nil || cl.UID != claim.UID || !meta.IsStatusConditionTrue(cl.Status.Conditions, extv1beta1.ClaimConditionReady) {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			why := "it was deleted"
-			if cl != nil {
-				why = "its conditions: " + claimConditionSummary(cl)
-			}
-			return nil, errorf(http.StatusGatewayTimeout, "sandbox %s was not ready within %s (%s); it goes on starting", claim.Name, rt.cfg.WakeTimeout, why)
-		case <-time.After(50 * time.Millisecond):
+		sb, _ := rt.lookupSandbox(ctx, cl.Namespace, cl.Status.Sandbox.Name)
+		return sb != nil && claimOwns(sb, cl.UID) && sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended &&
+			sb.Status.ObservedGeneration >= minGen && meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady), nil
+	}, func() *httpError {
+		why := "it was deleted"
+		if cl != nil {
+			why = "its conditions: " + claimConditionSummary(cl)
 		}
+		return errorf(http.StatusGatewayTimeout, "sandbox %s was not ready within %s (%s); it goes on starting", claim.Name, rt.cfg.WakeTimeout, why)
+	})
+	if herr != nil {
+		return nil, herr
 	}
+	return cl, nil
 }
 
 // waitE2BGone waits until the router's cache has no claim of cl's UID.
 func (rt *Router) waitE2BGone(ctx context.Context, cl *extv1beta1.SandboxClaim) *httpError {
-	ctx, cancel := context.WithTimeout(ctx, rt.cfg.WakeTimeout)
-	defer cancel()
-	for {
+	return rt.pollE2B(ctx, func(ctx context.Context) (bool, *httpError) {
 		got, herr := rt.lookupClaim(ctx, cl.Namespace, cl.Name)
-		if herr != nil {
-			return herr
-		}
-		if got == nil || got.UID != cl.UID {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errorf(http.StatusGatewayTimeout, "sandbox %s is being killed but its SandboxClaim was not gone within %s (finalizers?)", cl.Name, rt.cfg.WakeTimeout)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return herr == nil && (got == nil || got.UID != cl.UID), herr
+	}, func() *httpError {
+		return errorf(http.StatusGatewayTimeout, "sandbox %s is being killed but its SandboxClaim was not gone within %s (finalizers?)", cl.Name, rt.cfg.WakeTimeout)
+	})
 }
 
 func claimConditionSummary(cl *extv1beta1.SandboxClaim) string {
