@@ -56,15 +56,8 @@ func Checkpoint(ctx context.Context, r Runsc, o Options) (m *Manifest, err error
 		return nil, err
 	}
 	m = &Manifest{Version: 1, Kind: o.Kind, SandboxID: o.SandboxID, Runsc: version, Created: time.Now().UTC()}
-	for n, b := range bundles {
-		c, err := saveBundle(o.Dir, b, n, o.PodDirs)
-		if err != nil {
-			return nil, err
-		}
-		m.Containers = append(m.Containers, c)
-	}
 	start := time.Now()
-	if err := r.run(ctx, checkpointArgs(o)...); err != nil {
+	if err := saveStopped(ctx, r, o, bundles, m); err != nil {
 		return nil, err
 	}
 	m.Duration = Duration(time.Since(start))
@@ -72,6 +65,47 @@ func Checkpoint(ctx context.Context, r Runsc, o Options) (m *Manifest, err error
 		return nil, err
 	}
 	return Verify(o.Dir)
+}
+
+// saveStopped takes the memory image and copies the bundles' private mounts at one moment, while
+// nothing in the sandbox runs: a file a process creates or renames between a copy and a later
+// stop would otherwise be missing from the copy, and the restore would fail. Without
+// o.LeaveRunning the checkpoint ends the sandbox, and the files are copied after it. With it, the
+// sandbox is paused for the copy and the checkpoint and resumed after them, or after a failure,
+// so a checkpoint that did not happen does not leave it frozen. (A sandbox paused by runsc is
+// never checkpointed to its end: runsc keeps such a container "paused" once its sandbox has
+// exited, and the kubelet can then neither stop nor remove it.)
+func saveStopped(ctx context.Context, r Runsc, o Options, bundles []bundle, m *Manifest) (err error) {
+	if !o.LeaveRunning {
+		if err := r.run(ctx, checkpointArgs(o)...); err != nil {
+			return err
+		}
+		return saveBundles(o, bundles, m)
+	}
+	if err := r.run(ctx, "pause", o.SandboxID); err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := r.run(context.WithoutCancel(ctx), "resume", o.SandboxID); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	if err := saveBundles(o, bundles, m); err != nil {
+		return err
+	}
+	return r.run(ctx, checkpointArgs(o)...)
+}
+
+// saveBundles saves every bundle of the Pod into the checkpoint directory.
+func saveBundles(o Options, bundles []bundle, m *Manifest) error {
+	for n, b := range bundles {
+		c, err := saveBundle(o.Dir, b, n, o.PodDirs)
+		if err != nil {
+			return err
+		}
+		m.Containers = append(m.Containers, c)
+	}
+	return nil
 }
 
 func checkpointArgs(o Options) []string {

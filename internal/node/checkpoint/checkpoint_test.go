@@ -12,16 +12,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fakeRunsc writes a runsc stand-in: --version prints a version; checkpoint writes image files
-// to --image-path, or fails when FAIL is in the environment; anything else succeeds.
+// fakeRunsc writes a runsc stand-in: --version prints a version; every other command is
+// appended to $RUNSC_LOG when it is set; pause, and a checkpoint that does not leave the sandbox
+// running, create the file $LATE when it is set (a file a process writes just before the sandbox
+// stops); checkpoint writes image files to --image-path, or fails when FAIL is in the
+// environment; anything else succeeds.
 func fakeRunsc(t *testing.T) Runsc {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "runsc")
 	script := `#!/bin/sh
 [ "$1" = --version ] && { echo "runsc version test"; echo "spec: 1.2.1"; exit 0; }
+shift
+[ -n "$RUNSC_LOG" ] && echo "$1" >> "$RUNSC_LOG"
+case " $* " in *" pause "*|*" --leave-running=false "*) [ -n "$LATE" ] && echo late > "$LATE";; esac
+case " $* " in *" checkpoint "*) ;; *) exit 0;; esac
 [ -n "$FAIL" ] && { echo "checkpoint failed: $FAIL" >&2; exit 128; }
 for a in "$@"; do case $a in --image-path=*) d=${a#--image-path=};; esac; done
-case " $* " in *" checkpoint "*) ;; *) exit 0;; esac
 mkdir -p "$d" && echo state > "$d/checkpoint.img" && head -c 8192 /dev/zero > "$d/pages.img" && echo meta > "$d/pages_meta.img"
 `
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
@@ -110,6 +116,49 @@ func TestCheckpointFailureLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed checkpoint left %s behind (%v)", dir, err)
+	}
+}
+
+// TestCheckpointCopiesFilesWhileStopped checks that the files are copied once the sandbox has
+// stopped (after a checkpoint that ends it) or while runsc holds it paused (a checkpoint that
+// leaves it running), so they hold what its processes wrote up to the memory image's moment, and
+// that a paused sandbox is resumed after its checkpoint, failed or not.
+func TestCheckpointCopiesFilesWhileStopped(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		leaveRunning bool
+		fail         string
+		want         string
+	}{
+		{"pause", false, "", "checkpoint"},
+		{"snapshot", true, "", "pause checkpoint resume"},
+		{"failed snapshot", true, "disk full", "pause checkpoint resume"},
+		{"failed pause", false, "disk full", "checkpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			taskDir, podDir := fakePod(t)
+			log := filepath.Join(t.TempDir(), "runsc.log")
+			t.Setenv("RUNSC_LOG", log)
+			t.Setenv("LATE", filepath.Join(podDir, "token", "late"))
+			if tc.fail != "" {
+				t.Setenv("FAIL", tc.fail)
+			}
+			dir := filepath.Join(t.TempDir(), "ck")
+			_, err := Checkpoint(context.Background(), fakeRunsc(t), Options{SandboxID: "sb1", Dir: dir, TaskDir: taskDir,
+				PodDirs: []string{podDir}, LeaveRunning: tc.leaveRunning})
+			if (err != nil) != (tc.fail != "") {
+				t.Fatalf("err = %v, want failure %t", err, tc.fail != "")
+			}
+			b, _ := os.ReadFile(log)
+			if got := strings.Join(strings.Fields(string(b)), " "); got != tc.want {
+				t.Errorf("runsc commands %q, want %q", got, tc.want)
+			}
+			if tc.fail == "" {
+				if b, err := os.ReadFile(filepath.Join(dir, "files/1/3/late")); err != nil || string(b) != "late\n" {
+					t.Errorf("a file written before the pause is missing from the copy: %q %v", b, err)
+				}
+			}
+		})
 	}
 }
 
