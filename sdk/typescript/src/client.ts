@@ -3,6 +3,7 @@
 // the Go and Python SDKs' (sdk/go/kubox/claim.go, wait.go; sdk/python/src/kubox/aio.py).
 
 import { existsSync, readFileSync } from "node:fs";
+import { isIPv4, isIPv6 } from "node:net";
 
 import { KubeConfig } from "@kubernetes/client-node";
 import { load as loadYAML } from "js-yaml";
@@ -90,6 +91,17 @@ export interface ClaimOptions {
   suspendAfterMs?: number;
   /** spec.idlePolicy as a whole; suspendAfterMs sets its suspendAfter. */
   idlePolicy?: IdlePolicy;
+  /**
+   * spec.egress.allowDomains, narrowing the template's egress: the sandbox may reach only these
+   * names ("pypi.org", or "*.pythonhosted.org" for the names below it) among those its template
+   * allows. A name the template does not allow, or any egress option on a template without
+   * egress, fails the claim with reason EgressRejected.
+   */
+  allowDomains?: string[];
+  /** spec.egress.denyDomains: names refused besides the template's, in the form of allowDomains. */
+  denyDomains?: string[];
+  /** spec.egress.denyCIDRs: address ranges ("192.0.2.0/24", "2001:db8::/32") refused besides the template's. */
+  denyCIDRs?: string[];
   /** Called with every version of the claim seen while waiting (from the one watch). */
   onProgress?: (claim: KubeObject) => void;
 }
@@ -111,6 +123,8 @@ const terminal: Record<string, string> = {
   SandboxExpired: "claim a new sandbox",
   PodFailed: "read the Pod's logs (`kubectl logs`) and claim a new sandbox",
   PodSucceeded: "the sandbox's main command exited; claim a new sandbox",
+  EgressRejected: "a claim may only narrow its template's egress: pass allowDomains among or below the template's " +
+    "spec.egress.allowDomains, or drop allowDomains/denyDomains/denyCIDRs when the template has no spec.egress",
 };
 
 /**
@@ -412,6 +426,8 @@ export function buildClaim(source: ClaimSource, opts: ClaimOptions & { namespace
   }
   const policy = idlePolicySpec(opts.suspendAfterMs, opts.idlePolicy);
   if (policy) spec.idlePolicy = policy;
+  const egress = egressSpec(opts);
+  if (egress) spec.egress = egress;
   const meta: Record<string, Record<string, string>> = {};
   if (opts.podLabels && Object.keys(opts.podLabels).length) meta.labels = { ...opts.podLabels };
   if (opts.podAnnotations && Object.keys(opts.podAnnotations).length) meta.annotations = { ...opts.podAnnotations };
@@ -446,6 +462,68 @@ export function idlePolicySpec(suspendAfterMs: number | undefined, policy: IdleP
     throw new ConfigError('an idle policy needs suspendAfter: pass suspendAfterMs, or idlePolicy: {suspendAfter: "10m", ...}');
   }
   return out;
+}
+
+/** spec.egress of a claim: the lists of ClaimOptions that are not empty. */
+export interface EgressRestriction {
+  allowDomains?: string[];
+  denyDomains?: string[];
+  denyCIDRs?: string[];
+}
+
+// The form of an egress domain and the bounds of spec.egress, as the API validates them
+// (EgressRestriction in api/v1beta1/egress_types.go): checked here so that a typo fails at once,
+// naming the option, rather than as the API server's 422.
+const domainPattern = /^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const domainMaxLen = 253;
+const cidrMaxLen = 43;
+const domainList = { most: 64, ok: isDomain,
+  fix: "is not a domain: give a lowercase name such as pypi.org, or *.pythonhosted.org for the names below it" };
+const cidrList = { most: 32, ok: isCIDR, fix: "is not a CIDR: give an address range such as 203.0.113.0/24 or 2001:db8::/32" };
+
+/**
+ * egressSpec is a claim's spec.egress from opts, or undefined when its lists are all empty. It
+ * throws ConfigError for a value the API would refuse; repeats are dropped (the API's lists are
+ * sets, which refuse them).
+ */
+export function egressSpec(opts: EgressRestriction): EgressRestriction | undefined {
+  const out: EgressRestriction = {};
+  for (const [field, list] of [["allowDomains", domainList], ["denyDomains", domainList], ["denyCIDRs", cidrList]] as const) {
+    const items = egressList(field, opts[field], list);
+    if (items.length) out[field] = items;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+function egressList(field: string, values: unknown, list: { most: number; ok: (v: string) => boolean; fix: string }): string[] {
+  if (values === undefined || values === null) return [];
+  if (!Array.isArray(values)) {
+    throw new ConfigError(`${field} must be an array of strings, not ${JSON.stringify(values)}: write ${field}: [${JSON.stringify(values)}]`);
+  }
+  const items: string[] = [];
+  for (const v of values as unknown[]) {
+    if (typeof v !== "string" || !list.ok(v)) throw new ConfigError(`${field}: ${JSON.stringify(v)} ${list.fix}`);
+    if (!items.includes(v)) items.push(v);
+  }
+  if (items.length > list.most) throw new ConfigError(`${field} has ${items.length} entries; a claim may give at most ${list.most}`);
+  return items;
+}
+
+function isDomain(d: string): boolean {
+  return d.length <= domainMaxLen && domainPattern.test(d);
+}
+
+/**
+ * isCIDR says whether the API's CEL isCIDR (Go's netip.ParsePrefix) takes c: an address and a
+ * decimal prefix length, host bits allowed, no IPv6 zone, no IPv4-mapped IPv6 address.
+ */
+function isCIDR(c: string): boolean {
+  const m = /^([^/%]+)\/(0|[1-9][0-9]{0,2})$/.exec(c);
+  if (!m || c.length > cidrMaxLen) return false;
+  const [, addr = "", bits = ""] = m;
+  if (isIPv4(addr)) return Number(bits) <= 32;
+  // The URL parser writes an IPv6 address in its canonical form, where a mapped one is ::ffff:x:y.
+  return isIPv6(addr) && Number(bits) <= 128 && !/^\[::ffff:[0-9a-f]{1,4}:[0-9a-f]{1,4}\]$/.test(new URL(`http://[${addr}]/`).hostname);
 }
 
 interface Condition {

@@ -34,8 +34,8 @@ export class SandboxTimeoutError extends KuboxError {
 
 /**
  * ClaimFailedError: a SandboxClaim reached a state it will not leave by itself (its pool or
- * template does not exist, its env or metadata was rejected, it expired, its Pod ended). The
- * claim is deleted by Client.claim before this is thrown.
+ * template does not exist, its env, metadata or egress was rejected, it expired, its Pod
+ * ended). The claim is deleted by Client.claim before this is thrown.
  */
 export class ClaimFailedError extends KuboxError {
   readonly namespace: string;

@@ -4,8 +4,9 @@ functions over the objects' JSON, shared by the sync and asyncio clients."""
 from __future__ import annotations
 
 import datetime as _dt
+import ipaddress
 import re
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ClaimFailedError, ConfigError, SandboxNotReadyError
 
@@ -38,6 +39,9 @@ _TERMINAL = {
     "SandboxExpired": "claim a new sandbox",
     "PodFailed": "read the Pod's logs (`kubectl logs`) and claim a new sandbox",
     "PodSucceeded": "the sandbox's main command exited; claim a new sandbox",
+    "EgressRejected": ("a claim may only narrow its template's egress: pass allow_domains among or below the "
+                       "template's spec.egress.allowDomains, or drop allow_domains/deny_domains/deny_cidrs when "
+                       "the template has no spec.egress"),
 }
 
 
@@ -52,10 +56,12 @@ def build_claim(*, namespace: str, pool: Optional[str] = None, template: Optiona
                 pod_labels: Optional[Mapping[str, str]] = None,
                 pod_annotations: Optional[Mapping[str, str]] = None,
                 suspend_after: Optional[float] = None, idle_policy: Optional[Mapping[str, str]] = None,
-                now: Optional[_dt.datetime] = None) -> Obj:
+                allow_domains: Optional[Sequence[str]] = None, deny_domains: Optional[Sequence[str]] = None,
+                deny_cidrs: Optional[Sequence[str]] = None, now: Optional[_dt.datetime] = None) -> Obj:
     """The SandboxClaim to create: from ``pool`` (spec.warmPoolRef) or ``template``
     (spec.sandboxTemplateRef), expiring ``ttl`` seconds from ``now`` (shutdownPolicy Delete),
-    with spec.idlePolicy from ``suspend_after`` and ``idle_policy`` (see :func:`idle_policy_spec`)."""
+    with spec.idlePolicy from ``suspend_after`` and ``idle_policy`` (see :func:`idle_policy_spec`)
+    and spec.egress from the egress lists (see :func:`egress_spec`)."""
     if bool(pool) == bool(template):
         raise ConfigError("a claim needs exactly one source: pool=\"name\" (a SandboxWarmPool) or "
                           "template=\"name\" (a SandboxTemplate)")
@@ -84,6 +90,9 @@ def build_claim(*, namespace: str, pool: Optional[str] = None, template: Optiona
     policy = idle_policy_spec(suspend_after, idle_policy)
     if policy:
         spec["idlePolicy"] = policy
+    egress = egress_spec(allow_domains, deny_domains, deny_cidrs)
+    if egress:
+        spec["egress"] = egress
     if pod_labels or pod_annotations:
         spec["additionalPodMetadata"] = {k: dict(v) for k, v in
                                          (("labels", pod_labels), ("annotations", pod_annotations)) if v}
@@ -115,6 +124,74 @@ def idle_policy_spec(suspend_after: Optional[float], idle_policy: Optional[Mappi
         raise ConfigError("an idle policy needs suspendAfter: pass suspend_after=seconds, or "
                           "idle_policy={\"suspendAfter\": \"10m\", ...}")
     return policy
+
+
+#: The form of an egress domain and the bounds of spec.egress, as the API validates them
+#: (EgressRestriction in api/v1beta1/egress_types.go): checked here so that a typo fails at once,
+#: naming the argument, rather than as the API server's 422.
+DOMAIN_PATTERN = re.compile(r"(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+DOMAIN_MAX_LEN, MAX_DOMAINS, CIDR_MAX_LEN, MAX_CIDRS = 253, 64, 43, 32
+
+
+def egress_spec(allow_domains: Optional[Sequence[str]], deny_domains: Optional[Sequence[str]],
+                deny_cidrs: Optional[Sequence[str]]) -> Optional[Obj]:
+    """spec.egress of a claim, which narrows its template's egress: ``allow_domains`` replace the
+    template's (each must be covered by one of them, or the claim fails with EgressRejected),
+    ``deny_domains`` and ``deny_cidrs`` are added. Repeats are dropped; None when all are empty."""
+    egress: Obj = {}
+    for field, arg, values, check, most in (
+            ("allowDomains", "allow_domains", allow_domains, _check_domain, MAX_DOMAINS),
+            ("denyDomains", "deny_domains", deny_domains, _check_domain, MAX_DOMAINS),
+            ("denyCIDRs", "deny_cidrs", deny_cidrs, _check_cidr, MAX_CIDRS)):
+        items = _egress_list(arg, values, check, most)
+        if items:
+            egress[field] = items
+    return egress or None
+
+
+def _egress_list(arg: str, values: Optional[Sequence[str]], check: Callable[[str, Any], None],
+                 most: int) -> List[str]:
+    """``values`` (the argument ``arg``) checked as the API would, at most ``most`` of them, without
+    repeats (the API's lists are sets, which refuse them)."""
+    if values is None:
+        return []
+    if isinstance(values, (str, bytes)):
+        raise ConfigError(f"{arg} must be a list of strings, not the string {values!r}: write {arg}=[{values!r}]")
+    items: List[str] = []
+    for v in values:
+        check(arg, v)
+        if v not in items:
+            items.append(v)
+    if len(items) > most:
+        raise ConfigError(f"{arg} has {len(items)} entries; a claim may give at most {most}")
+    return items
+
+
+def _check_domain(arg: str, d: Any) -> None:
+    if isinstance(d, str) and len(d) <= DOMAIN_MAX_LEN and DOMAIN_PATTERN.fullmatch(d):
+        return
+    raise ConfigError(f"{arg}: {d!r} is not a domain: give a lowercase name such as pypi.org, or "
+                      f"*.pythonhosted.org for the names below it")
+
+
+def _check_cidr(arg: str, c: Any) -> None:
+    if not (isinstance(c, str) and len(c) <= CIDR_MAX_LEN and _is_cidr(c)):
+        raise ConfigError(f"{arg}: {c!r} is not a CIDR: give an address range such as 203.0.113.0/24 or "
+                          f"2001:db8::/32")
+
+
+def _is_cidr(c: str) -> bool:
+    """Whether the API's CEL isCIDR (Go's netip.ParsePrefix) takes ``c``: an address and a decimal
+    prefix length, host bits allowed, no IPv6 zone, no IPv4-mapped IPv6 address."""
+    addr, _, bits = c.partition("/")
+    if not re.fullmatch(r"0|[1-9][0-9]{0,2}", bits) or "%" in addr:
+        return False
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return False
+    mapped = isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None
+    return int(bits) <= ip.max_prefixlen and not mapped
 
 
 def go_duration(s: float) -> str:

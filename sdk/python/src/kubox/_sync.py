@@ -4,7 +4,7 @@ which runs on the SDK's own event loop thread."""
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _runner
 from ._claims import Obj
@@ -64,23 +64,29 @@ class Client:
               labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
               on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
-              idle_policy: Optional[Mapping[str, str]] = None) -> "Sandbox":
+              idle_policy: Optional[Mapping[str, str]] = None, allow_domains: Optional[Sequence[str]] = None,
+              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None) -> "Sandbox":
         """Claims a sandbox and waits until it is Ready; see :meth:`Sandbox.claim`."""
         return Sandbox.claim(pool, template, client=self, namespace=namespace, ttl=ttl, env=env, labels=labels,
                              pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
-                             on_progress=on_progress, suspend_after=suspend_after, idle_policy=idle_policy)
+                             on_progress=on_progress, suspend_after=suspend_after, idle_policy=idle_policy,
+                             allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)
 
     def create_claim(self, pool: Optional[str] = None, template: Optional[str] = None, *,
                      namespace: Optional[str] = None, ttl: Optional[Seconds] = None,
                      env: Optional[Mapping[str, str]] = None, labels: Optional[Mapping[str, str]] = None,
                      pod_labels: Optional[Mapping[str, str]] = None,
                      pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
-                     suspend_after: Optional[Seconds] = None, idle_policy: Optional[Mapping[str, str]] = None) -> Obj:
+                     suspend_after: Optional[Seconds] = None, idle_policy: Optional[Mapping[str, str]] = None,
+                     allow_domains: Optional[Sequence[str]] = None, deny_domains: Optional[Sequence[str]] = None,
+                     deny_cidrs: Optional[Sequence[str]] = None) -> Obj:
         """Creates the SandboxClaim :meth:`claim` would create and returns it (a dict) at once,
         without waiting and without ever deleting it; :meth:`connect` waits for it later."""
         return _run(self.aio.create_claim(pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels,
                                           pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
-                                          suspend_after=suspend_after, idle_policy=idle_policy))
+                                          suspend_after=suspend_after, idle_policy=idle_policy,
+                                          allow_domains=allow_domains, deny_domains=deny_domains,
+                                          deny_cidrs=deny_cidrs))
 
     def connect(self, claim: str, *, namespace: Optional[str] = None,
                 on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
@@ -302,7 +308,8 @@ class Sandbox:
               labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
               on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
-              idle_policy: Optional[Mapping[str, str]] = None) -> "Sandbox":
+              idle_policy: Optional[Mapping[str, str]] = None, allow_domains: Optional[Sequence[str]] = None,
+              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None) -> "Sandbox":
         """Claims a sandbox from the SandboxWarmPool ``pool`` or, without a pool, a new one from
         the SandboxTemplate ``template``, and waits until it is Ready (one watch, no polling).
 
@@ -310,6 +317,12 @@ class Sandbox:
         that long without activity, and the next request through kubox-router wakes it;
         ``idle_policy`` gives the whole policy in the API's spelling (``runningProcesses``,
         ``wake``); :meth:`keep_alive` holds the sandbox awake meanwhile.
+
+        ``allow_domains`` (names such as ``pypi.org``, or ``*.pythonhosted.org`` for the names
+        below it), ``deny_domains`` and ``deny_cidrs`` narrow the template's egress for this
+        sandbox (the claim's spec.egress): it may reach only the allowed names among those the
+        template allows, never the denied ones. A name the template does not allow fails the claim
+        with reason ``EgressRejected``.
 
         ``ttl`` (seconds or a timedelta) makes the claim expire even if this program dies;
         ``env`` sets environment variables (the template must allow them); ``labels`` label the
@@ -324,7 +337,8 @@ class Sandbox:
         return cls(_run(AsyncSandbox.claim(
             pool, template, client=client.aio if client else None, namespace=namespace, ttl=ttl, env=env,
             labels=labels, pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
-            on_progress=on_progress, suspend_after=suspend_after, idle_policy=idle_policy)))
+            on_progress=on_progress, suspend_after=suspend_after, idle_policy=idle_policy,
+            allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)))
 
     @classmethod
     def connect(cls, claim: str, *, client: Optional[Client] = None, namespace: Optional[str] = None,

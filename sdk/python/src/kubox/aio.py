@@ -13,7 +13,8 @@ import base64
 import datetime as _dt
 import os
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Coroutine, Dict, Generator, List, Mapping, Optional, Tuple, Union
+from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 from urllib.parse import quote
 
 import httpx
@@ -151,13 +152,16 @@ class AsyncClient:
                            pod_labels: Optional[Mapping[str, str]] = None,
                            pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
                            suspend_after: Optional[Seconds] = None,
-                           idle_policy: Optional[Mapping[str, str]] = None) -> Obj:
+                           idle_policy: Optional[Mapping[str, str]] = None,
+                           allow_domains: Optional[Sequence[str]] = None, deny_domains: Optional[Sequence[str]] = None,
+                           deny_cidrs: Optional[Sequence[str]] = None) -> Obj:
         """Creates the SandboxClaim :meth:`claim` would create and returns it at once, without
         waiting and without ever deleting it (:meth:`connect` waits for it later)."""
         ns = namespace or self.namespace
         body = _claims.build_claim(namespace=ns, pool=pool, template=template, name=name, ttl=seconds(ttl, "ttl"),
                                    env=env, labels=labels, pod_labels=pod_labels, pod_annotations=pod_annotations,
-                                   suspend_after=seconds(suspend_after, "suspend_after"), idle_policy=idle_policy)
+                                   suspend_after=seconds(suspend_after, "suspend_after"), idle_policy=idle_policy,
+                                   allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)
         return await self._kube.create(CLAIMS, ns, body)
 
     async def claim(self, pool: Optional[str] = None, template: Optional[str] = None, *,
@@ -166,7 +170,9 @@ class AsyncClient:
                     pod_labels: Optional[Mapping[str, str]] = None, pod_annotations: Optional[Mapping[str, str]] = None,
                     name: Optional[str] = None, on_progress: Optional[ProgressCallback] = None,
                     suspend_after: Optional[Seconds] = None,
-                    idle_policy: Optional[Mapping[str, str]] = None) -> "AsyncSandbox":
+                    idle_policy: Optional[Mapping[str, str]] = None,
+                    allow_domains: Optional[Sequence[str]] = None, deny_domains: Optional[Sequence[str]] = None,
+                    deny_cidrs: Optional[Sequence[str]] = None) -> "AsyncSandbox":
         """Claims a sandbox from the SandboxWarmPool ``pool`` or, without a pool, a new one from
         the SandboxTemplate ``template``, and waits until it is Ready (one watch, no polling).
 
@@ -183,13 +189,21 @@ class AsyncClient:
         ``{"runningProcesses": "Ignore", "wake": "Manual"}`` (``suspend_after`` sets its
         ``suspendAfter``). :meth:`AsyncSandbox.keep_alive` holds the sandbox awake meanwhile.
 
+        ``allow_domains``, ``deny_domains`` and ``deny_cidrs`` set the claim's spec.egress, which
+        narrows its template's egress: the sandbox may reach only the allowed names (exact, or
+        ``*.`` wildcards) among those the template allows, and never the denied names or address
+        ranges. A bad name or CIDR raises :class:`ConfigError` before anything is created; a name
+        the template does not allow, or egress on a template without it, fails the claim with
+        reason ``EgressRejected``.
+
         Raises :class:`ClaimFailedError` when the claim fails for good (its pool does not exist,
         ...) and :class:`SandboxTimeoutError` after ``ready_timeout``; the claim is deleted then.
         Closing the sandbox deletes the claim.
         """
         claim = await self.create_claim(pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels,
                                         pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
-                                        suspend_after=suspend_after, idle_policy=idle_policy)
+                                        suspend_after=suspend_after, idle_policy=idle_policy,
+                                        allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)
         try:
             sb = await self._wait_claim(claim, on_progress, pool=pool)
         except BaseException as e:
@@ -369,14 +383,15 @@ class AsyncSandbox:
               labels: Optional[Mapping[str, str]] = None, pod_labels: Optional[Mapping[str, str]] = None,
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
               on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
-              idle_policy: Optional[Mapping[str, str]] = None) -> "Opening":
+              idle_policy: Optional[Mapping[str, str]] = None, allow_domains: Optional[Sequence[str]] = None,
+              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None) -> "Opening":
         """Claims a sandbox (see :meth:`AsyncClient.claim`), with ``client`` or a client of the
         default settings (kubeconfig, ``$KUBOX_ROUTER_URL``) that closes with the sandbox. Await
         it, or use it as ``async with AsyncSandbox.claim(...) as sb:``."""
         return Opening(_with_client(client, lambda c: c.claim(
             pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels, pod_labels=pod_labels,
             pod_annotations=pod_annotations, name=name, on_progress=on_progress, suspend_after=suspend_after,
-            idle_policy=idle_policy)))
+            idle_policy=idle_policy, allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)))
 
     @classmethod
     def connect(cls, claim: str, *, client: Optional[AsyncClient] = None, namespace: Optional[str] = None,

@@ -38,7 +38,7 @@ class ConfigError(KuboxError, ValueError):
 
 class ClaimFailedError(KuboxError):
     """A SandboxClaim reached a state it will not leave by itself: its pool or template does not
-    exist, its env or metadata was rejected, it expired, or its Pod ended.
+    exist, its env, metadata or egress was rejected, it expired, or its Pod ended.
 
     The claim is deleted by :meth:`Sandbox.claim` before this is raised.
     """

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
+import yaml
 
-from kubox import ClaimFailedError, ConfigError, SandboxNotReadyError
+from kubox import AsyncClient, AsyncSandbox, ClaimFailedError, Client, ConfigError, Sandbox, SandboxNotReadyError
 from kubox import _claims
 
 NOW = dt.datetime(2026, 12, 4, 8, 0, 0, 123456, tzinfo=dt.timezone.utc)
@@ -116,3 +118,126 @@ def test_claim_with_an_idle_policy():
 def test_bad_idle_policies_are_refused(kw):
     with pytest.raises(ConfigError):
         _claims.build_claim(namespace="ns", pool="p", now=NOW, **kw)
+
+
+def test_claim_with_egress():
+    c = _claims.build_claim(namespace="ns", template="agent", allow_domains=["pypi.org", "*.pythonhosted.org", "pypi.org"],
+                            deny_domains=("*.evil.test",), deny_cidrs=["192.0.2.0/24", "10.0.0.1/8", "2001:db8::/32"],
+                            now=NOW)
+    # Repeats are dropped (the API's lists are sets and refuse them); the order is the caller's.
+    assert c["spec"]["egress"] == {"allowDomains": ["pypi.org", "*.pythonhosted.org"], "denyDomains": ["*.evil.test"],
+                                   "denyCIDRs": ["192.0.2.0/24", "10.0.0.1/8", "2001:db8::/32"]}
+    c = _claims.build_claim(namespace="ns", template="agent", deny_domains=["upload.pypi.org"], now=NOW)
+    assert c["spec"]["egress"] == {"denyDomains": ["upload.pypi.org"]}
+    for kw in ({}, {"allow_domains": [], "deny_domains": None, "deny_cidrs": []}):
+        assert "egress" not in _claims.build_claim(namespace="ns", pool="p", now=NOW, **kw)["spec"]
+
+
+@pytest.mark.parametrize("kw, bad", [
+    ({"allow_domains": ["PyPI.org"]}, "'PyPI.org' is not a domain"),
+    ({"allow_domains": ["https://pypi.org"]}, "'https://pypi.org' is not a domain"),
+    ({"deny_domains": ["pypi.org\n"]}, "is not a domain"),
+    ({"allow_domains": ["*"]}, "'*' is not a domain"),
+    ({"allow_domains": ["api.*.test"]}, "is not a domain"),
+    ({"allow_domains": ["-a.test"]}, "is not a domain"),
+    ({"deny_domains": ["a" * 64 + ".test"]}, "is not a domain"),
+    ({"deny_domains": [".".join(["a" * 63] * 4)]}, "is not a domain"),  # 255 characters
+    ({"deny_domains": [7]}, "7 is not a domain"),
+    ({"deny_cidrs": ["10.0.0.0"]}, "'10.0.0.0' is not a CIDR"),
+    ({"deny_cidrs": ["10.0.0.0/33"]}, "is not a CIDR"),
+    ({"deny_cidrs": ["10.0.0.0/08"]}, "is not a CIDR"),
+    ({"deny_cidrs": ["10.0.0.0/255.0.0.0"]}, "is not a CIDR"),
+    ({"deny_cidrs": ["010.0.0.0/8"]}, "is not a CIDR"),
+    ({"deny_cidrs": ["2001:db8::/129"]}, "is not a CIDR"),
+    ({"deny_cidrs": ["fe80::1%eth0/64"]}, "is not a CIDR"),
+    ({"deny_cidrs": ["::ffff:192.0.2.0/120"]}, "is not a CIDR"),  # IPv4-mapped: CEL's isCIDR refuses it
+    ({"deny_cidrs": ["evil.test/24"]}, "is not a CIDR"),
+])
+def test_bad_egress_is_refused_naming_the_value_and_the_fix(kw, bad):
+    arg = next(iter(kw))
+    with pytest.raises(ConfigError, match=re.escape(bad)) as e:
+        _claims.build_claim(namespace="ns", pool="p", now=NOW, **kw)
+    assert str(e.value).startswith(arg + ": ")
+    assert ("such as pypi.org" if "domain" in bad else "such as 203.0.113.0/24") in str(e.value)
+
+
+def test_egress_lists_are_lists_within_the_apis_bounds():
+    with pytest.raises(ConfigError, match=re.escape("allow_domains must be a list of strings, not the string "
+                                                    "'pypi.org': write allow_domains=['pypi.org']")):
+        _claims.build_claim(namespace="ns", pool="p", allow_domains="pypi.org", now=NOW)
+    ok = _claims.build_claim(namespace="ns", pool="p", allow_domains=[f"d{i}.test" for i in range(64)],
+                             deny_cidrs=[f"10.0.{i}.0/24" for i in range(32)], now=NOW)
+    assert len(ok["spec"]["egress"]["allowDomains"]) == 64 and len(ok["spec"]["egress"]["denyCIDRs"]) == 32
+    with pytest.raises(ConfigError, match="allow_domains has 65 entries; a claim may give at most 64"):
+        _claims.build_claim(namespace="ns", pool="p", allow_domains=[f"d{i}.test" for i in range(65)], now=NOW)
+    with pytest.raises(ConfigError, match="deny_cidrs has 33 entries; a claim may give at most 32"):
+        _claims.build_claim(namespace="ns", pool="p", deny_cidrs=[f"10.0.{i}.0/24" for i in range(33)], now=NOW)
+
+
+def test_an_egress_rejected_claim_raises_with_the_controllers_message_and_the_fix():
+    msg = ("spec.egress.allowDomains evil.test is not covered by SandboxTemplate agent's egress.allowDomains "
+           "[pypi.org]: a claim may only narrow its template's egress; allow only names among or below those")
+    with pytest.raises(ClaimFailedError) as e:
+        _claims.claim_state(claim("False", "EgressRejected", message=msg))
+    assert (e.value.reason, e.value.condition_message) == ("EgressRejected", msg)
+    assert msg in str(e.value) and "pass allow_domains among or below" in str(e.value)
+
+
+@pytest.fixture
+def kubeconfig(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBOX_ROUTER_URL", raising=False)
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u", "namespace": "team"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    return str(path)
+
+
+class Created(Exception):
+    """Raised by the stand-in API server's create, so that a claim stops before it waits."""
+
+
+def record_creates(aio: AsyncClient) -> list:
+    """The bodies of the objects ``aio`` creates from now on; each create raises Created."""
+    created = []
+
+    async def create(res, namespace, body):
+        created.append(body)
+        raise Created()
+
+    aio._kube.create = create
+    return created
+
+
+EGRESS = {"allow_domains": ["pypi.org"], "deny_domains": ["upload.pypi.org"], "deny_cidrs": ["192.0.2.0/24"]}
+WANT = {"allowDomains": ["pypi.org"], "denyDomains": ["upload.pypi.org"], "denyCIDRs": ["192.0.2.0/24"]}
+
+
+def test_every_sync_claim_entry_point_sends_the_egress(kubeconfig):
+    with Client(kubeconfig=kubeconfig, router_url="http://127.0.0.1:9") as c:
+        created = record_creates(c.aio)
+        for call in (c.create_claim, c.claim, lambda **kw: Sandbox.claim(client=c, **kw)):
+            with pytest.raises(Created):
+                call(pool="p", **EGRESS)
+        assert [b["spec"].get("egress") for b in created] == [WANT] * 3
+        # A bad value is refused before anything is sent.
+        with pytest.raises(ConfigError, match="'PyPI.org' is not a domain"):
+            c.claim(pool="p", allow_domains=["PyPI.org"])
+        with pytest.raises(ConfigError, match="'10.0.0.0' is not a CIDR"):
+            c.create_claim(pool="p", deny_cidrs=["10.0.0.0"])
+        assert len(created) == 3
+
+
+@pytest.mark.asyncio
+async def test_every_async_claim_entry_point_sends_the_egress(kubeconfig):
+    async with AsyncClient(kubeconfig=kubeconfig, router_url="http://127.0.0.1:9") as c:
+        created = record_creates(c)
+        for call in (c.create_claim, c.claim, lambda **kw: AsyncSandbox.claim(client=c, **kw)):
+            with pytest.raises(Created):
+                await call(pool="p", **EGRESS)
+        assert [b["spec"].get("egress") for b in created] == [WANT] * 3
+        with pytest.raises(ConfigError, match="'PyPI.org' is not a domain"):
+            await c.claim(pool="p", allow_domains=["PyPI.org"])
+        assert len(created) == 3

@@ -10,7 +10,9 @@ import { after, before, beforeEach, describe, test } from "node:test";
 
 import { KubeConfig } from "@kubernetes/client-node";
 
-import { ClaimFailedError, Client, createdBy, createdByLabel, type KubeObject, Sandbox, SandboxNotReadyError, SandboxTimeoutError } from "../index.js";
+import { egressSpec } from "../client.js";
+import { buildClaim, ClaimFailedError, type ClaimOptions, Client, ConfigError, createdBy, createdByLabel, type KubeObject, Sandbox, SandboxNotReadyError,
+  SandboxTimeoutError } from "../index.js";
 import { freePort, LocalAgent } from "./agent.js";
 
 type Obj = KubeObject & { status?: Record<string, unknown> };
@@ -286,6 +288,35 @@ describe("client (Kubernetes side, stand-in API server and router)", () => {
     assert.ok(api.log.some((l) => l.startsWith(`DELETE ${claimsPath}/`)));
   });
 
+  test("a claim's egress options reach spec.egress; one its template rejects throws the controller's message with the fix", async () => {
+    const rejected = "spec.egress.allowDomains evil.test is not covered by SandboxTemplate agent's egress.allowDomains [pypi.org]: " +
+      "a claim may only narrow its template's egress; allow only names among or below those";
+    api.onWrite = (key, obj, verb) => {
+      if (key.startsWith(claimsPath) && verb === "create") {
+        setImmediate(() => api.put(key, { ...obj, status: { observedGeneration: 1,
+          conditions: [ready("Ready", 1, "False", "EgressRejected", rejected)] } }));
+      }
+    };
+    const egress = { allowDomains: ["evil.test"], denyDomains: ["*.evil.test"], denyCIDRs: ["192.0.2.0/24"] };
+    const made = await client.createClaim({ template: "agent" }, egress);
+    assert.deepEqual(made.spec?.egress, egress);
+    await assert.rejects(client.claim({ template: "agent" }, egress), (e: unknown) => {
+      assert.ok(e instanceof ClaimFailedError, String(e));
+      assert.equal(e.reason, "EgressRejected");
+      assert.equal(e.conditionMessage, rejected);
+      assert.ok(e.message.includes(rejected), e.message);
+      assert.match(e.message, /pass allowDomains among or below the template's spec\.egress\.allowDomains/);
+      return true;
+    });
+    const posts = api.log.filter((l) => l.startsWith("POST"));
+    assert.equal(posts.length, 2);
+    const deleted = api.log.find((l) => l.startsWith(`DELETE ${claimsPath}/`));
+    assert.ok(deleted, api.log.join("\n"));
+    api.log.length = 0;
+    await assert.rejects(client.claim({ template: "agent" }, { allowDomains: ["PyPI.org"] }), /allowDomains: "PyPI.org" is not a domain/);
+    assert.deepEqual(api.log, [], "a bad value is refused before anything is sent");
+  });
+
   test("suspend and resume patch the Sandbox and wait for its state", async () => {
     controller();
     const sb = await client.claim({ pool: "python" });
@@ -319,5 +350,67 @@ describe("client (Kubernetes side, stand-in API server and router)", () => {
     assert.equal(tok.expiresAt?.toISOString(), "2030-01-01T00:00:00.000Z");
     assert.throws(() => Sandbox.attach(routerURL, "").files, /token/);
     await claimed.close();
+  });
+});
+
+describe("claim options (no server)", () => {
+  const now = new Date("2026-12-04T08:00:00Z");
+  const build = (opts: ClaimOptions) => buildClaim({ pool: "p" }, { ...opts, namespace: "ns" }, now);
+
+  test("egress lists become spec.egress, without repeats, and nothing when they are empty", () => {
+    const c = build({ allowDomains: ["pypi.org", "*.pythonhosted.org", "pypi.org"], denyDomains: ["*.evil.test"],
+      denyCIDRs: ["192.0.2.0/24", "10.0.0.1/8", "2001:db8::/32"] });
+    assert.deepEqual(c.spec?.egress, { allowDomains: ["pypi.org", "*.pythonhosted.org"], denyDomains: ["*.evil.test"],
+      denyCIDRs: ["192.0.2.0/24", "10.0.0.1/8", "2001:db8::/32"] });
+    assert.deepEqual(build({ denyDomains: ["upload.pypi.org"] }).spec?.egress, { denyDomains: ["upload.pypi.org"] });
+    assert.equal(build({}).spec?.egress, undefined);
+    assert.equal(build({ allowDomains: [], denyCIDRs: [] }).spec?.egress, undefined);
+  });
+
+  test("a value the API would refuse throws ConfigError naming it and the form to use", () => {
+    const domain = "such as pypi.org, or *.pythonhosted.org";
+    const cidr = "such as 203.0.113.0/24 or 2001:db8::/32";
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ allowDomains: ["PyPI.org"] }, 'allowDomains: "PyPI.org" is not a domain', domain],
+      [{ allowDomains: ["https://pypi.org"] }, 'allowDomains: "https://pypi.org" is not a domain', domain],
+      [{ denyDomains: ["pypi.org\n"] }, "denyDomains: ", domain],
+      [{ allowDomains: ["*"] }, 'allowDomains: "*" is not a domain', domain],
+      [{ allowDomains: ["api.*.test"] }, "is not a domain", domain],
+      [{ allowDomains: ["-a.test"] }, "is not a domain", domain],
+      [{ denyDomains: [`${"a".repeat(64)}.test`] }, "is not a domain", domain],
+      [{ denyDomains: [Array(4).fill("a".repeat(63)).join(".")] }, "is not a domain", domain], // 255 characters
+      [{ denyDomains: [7] }, "denyDomains: 7 is not a domain", domain],
+      [{ denyCIDRs: ["10.0.0.0"] }, 'denyCIDRs: "10.0.0.0" is not a CIDR', cidr],
+      [{ denyCIDRs: ["10.0.0.0/33"] }, "is not a CIDR", cidr],
+      [{ denyCIDRs: ["10.0.0.0/08"] }, "is not a CIDR", cidr],
+      [{ denyCIDRs: ["10.0.0.0/255.0.0.0"] }, "is not a CIDR", cidr],
+      [{ denyCIDRs: ["010.0.0.0/8"] }, "is not a CIDR", cidr],
+      [{ denyCIDRs: ["2001:db8::/129"] }, "is not a CIDR", cidr],
+      [{ denyCIDRs: ["fe80::1%eth0/64"] }, "is not a CIDR", cidr],
+      [{ denyCIDRs: ["::ffff:192.0.2.0/120"] }, "is not a CIDR", cidr], // IPv4-mapped: CEL's isCIDR refuses it
+      [{ denyCIDRs: ["0:0:0:0:0:ffff:c000:200/120"] }, "is not a CIDR", cidr],
+      [{ denyCIDRs: ["evil.test/24"] }, "is not a CIDR", cidr],
+    ];
+    for (const [opts, bad, fix] of cases) {
+      assert.throws(() => egressSpec(opts), (e: unknown) => {
+        assert.ok(e instanceof ConfigError, `${JSON.stringify(opts)}: ${String(e)}`);
+        assert.ok(e.message.includes(bad) && e.message.includes(fix), e.message);
+        return true;
+      });
+    }
+    assert.deepEqual(egressSpec({ denyCIDRs: ["::ffff:1:2:3/128", "::1.2.3.4/128"] }), { denyCIDRs: ["::ffff:1:2:3/128", "::1.2.3.4/128"] });
+  });
+
+  test("egress lists are arrays within the API's bounds", () => {
+    assert.throws(() => egressSpec({ allowDomains: "pypi.org" as unknown as string[] }),
+      /allowDomains must be an array of strings, not "pypi.org": write allowDomains: \["pypi.org"\]/);
+    const ok = egressSpec({ allowDomains: Array.from({ length: 64 }, (_, i) => `d${i}.test`),
+      denyCIDRs: Array.from({ length: 32 }, (_, i) => `10.0.${i}.0/24`) });
+    assert.equal(ok?.allowDomains?.length, 64);
+    assert.equal(ok?.denyCIDRs?.length, 32);
+    assert.throws(() => egressSpec({ denyDomains: Array.from({ length: 65 }, (_, i) => `d${i}.test`) }),
+      /denyDomains has 65 entries; a claim may give at most 64/);
+    assert.throws(() => egressSpec({ denyCIDRs: Array.from({ length: 33 }, (_, i) => `10.0.${i}.0/24`) }),
+      /denyCIDRs has 33 entries; a claim may give at most 32/);
   });
 });
