@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"regexp"
 	"slices"
 	"time"
@@ -26,6 +27,7 @@ type claimFlags struct {
 	labels       []string
 	allowDomains []string
 	denyDomains  []string
+	denyCIDRs    []string
 }
 
 // domainPattern is the form of an egress domain, as the API validates it.
@@ -46,6 +48,7 @@ func (f *claimFlags) addFlags(cmd *cobra.Command, g *globalOptions) {
 	cmd.Flags().StringArrayVar(&f.labels, "label", nil, "label K=V for the claim (repeatable)")
 	cmd.Flags().StringSliceVar(&f.allowDomains, "allow-domain", nil, "let the sandbox reach only these names (or *.wildcards) of those its template's egress allows (repeatable or comma-separated)")
 	cmd.Flags().StringSliceVar(&f.denyDomains, "deny-domain", nil, "refuse these names (or *.wildcards) besides those the template's egress denies (repeatable or comma-separated)")
+	cmd.Flags().StringSliceVar(&f.denyCIDRs, "deny-cidr", nil, "refuse these addresses (CIDRs such as 203.0.113.0/24), whatever name resolves to them, besides those the template's egress denies (repeatable or comma-separated)")
 }
 
 // check validates the flags before kubox talks to the cluster.
@@ -63,6 +66,11 @@ func (f *claimFlags) check(command string) error {
 	for _, d := range append(slices.Clone(f.allowDomains), f.denyDomains...) {
 		if !domainPattern.MatchString(d) {
 			return fmt.Errorf("--allow-domain/--deny-domain %q is not a domain: give a lowercase name such as pypi.org, or *.pythonhosted.org for the names below it", d)
+		}
+	}
+	for _, c := range f.denyCIDRs {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			return fmt.Errorf("--deny-cidr %q is not a CIDR: give an address range such as 203.0.113.0/24 or 2001:db8::/32", c)
 		}
 	}
 	if _, err := keyValues("env", f.env); err != nil {
@@ -89,8 +97,9 @@ func (f *claimFlags) options(name, ns string) []kubox.ClaimOption {
 	if lbls != nil {
 		opts = append(opts, kubox.WithLabels(lbls))
 	}
-	if len(f.allowDomains) > 0 || len(f.denyDomains) > 0 {
-		opts = append(opts, kubox.WithEgress(sandboxv1beta1.EgressRestriction{AllowDomains: f.allowDomains, DenyDomains: f.denyDomains}))
+	if len(f.allowDomains) > 0 || len(f.denyDomains) > 0 || len(f.denyCIDRs) > 0 {
+		opts = append(opts, kubox.WithEgress(sandboxv1beta1.EgressRestriction{
+			AllowDomains: f.allowDomains, DenyDomains: f.denyDomains, DenyCIDRs: f.denyCIDRs}))
 	}
 	return opts
 }

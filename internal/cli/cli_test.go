@@ -91,6 +91,7 @@ func TestFlagValidation(t *testing.T) {
 		"run suspended too late":   {[]string{"run", "--pool", "p", "--suspend-after", "9000h", "--", "true"}, "--suspend-after 9000h0m0s is outside"},
 		"claim with a bad output":  {[]string{"claim", "--pool", "p", "-o", "wide"}, `-o "wide" is not one of table, json, yaml`},
 		"run with a bad domain":    {[]string{"run", "--pool", "p", "--allow-domain", "PyPI.org", "--", "true"}, `--allow-domain/--deny-domain "PyPI.org" is not a domain`},
+		"claim with a bad CIDR":    {[]string{"claim", "--pool", "p", "--deny-cidr", "10.0.0.1"}, `--deny-cidr "10.0.0.1" is not a CIDR`},
 		"get with a bad output":    {[]string{"get", "-o", "xml"}, `-o "xml" is not one of table, json, yaml`},
 		"bad connection":           {[]string{"--connection", "ssh", "get"}, `--connection "ssh" is not one of auto, router, direct, port-forward`},
 		"exec without --":          {[]string{"exec", "box", "ls"}, "put -- before the command"},

@@ -331,10 +331,12 @@ var terminalClaimReasons = map[string]string{
 	extv1beta1.ClaimReasonInvalidMetadata:           "change the Pod labels and annotations (WithPodLabels, WithPodAnnotations) to ones the template and the controller allow",
 	extv1beta1.ClaimReasonEnvVarsInjectionRejected:  "drop WithEnv, or allow the variables in the template's envVarsInjectionPolicy",
 	extv1beta1.ClaimReasonVolumeClaimTemplatesError: "change the claim's volumeClaimTemplates to ones the template's volumeClaimTemplatesPolicy allows",
-	extv1beta1.ClaimReasonClaimExpired:              "claim a new sandbox (a longer WithTTL keeps it longer)",
-	extv1beta1.ClaimReasonSandboxExpired:            "claim a new sandbox",
-	sandboxv1beta1.SandboxReasonPodFailed:           "read the Pod's logs (`kubectl logs`) and claim a new sandbox",
-	sandboxv1beta1.SandboxReasonPodSucceeded:        "the sandbox's main command exited; claim a new sandbox",
+	extv1beta1.ClaimReasonEgressRejected: "a claim may only narrow its template's egress: pass WithAllowDomains among or below the " +
+		"template's spec.egress.allowDomains, or drop WithEgress/WithAllowDomains when the template has no spec.egress",
+	extv1beta1.ClaimReasonClaimExpired:       "claim a new sandbox (a longer WithTTL keeps it longer)",
+	extv1beta1.ClaimReasonSandboxExpired:     "claim a new sandbox",
+	sandboxv1beta1.SandboxReasonPodFailed:    "read the Pod's logs (`kubectl logs`) and claim a new sandbox",
+	sandboxv1beta1.SandboxReasonPodSucceeded: "the sandbox's main command exited; claim a new sandbox",
 }
 
 // claimState says whether the claim is ready to use (Ready, or its sandbox suspended), or failed

@@ -117,6 +117,8 @@ func TestClaimState(t *testing.T) {
 			wantError: []string{"ClaimExpired", "WithTTL"}},
 		"env rejected": {claim: claimWith(metav1.ConditionFalse, "EnvVarsInjectionRejected", "not allowed", ""),
 			wantError: []string{"envVarsInjectionPolicy"}},
+		"egress rejected": {claim: claimWith(metav1.ConditionFalse, "EgressRejected", "spec.egress.allowDomains evil.example is not covered", ""),
+			wantError: []string{"EgressRejected", "evil.example is not covered", "WithAllowDomains among or below"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
