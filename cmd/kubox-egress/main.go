@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,7 @@ type options struct {
 	kubeconfig, namespace              string
 	secretTTL                          time.Duration
 	hosts                              []string
+	hostsFile, upstreamCAFile          string
 }
 
 func main() {
@@ -57,6 +59,8 @@ func main() {
 	f.StringVar(&o.namespace, "namespace", "", "serve the sandboxes of this namespace only (default: all)")
 	f.DurationVar(&o.secretTTL, "secret-ttl", 30*time.Second, "how long a credential read from a Secret is used before it is read again")
 	f.StringArrayVar(&o.hosts, "resolve", nil, "NAME=IP: resolve NAME to IP instead of asking DNS (repeatable; for tests only)")
+	f.StringVar(&o.hostsFile, "hosts-file", "", "a hosts(5) file whose names resolve to its addresses before DNS is asked, read again when it changes (kubox dev points local test servers at names so)")
+	f.StringVar(&o.upstreamCAFile, "upstream-ca-file", "", "PEM CA certificates trusted, besides the system's, for the servers of credential domains (an internal API's CA)")
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "kubox-egress: %v\n", err)
 		os.Exit(1)
@@ -82,7 +86,11 @@ func (o *options) run(ctx context.Context) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	proxy := egress.New(egress.Config{Identify: src.Identify, Resolve: resolve, Log: log, Registerer: reg})
+	roots, err := upstreamRoots(o.upstreamCAFile)
+	if err != nil {
+		return err
+	}
+	proxy := egress.New(egress.Config{Identify: src.Identify, Resolve: resolve, UpstreamRoots: roots, Log: log, Registerer: reg})
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -119,7 +127,7 @@ func serve(ctx context.Context, g *errgroup.Group, addr string, h http.Handler) 
 	})
 }
 
-// resolver returns the proxy's resolver: DNS, except for the --resolve names.
+// resolver returns the proxy's resolver: the --resolve names, then the --hosts-file, then DNS.
 func (o *options) resolver() (func(context.Context, string) ([]netip.Addr, error), error) {
 	static := map[string][]netip.Addr{}
 	for _, h := range o.hosts {
@@ -130,10 +138,42 @@ func (o *options) resolver() (func(context.Context, string) ([]netip.Addr, error
 		}
 		static[strings.ToLower(name)] = append(static[strings.ToLower(name)], addr)
 	}
+	var file *egress.HostsFile
+	if o.hostsFile != "" {
+		file = egress.NewHostsFile(o.hostsFile)
+		if _, _, err := file.Lookup("localhost"); err != nil {
+			return nil, fmt.Errorf("--hosts-file: %w", err)
+		}
+	}
 	return func(ctx context.Context, host string) ([]netip.Addr, error) {
 		if addrs, ok := static[strings.ToLower(strings.TrimSuffix(host, "."))]; ok {
 			return addrs, nil
 		}
+		if file != nil {
+			if addrs, ok, err := file.Lookup(host); ok || err != nil {
+				return addrs, err
+			}
+		}
 		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	}, nil
+}
+
+// upstreamRoots are the system's roots plus the certificates in path; nil (the system's) when
+// path is empty.
+func upstreamRoots(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--upstream-ca-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--upstream-ca-file %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }

@@ -16,7 +16,7 @@ func TestRenderControllerConfigLoads(t *testing.T) {
 	if err := os.MkdirAll(l.Etc, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(l.ControllerConfig, []byte(RenderControllerConfig(l)), 0o600); err != nil {
+	if err := os.WriteFile(l.ControllerConfig, []byte(RenderControllerConfig(DefaultConfig(), l)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := configv1alpha1.Load(l.ControllerConfig)
@@ -25,6 +25,18 @@ func TestRenderControllerConfigLoads(t *testing.T) {
 	}
 	if cfg.Agent.Image != AgentImage || cfg.Agent.ImagePullPolicy != corev1.PullNever || cfg.Agent.TokenKeyFile != l.AgentTokenKey {
 		t.Errorf("agent settings = %+v, want the local image, never pulled, and the layout's key", cfg.Agent)
+	}
+	checkEgressProxyOnTheNode(t, cfg)
+}
+
+// checkEgressProxyOnTheNode: sandboxes with spec.egress are sent to the kubox-egress that
+// EgressComponent runs on the node IP, and their NetworkPolicy opens exactly that address.
+func checkEgressProxyOnTheNode(t *testing.T, cfg *configv1alpha1.ControllerConfiguration) {
+	t.Helper()
+	c := DefaultConfig()
+	p := cfg.NetworkPolicy.EgressProxy
+	if p.ProxyURL(cfg.ClusterDomain) != c.EgressProxyURL() || len(p.CIDRs) != 1 || p.CIDRs[0] != c.NodeIP().String()+"/32" {
+		t.Errorf("egress proxy %s at %v, want %s at %s/32", p.ProxyURL(cfg.ClusterDomain), p.CIDRs, c.EgressProxyURL(), c.NodeIP())
 	}
 }
 

@@ -51,11 +51,12 @@ const (
 	Kubelet           = "kubelet"
 	Controller        = "kubox-controller"
 	Router            = "kubox-router"
+	Egress            = "kubox-egress"
 )
 
 // StartOrder lists every component in the order `up` starts them. kube-network-policies starts
 // before the kubelet, so no Pod runs before NetworkPolicy is enforced.
-var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, NetworkPolicies, Kubelet, Controller, Router}
+var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, NetworkPolicies, Kubelet, Egress, Controller, Router}
 
 // Plan returns the command line of every component except kubox-controller, whose binary is
 // built from the checkout (see ControllerComponent).
@@ -90,6 +91,17 @@ func RouterComponent(bin string, c Config, l Layout) Component {
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", c.Ports.RouterMetrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", c.Ports.RouterHealth),
 		"--agent-token-key-file=" + l.AgentTokenKey, "--preview-domain=" + PreviewDomain, "--e2b-domain=" + E2BDomain}}
+}
+
+// EgressComponent runs kubox-egress on the node, in either kubox mode: its proxy on
+// EgressProxyURL, metrics and probes on 127.0.0.1, names from Layout.EgressHosts first, and the
+// environment's egress test CA trusted for credential domains' servers besides the system's.
+func EgressComponent(bin string, c Config, l Layout) Component {
+	return Component{Egress, []string{bin, "--kubeconfig=" + l.Kubeconfig,
+		fmt.Sprintf("--proxy-bind-address=%s:%d", c.NodeIP(), c.Ports.EgressProxy),
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", c.Ports.EgressMetrics),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", c.Ports.EgressHealth),
+		"--hosts-file=" + l.EgressHosts, "--upstream-ca-file=" + filepath.Join(l.PKI, EgressTestCA+".crt")}}
 }
 
 func etcdArgs(c Config, l Layout, t Tools) []string {

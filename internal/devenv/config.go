@@ -51,6 +51,11 @@ type Ports struct {
 	RouterHealth  int
 	// NetworkPolicyMetrics is kube-network-policies' metrics port.
 	NetworkPolicyMetrics int
+	// EgressProxy is kubox-egress's proxy, on the node IP (EgressProxyURL); EgressMetrics and
+	// EgressHealth its metrics and probe ports on 127.0.0.1.
+	EgressProxy   int
+	EgressMetrics int
+	EgressHealth  int
 }
 
 // DefaultConfig returns ports and names chosen not to collide with envtest (random ports), the
@@ -71,6 +76,7 @@ func DefaultConfig() Config {
 			ControllerMetrics: 16080, ControllerHealth: 16081,
 			RouterHTTP: 16090, RouterMetrics: 16091, RouterHealth: 16092,
 			NetworkPolicyMetrics: 16093,
+			EgressProxy:          16094, EgressMetrics: 16095, EgressHealth: 16096,
 		},
 	}
 }
@@ -105,6 +111,13 @@ const E2BDomain = "e2b.localhost"
 // RouterURL is where kubox-router serves clients.
 func (c Config) RouterURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.RouterHTTP) }
 
+// EgressProxyURL is where sandboxes with spec.egress reach kubox-egress: a process on the node,
+// listening on the node IP, the one address of the host the Pods' NetworkPolicy lets them reach.
+// There is no cluster DNS or kube-proxy to give them the kubox-egress Service.
+func (c Config) EgressProxyURL() string {
+	return fmt.Sprintf("http://%s:%d", c.NodeIP(), c.Ports.EgressProxy)
+}
+
 // NodeIP is the bridge gateway address. The kubelet serves on it, so the API server reaches the
 // kubelet (exec, logs) on an address of the bridge kubox creates, never on a host interface.
 func (c Config) NodeIP() netip.Addr { return c.PodSubnet.Addr().Next() }
@@ -127,6 +140,9 @@ type Layout struct {
 	// server's static token file that holds it: kubox-router authenticates callers by bearer token
 	// (TokenReview), which a client certificate alone cannot give it.
 	AdminToken, TokenAuthFile string
+	// EgressHosts is kubox-egress's --hosts-file: names written there resolve, for sandboxes'
+	// egress, to the addresses beside them (local test servers), before DNS is asked.
+	EgressHosts string
 }
 
 // NewLayout derives every path from the state directory.
@@ -141,6 +157,7 @@ func NewLayout(stateDir string) Layout {
 		Kubeconfig:       j("kubeconfig"),
 		ControllerConfig: j("etc", "kubox-controller.yaml"), AgentTokenKey: j("etc", "agent-token-key"),
 		AdminToken: j("etc", "admin-token"), TokenAuthFile: j("etc", "tokens.csv"),
+		EgressHosts: j("etc", "egress-hosts"),
 	}
 }
 

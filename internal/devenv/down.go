@@ -32,6 +32,7 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	errs = append(errs, kuboxModeOf(c, l).stop(ctx, p, l))
 	stop(Router)
 	stop(Controller)
+	stop(Egress)
 	stop(ControllerManager)
 	stop(Scheduler)
 	volumes := drainPods(ctx, p, l, c)

@@ -51,6 +51,7 @@ func TestDevOverlayMatchesTheEnvironment(t *testing.T) {
 	if cfg.Agent.Image != AgentImage || cfg.Agent.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("agent image %s (%s), want %s, never pulled", cfg.Agent.Image, cfg.Agent.ImagePullPolicy, AgentImage)
 	}
+	checkEgressProxyOnTheNode(t, cfg)
 	read := func(name string) string {
 		data, err := os.ReadFile(filepath.Join(configDir, "dev", name))
 		if err != nil {

@@ -33,16 +33,22 @@ type certSpec struct {
 	dnsNames []string
 }
 
+// EgressTestCA names the files (.crt, .key) of a second CA in Layout.PKI, trusted by the local
+// node's kubox-egress for the servers of credential domains besides the system's roots: a local
+// HTTPS server that stands in for an API (as the e2e tests' api.test) gets its certificate from it.
+// It signs nothing else and nothing else trusts it.
+const EgressTestCA = "egress-test-ca"
+
 // NewPKI creates a CA, the API server's serving certificate, client certificates for the
 // admin (also used by the controllers and the kubelet: system:masters) and for the API server's
-// calls to the kubelet, and the service-account signing key pair.
+// calls to the kubelet, the service-account signing key pair, and the EgressTestCA.
 func NewPKI(c Config, now time.Time) (PKI, error) {
-	caKey, caCert, err := newCA(now)
+	p := PKI{}
+	caKey, caCert, err := p.addCA("ca", "kubox-dev-ca", now)
 	if err != nil {
 		return nil, err
 	}
-	p := PKI{"ca.crt": pemCert(caCert.Raw)}
-	if err := p.addKey("ca.key", caKey); err != nil {
+	if _, _, err := p.addCA(EgressTestCA, "kubox-dev egress test CA", now); err != nil {
 		return nil, err
 	}
 	for _, s := range certSpecs(c) {
@@ -75,13 +81,23 @@ func certSpecs(c Config) []certSpec {
 	}
 }
 
-func newCA(now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+// addCA creates a CA named cn and adds it as name.crt and name.key.
+func (p PKI) addCA(name, cn string, now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	key, cert, err := newCA(cn, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	p[name+".crt"] = pemCert(cert.Raw)
+	return key, cert, p.addKey(name+".key", key)
+}
+
+func newCA(cn string, now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubox-dev-ca"},
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(certValidity),
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, IsCA: true, BasicConstraintsValid: true,
 	}

@@ -96,6 +96,7 @@ func (p Ports) PortList() map[string]int {
 		"kubox-controller metrics": p.ControllerMetrics, "kubox-controller health": p.ControllerHealth,
 		"kubox-router": p.RouterHTTP, "kubox-router metrics": p.RouterMetrics, "kubox-router health": p.RouterHealth,
 		"kube-network-policies metrics": p.NetworkPolicyMetrics,
+		"kubox-egress proxy":            p.EgressProxy, "kubox-egress metrics": p.EgressMetrics, "kubox-egress health": p.EgressHealth,
 	}
 }
 

@@ -205,13 +205,25 @@ func execute(t *template.Template, data any) string {
 }
 
 // RenderControllerConfig is kubox-controller's configuration: the defaults, plus the agent image
-// built locally (never pulled) and the agent token key.
-func RenderControllerConfig(l Layout) string {
+// built locally (never pulled), the agent token key, and kubox-egress on the node
+// (EgressComponent) for sandboxes with spec.egress.
+func RenderControllerConfig(c Config, l Layout) string {
 	return fmt.Sprintf(`apiVersion: config.kubox.dev/v1alpha1
 kind: ControllerConfiguration
 agent:
   image: %s
   imagePullPolicy: Never
   tokenKeyFile: %s
-`, AgentImage, l.AgentTokenKey)
+%s`, AgentImage, l.AgentTokenKey, renderEgressProxy(c))
+}
+
+// renderEgressProxy is the networkPolicy part of the controller's configuration: kubox-egress
+// at EgressProxyURL, reached through an ipBlock of the node IP (the local node's kubox-egress is
+// a host process, which no podSelector selects).
+func renderEgressProxy(c Config) string {
+	return fmt.Sprintf(`networkPolicy:
+  egressProxy:
+    url: %s
+    cidrs: [%s/32]
+`, c.EgressProxyURL(), c.NodeIP())
 }

@@ -67,6 +67,7 @@ func readinessProbes(c Config, l Layout) map[string]func(context.Context) (bool,
 		NetworkPolicies:   networkPoliciesReady,
 		Controller:        controllerReady(c),
 		Router:            routerReady(c),
+		Egress:            egressReady(c),
 		Containerd: func(context.Context) (bool, error) {
 			_, err := os.Stat(l.ContainerdSocket)
 			return err == nil, err
@@ -89,6 +90,11 @@ func readinessProbes(c Config, l Layout) map[string]func(context.Context) (bool,
 // routerReady probes kubox-router's /readyz (its caches of Sandboxes and claims are synced).
 func routerReady(c Config) func(context.Context) (bool, error) {
 	return HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", c.Ports.RouterHealth))
+}
+
+// egressReady probes kubox-egress's /readyz (its caches of Pods and Sandboxes are synced).
+func egressReady(c Config) func(context.Context) (bool, error) {
+	return HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", c.Ports.EgressHealth))
 }
 
 // controllerReady probes kubox-controller's /readyz.

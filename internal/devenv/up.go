@@ -147,7 +147,8 @@ func (e *env) writeConfigs(pki PKI) error {
 		filepath.Join(e.l.Etc, "runsc.toml"):               RenderRunsc(e.l, e.t),
 		filepath.Join(e.l.Etc, "kubelet.yaml"):             RenderKubelet(e.c, e.l, Host{CgroupV1: HostCgroupV1()}),
 		filepath.Join(e.l.CNIConfDir, "10-kubox.conflist"): RenderCNI(e.c, e.l),
-		e.l.ControllerConfig:                               RenderControllerConfig(e.l),
+		e.l.ControllerConfig:                               RenderControllerConfig(e.c, e.l),
+		e.l.EgressHosts:                                    egressHostsHeader,
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
@@ -245,7 +246,25 @@ func (e *env) platform(ctx context.Context) error {
 	if err := e.wait(ctx, ControllerManager, "service account default/default", 60*time.Second, DefaultServiceAccount(e.cs)); err != nil {
 		return err
 	}
+	if err := e.egress(ctx); err != nil {
+		return err
+	}
 	return kuboxModeOf(e.c, e.l).start(ctx, e)
+}
+
+// egressHostsHeader starts Layout.EgressHosts, which kubox-egress reads again on each change.
+const egressHostsHeader = `# kubox-egress resolves the names below (hosts(5) lines: ADDRESS NAME...) before asking DNS,
+# for sandboxes whose template has spec.egress. Point a name at a server of your own here.
+`
+
+// egress builds kubox-egress from the checkout and runs it on the node, in both kubox modes:
+// the proxy of sandboxes with spec.egress is node infrastructure here, as kube-network-policies.
+func (e *env) egress(ctx context.Context) error {
+	bins, err := BuildBinaries(e.c.RepoDir, Egress)
+	if err != nil {
+		return err
+	}
+	return e.run(ctx, EgressComponent(bins[Egress], e.c, e.l), 60*time.Second, egressReady(e.c))
 }
 
 // kubox builds kubox-controller and kubox-router from the checkout and runs them.
@@ -328,10 +347,12 @@ kubox dev environment
   node        %[4]s, IP %[5]s; pods on bridge %[6]s %[7]s, reachable from this host by pod IP
   runtimes    RuntimeClass runc (default) and gvisor (handler runsc)
   policy      NetworkPolicy enforced by kube-network-policies (its verdicts: %[12]s/kube-network-policies.log)
+  egress      kubox-egress on %[16]s for templates with spec.egress (names: %[17]s)
   storage     StorageClass %[8]s (default; hostPath volumes under /tmp/hostpath_pv)
   images      %[9]s, %[10]s, %[14]s (use imagePullPolicy: Never or IfNotPresent)
   state       %[11]s   logs %[12]s/<component>.log   pidfiles %[13]s
   status      kubox dev status        stop and remove: kubox dev down
 `, l.Kubeconfig, l.Bin, c.Ports.APIServer, c.NodeName, c.NodeIP(), c.Bridge, c.PodSubnet,
-		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids, PythonImage, c.RouterURL())
+		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids, PythonImage, c.RouterURL(),
+		c.EgressProxyURL(), l.EgressHosts)
 }

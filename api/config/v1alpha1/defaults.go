@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"net/url"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -172,4 +175,30 @@ func setNetworkPolicyDefaults(np *NetworkPolicySettings) {
 	if np.ClusterDNS.PodLabels == nil {
 		np.ClusterDNS.PodLabels = DefaultClusterDNSPodLabels()
 	}
+}
+
+// ProxyURL is the proxy sandboxes with spec.egress get in HTTP_PROXY and HTTPS_PROXY: url, or
+// the kubox-egress Service of namespace.
+func (s *EgressProxySettings) ProxyURL(clusterDomain string) string {
+	if s.URL != "" {
+		return s.URL
+	}
+	return contract.EgressProxyURL(s.Namespace, clusterDomain)
+}
+
+// ProxyPort is the port of url (contract.EgressProxyPort without one), the port the template's
+// NetworkPolicy opens to kubox-egress; an error says why url is not http://HOST:PORT.
+func (s *EgressProxySettings) ProxyPort() (int32, error) {
+	if s.URL == "" {
+		return contract.EgressProxyPort, nil
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil || u.Scheme != "http" || u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+		return 0, fmt.Errorf("must be http://HOST:PORT, the address of kubox-egress's proxy")
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil || port == 0 {
+		return 0, fmt.Errorf("port %q must be between 1 and 65535", u.Port())
+	}
+	return int32(port), nil
 }

@@ -44,7 +44,7 @@ func defaulted() *ControllerConfiguration {
 		NetworkPolicy: NetworkPolicySettings{
 			Router:      PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-router"}},
 			ClusterDNS:  PeerSelector{Namespace: "kube-system", PodLabels: map[string]string{"k8s-app": "kube-dns"}},
-			EgressProxy: PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-egress"}},
+			EgressProxy: EgressProxySettings{PeerSelector: PeerSelector{Namespace: "kubox-system", PodLabels: map[string]string{"app.kubernetes.io/name": "kubox-egress"}}},
 		},
 		Agent:            AgentSettings{ImagePullPolicy: corev1.PullIfNotPresent, Port: ptr.To[int32](7070), CompatibilityPort: ptr.To[int32](8888)},
 		MemoryLimitRatio: ptr.To[float32](0.9),

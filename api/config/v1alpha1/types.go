@@ -210,12 +210,30 @@ type NetworkPolicySettings struct {
 	// +optional
 	ClusterDNS PeerSelector `json:"clusterDNS,omitempty"`
 
-	// egressProxy selects the kubox-egress pods, the only destination (besides cluster DNS) of
-	// sandboxes whose template has spec.egress; its namespace also names the Service those
-	// sandboxes get as HTTP_PROXY. Default: namespace kubox-system, pods labelled
-	// app.kubernetes.io/name=kubox-egress.
+	// egressProxy says where kubox-egress is, the only destination (besides cluster DNS) of
+	// sandboxes whose template has spec.egress. Default: namespace kubox-system, pods labelled
+	// app.kubernetes.io/name=kubox-egress, behind the Service kubox-egress.
 	// +optional
-	EgressProxy PeerSelector `json:"egressProxy,omitempty"`
+	EgressProxy EgressProxySettings `json:"egressProxy,omitempty"`
+}
+
+// EgressProxySettings says where sandboxes with spec.egress find kubox-egress: by default its
+// Pods, which namespace and podLabels select, behind the kubox-egress Service of namespace.
+type EgressProxySettings struct {
+	PeerSelector `json:",inline"`
+
+	// url is the proxy sandboxes get in HTTP_PROXY and HTTPS_PROXY, http://HOST:PORT; the
+	// template's NetworkPolicy opens PORT. Default: the kubox-egress Service of namespace,
+	// http://kubox-egress.<namespace>.svc.<clusterDomain>:3128.
+	// +optional
+	URL string `json:"url,omitempty"`
+
+	// cidrs, when set, are the addresses at which the template's NetworkPolicy lets sandboxes
+	// reach kubox-egress, in place of the Pods namespace and podLabels select: for a
+	// kubox-egress outside the Pod network, such as a process on the node (kubox's local node
+	// runs it so, on the Pod bridge's address).
+	// +optional
+	CIDRs []string `json:"cidrs,omitempty"`
 }
 
 // PeerSelector selects pods in one namespace.

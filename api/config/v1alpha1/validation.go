@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"math"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -30,6 +31,7 @@ func Validate(c *ControllerConfiguration) field.ErrorList {
 	errs = append(errs, validateControllers(&c.Controllers, field.NewPath("controllers"))...)
 	errs = append(errs, validatePeer(&c.NetworkPolicy.Router, field.NewPath("networkPolicy", "router"))...)
 	errs = append(errs, validatePeer(&c.NetworkPolicy.ClusterDNS, field.NewPath("networkPolicy", "clusterDNS"))...)
+	errs = append(errs, validateEgressProxy(&c.NetworkPolicy.EgressProxy, field.NewPath("networkPolicy", "egressProxy"))...)
 	errs = append(errs, validateAgent(&c.Agent, field.NewPath("agent"))...)
 	if c.LeaderElection.Namespace != "" {
 		for _, msg := range validation.IsDNS1123Label(c.LeaderElection.Namespace) {
@@ -92,6 +94,21 @@ func validatePeer(s *PeerSelector, p *field.Path) field.ErrorList {
 		}
 		for _, msg := range validation.IsValidLabelValue(v) {
 			errs = append(errs, field.Invalid(p.Child("podLabels").Key(k), v, msg))
+		}
+	}
+	return errs
+}
+
+func validateEgressProxy(s *EgressProxySettings, p *field.Path) field.ErrorList {
+	errs := validatePeer(&s.PeerSelector, p)
+	if s.URL != "" {
+		if _, err := s.ProxyPort(); err != nil {
+			errs = append(errs, field.Invalid(p.Child("url"), s.URL, err.Error()))
+		}
+	}
+	for i, c := range s.CIDRs {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			errs = append(errs, field.Invalid(p.Child("cidrs").Index(i), c, "must be a CIDR such as 10.77.0.1/32"))
 		}
 	}
 	return errs

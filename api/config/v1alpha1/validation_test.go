@@ -35,6 +35,26 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *ControllerConfiguration) { c.ClusterDomain = "Cluster_Local" },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "clusterDomain"}},
 		},
+		"egress proxy on the node": {mutate: func(c *ControllerConfiguration) {
+			c.NetworkPolicy.EgressProxy.URL = "http://10.77.0.1:3128"
+			c.NetworkPolicy.EgressProxy.CIDRs = []string{"10.77.0.1/32"}
+		}},
+		"egress proxy url without a port": {
+			mutate: func(c *ControllerConfiguration) { c.NetworkPolicy.EgressProxy.URL = "http://10.77.0.1" },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "networkPolicy.egressProxy.url"}},
+		},
+		"egress proxy url over https": {
+			mutate: func(c *ControllerConfiguration) { c.NetworkPolicy.EgressProxy.URL = "https://egress:3128" },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "networkPolicy.egressProxy.url"}},
+		},
+		"egress proxy cidr not a CIDR": {
+			mutate: func(c *ControllerConfiguration) { c.NetworkPolicy.EgressProxy.CIDRs = []string{"10.77.0.1"} },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "networkPolicy.egressProxy.cidrs[0]"}},
+		},
+		"egress proxy namespace invalid": {
+			mutate: func(c *ControllerConfiguration) { c.NetworkPolicy.EgressProxy.Namespace = "Kubox" },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "networkPolicy.egressProxy.namespace"}},
+		},
 		"clusterDomain empty": {
 			mutate: func(c *ControllerConfiguration) { c.ClusterDomain = "" },
 			want:   []fieldErr{{field.ErrorTypeInvalid, "clusterDomain"}},

@@ -118,7 +118,7 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 	}
 	r := sandbox.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(),
 		mgr.GetEventRecorder(sandbox.Name), clock.RealClock{}, cfg.ClusterDomain, agent).
-		WithEgressProxy(contract.EgressProxyURL(cfg.NetworkPolicy.EgressProxy.Namespace, cfg.ClusterDomain))
+		WithEgressProxy(cfg.NetworkPolicy.EgressProxy.ProxyURL(cfg.ClusterDomain))
 	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
-	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // egressThroughProxy is the egress of a template with spec.egress: cluster DNS (so the sandbox
@@ -17,10 +16,24 @@ import (
 // explicitly; the secure default's public-internet rule is never added.
 func egressThroughProxy(settings configv1alpha1.NetworkPolicySettings, extra []networkingv1.NetworkPolicyEgressRule) []networkingv1.NetworkPolicyEgressRule {
 	tcp := corev1.ProtocolTCP
-	port := intstr.FromInt32(contract.EgressProxyPort)
+	// Validate checked the URL when the configuration was loaded.
+	p, _ := settings.EgressProxy.ProxyPort()
+	port := intstr.FromInt32(p)
 	rules := []networkingv1.NetworkPolicyEgressRule{
 		secureDefaultEgress(settings.ClusterDNS)[0],
-		{To: []networkingv1.NetworkPolicyPeer{podsIn(settings.EgressProxy)}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}}},
+		{To: egressProxyPeers(settings.EgressProxy), Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}}},
 	}
 	return append(rules, extra...)
+}
+
+// egressProxyPeers are kubox-egress's addresses when the settings name them, else its Pods.
+func egressProxyPeers(s configv1alpha1.EgressProxySettings) []networkingv1.NetworkPolicyPeer {
+	if len(s.CIDRs) == 0 {
+		return []networkingv1.NetworkPolicyPeer{podsIn(s.PeerSelector)}
+	}
+	peers := make([]networkingv1.NetworkPolicyPeer, len(s.CIDRs))
+	for i, c := range s.CIDRs {
+		peers[i] = networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: c}}
+	}
+	return peers
 }

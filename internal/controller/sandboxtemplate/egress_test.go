@@ -16,7 +16,7 @@ import (
 func TestEgressThroughProxy(t *testing.T) {
 	settings := defaultSettings()
 	proxyRule := networkingv1.NetworkPolicyEgressRule{
-		To:    []networkingv1.NetworkPolicyPeer{podsIn(settings.EgressProxy)},
+		To:    []networkingv1.NetworkPolicyPeer{podsIn(settings.EgressProxy.PeerSelector)},
 		Ports: []networkingv1.NetworkPolicyPort{{Protocol: proto(corev1.ProtocolTCP), Port: port(3128)}},
 	}
 	dnsRule := secureDefaultEgress(settings.ClusterDNS)[0]
@@ -44,5 +44,26 @@ func TestEgressThroughProxy(t *testing.T) {
 				t.Errorf("ingress (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEgressThroughProxyOnTheNode: with kubox-egress outside the Pod network (the local node's
+// host process), the policy opens the URL's port at the configured addresses instead of Pods.
+func TestEgressThroughProxyOnTheNode(t *testing.T) {
+	settings := defaultSettings()
+	settings.EgressProxy.URL = "http://10.77.0.1:3130"
+	settings.EgressProxy.CIDRs = []string{"10.77.0.1/32"}
+	tpl := &extv1beta1.SandboxTemplate{}
+	tpl.Spec.Egress = &sandboxv1beta1.EgressPolicy{AllowDomains: []string{"pypi.org"}}
+	want := networkingv1.NetworkPolicyEgressRule{
+		To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.77.0.1/32"}}},
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: proto(corev1.ProtocolTCP), Port: port(3130)}},
+	}
+	spec := networkPolicySpec(tpl, settings)
+	if len(spec.Egress) != 2 {
+		t.Fatalf("egress rules %v, want cluster DNS and kubox-egress", spec.Egress)
+	}
+	if diff := cmp.Diff(want, spec.Egress[1]); diff != "" {
+		t.Errorf("kubox-egress rule (-want +got):\n%s", diff)
 	}
 }
