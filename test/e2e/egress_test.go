@@ -59,7 +59,7 @@ def direct(target):
     except TimeoutError:
         return "timeout"
     except Exception as e:
-        return type(e).__name__
+        return type(e).__name__ + ": " + str(e)
 ip = sys.argv[1]
 trusting = ssl.create_default_context(cafile=os.environ["KUBOX_EGRESS_CA_FILE"])
 blind = ssl._create_unverified_context()
@@ -140,9 +140,11 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 			"header":    "Authorization", "valuePrefix": "Bearer ", "domains": []any{"api.test"},
 		}},
 	})
+	outsider := createPod(t, ns, pythonPod("outsider", "runc", "sleep", "infinity"))
 	for _, name := range []string{"sb-a", "sb-b"} {
 		claimFromTemplate(t, ns, name, "egress")
 	}
+	waitRunning(t, ns, outsider.Name)
 	policedSandboxIP(t, ns, "sb-a", "egress")
 	b := policedSandboxIP(t, ns, "sb-b", "egress")
 
@@ -154,6 +156,13 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 		inet.ip + ":443": "the test servers' address over TLS, bypassing the proxy",
 		b + ":" + strconv.Itoa(int(configv1alpha1.DefaultAgentPort)): "sandbox sb-b's agent",
 		apiServer: "the API server",
+	}
+	// Control: a Pod no policy selects reaches the test servers directly, so only sb-a's policy
+	// can stop sb-a (the agent and the API server are shown reachable by TestNetworkPolicySecureDefault).
+	for target, result := range probeInPod(t, ns, outsider.Name, "tcp:"+inet.ip+":80", "tcp:"+inet.ip+":443") {
+		if result != "open" {
+			t.Fatalf("control: a Pod no policy selects cannot reach %s: %s", target, result)
+		}
 	}
 	tok := serviceAccountWithConnect(t, ns, "prober", "sb-a")
 	res, err := runThroughRouter(ns, "sb-a", tok, append([]string{"python3", "-c", egressProbe, inet.ip}, keys(direct)...)...)
@@ -322,6 +331,8 @@ func newTestInternet(t *testing.T) *testInternet {
 	ip(t, "-n", n.ns, "addr", "add", nsIP+"/30", "dev", peer)
 	ip(t, "-n", n.ns, "link", "set", peer, "up")
 	ip(t, "-n", n.ns, "link", "set", "lo", "up")
+	// The way back to Pods that reach the servers directly (the control of the bypass checks).
+	ip(t, "-n", n.ns, "route", "add", devenv.DefaultConfig().PodSubnet.String(), "via", hostIP)
 	return n
 }
 
