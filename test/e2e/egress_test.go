@@ -115,7 +115,8 @@ for f in found:
 // A sandbox of a template that allows allowed.test and api.test and denies denied.test reaches
 // allowed.test over HTTP and HTTPS (passed through: the server's own certificate), is refused
 // (403, with the reason) for denied.test and for the servers' raw IP, and cannot bypass the proxy
-// to the servers, to another sandbox or to the API server; api.test receives the credential
+// to the servers (published on the node's address, which an unpoliced Pod reaches), to another
+// sandbox or to the API server; api.test receives the credential
 // from the Secret the template names, while no environment or file in the sandbox holds it; and
 // every attempt is an audit line of kubox-egress.
 func TestEgressByDomainOnTheNode(t *testing.T) {
@@ -150,22 +151,25 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 
 	c := devenv.DefaultConfig()
 	node := c.NodeIP().String()
-	apiServer := net.JoinHostPort(node, forward(t, node, c.Ports.APIServer))
+	// Pods here have no route beyond their subnet, so the way around the proxy is the node's
+	// own address, where the proxy listens: the servers are published there on other ports.
+	bypass := net.JoinHostPort(node, forwardTo(t, node, inet.ip+":80"))
+	bypassTLS := net.JoinHostPort(node, forwardTo(t, node, inet.ip+":443"))
 	direct := map[string]string{
-		inet.ip + ":80":  "the test servers' address, bypassing the proxy",
-		inet.ip + ":443": "the test servers' address over TLS, bypassing the proxy",
+		bypass:    "the test servers, published on the node's address beside the proxy",
+		bypassTLS: "the test servers over TLS, published on the node's address beside the proxy",
 		b + ":" + strconv.Itoa(int(configv1alpha1.DefaultAgentPort)): "sandbox sb-b's agent",
-		apiServer: "the API server",
+		net.JoinHostPort(node, forward(t, node, c.Ports.APIServer)):  "the API server",
 	}
-	// Control: a Pod no policy selects reaches the test servers directly, so only sb-a's policy
-	// can stop sb-a (the agent and the API server are shown reachable by TestNetworkPolicySecureDefault).
-	for target, result := range probeInPod(t, ns, outsider.Name, "tcp:"+inet.ip+":80", "tcp:"+inet.ip+":443") {
+	// Control: a Pod no policy selects reaches the servers that way, so only sb-a's policy can
+	// stop sb-a (the agent and the API server: see TestNetworkPolicySecureDefault).
+	for target, result := range probeInPod(t, ns, outsider.Name, "tcp:"+bypass, "tcp:"+bypassTLS) {
 		if result != "open" {
 			t.Fatalf("control: a Pod no policy selects cannot reach %s: %s", target, result)
 		}
 	}
 	tok := serviceAccountWithConnect(t, ns, "prober", "sb-a")
-	res, err := runThroughRouter(ns, "sb-a", tok, append([]string{"python3", "-c", egressProbe, inet.ip}, keys(direct)...)...)
+	res, err := runThroughRouter(ns, "sb-a", tok, append([]string{"python3", "-c", egressProbe, inet.ip, inet.ip + ":80"}, keys(direct)...)...)
 	if err != nil {
 		t.Fatalf("run the probe in sb-a: %v", err)
 	}
@@ -190,6 +194,9 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 		if r := got.Direct[target]; r != "timeout" {
 			t.Errorf("sb-a reaches %s at %s directly: %s, want timeout (the policy drops it)", what, target, r)
 		}
+	}
+	if r := got.Direct[inet.ip+":80"]; r == "open" {
+		t.Errorf("sb-a reaches the test servers at %s:80 directly, bypassing the proxy", inet.ip)
 	}
 	srv.checkCredentials(t)
 	checkNoTrace(t, ns, tok, secret)
@@ -331,8 +338,6 @@ func newTestInternet(t *testing.T) *testInternet {
 	ip(t, "-n", n.ns, "addr", "add", nsIP+"/30", "dev", peer)
 	ip(t, "-n", n.ns, "link", "set", peer, "up")
 	ip(t, "-n", n.ns, "link", "set", "lo", "up")
-	// The way back to Pods that reach the servers directly (the control of the bypass checks).
-	ip(t, "-n", n.ns, "route", "add", devenv.DefaultConfig().PodSubnet.String(), "via", hostIP)
 	return n
 }
 

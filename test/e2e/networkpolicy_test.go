@@ -278,6 +278,13 @@ func probeResults(t *testing.T, out string, targets []string) map[string]string 
 // it returns the port it listens on.
 func forward(t *testing.T, host string, port int) string {
 	t.Helper()
+	return forwardTo(t, host, fmt.Sprintf("127.0.0.1:%d", port))
+}
+
+// forwardTo listens on host:0 and forwards each connection to the address to until the test
+// ends; it returns the port it listens on.
+func forwardTo(t *testing.T, host, to string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatalf("listen on %s: %v", host, err)
@@ -292,7 +299,7 @@ func forward(t *testing.T, host string, port int) string {
 			if err != nil {
 				return
 			}
-			go pipe(conn, fmt.Sprintf("127.0.0.1:%d", port))
+			go pipe(conn, to)
 		}
 	}()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
