@@ -26,6 +26,7 @@ type logsOptions struct {
 	previous  bool
 	egress    bool
 	egressNS  string
+	egressLog string
 }
 
 func newLogs(g *globalOptions) *cobra.Command {
@@ -36,7 +37,8 @@ func newLogs(g *globalOptions) *cobra.Command {
 		Long: `Print the logs of the Pod of the Sandbox NAME (with --claim, the sandbox of the claim NAME),
 read from the API server as kubectl logs does. The container is -c, else the Pod's
 kubectl.kubernetes.io/default-container, else its first container. With --egress, the audit lines
-kubox-egress wrote about the sandbox's outbound connections instead (docs/egress.md).`,
+kubox-egress wrote about the sandbox's outbound connections instead (docs/egress.md): from its
+Pods, or from its log file on the local node of kubox dev, where it runs on the node.`,
 		Example: `  kubox logs python-x7k2q
   kubox logs --claim kubox-x7k2 -f --tail 20
   kubox logs python-x7k2q -c sidecar
@@ -54,6 +56,7 @@ kubox-egress wrote about the sandbox's outbound connections instead (docs/egress
 	cmd.Flags().BoolVarP(&o.previous, "previous", "p", false, "print the logs of the container's previous run (after a restart)")
 	cmd.Flags().BoolVar(&o.egress, "egress", false, "print kubox-egress's audit lines about the sandbox's outbound connections (JSON, one per connection or request)")
 	cmd.Flags().StringVar(&o.egressNS, "egress-namespace", contract.DefaultRouterNamespace, "namespace of kubox-egress (with --egress)")
+	cmd.Flags().StringVar(&o.egressLog, "egress-log", "", "read kubox-egress's log from this file instead of its Pods (with --egress), for a kubox-egress outside the cluster; the local node's (kubox dev) is read by default when no kubox-egress Pod runs")
 	return cmd
 }
 
@@ -68,7 +71,7 @@ func (o *logsOptions) run(cmd *cobra.Command, g *globalOptions, name string) err
 		return err
 	}
 	if o.egress {
-		return egressLogs(ctx, cs, o.egressNS, ns, sbName, o, cmd.OutOrStdout())
+		return egressLogs(ctx, cs, ns, sbName, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	sb, err := getSandbox(ctx, c, ns, sbName)
 	if err != nil {

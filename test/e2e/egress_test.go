@@ -175,7 +175,7 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 	}
 	var got struct {
 		Allowed, AllowedTLS, Denied, DeniedTLS, RawIP, API probeResponse
-		Direct                                            map[string]string
+		Direct                                             map[string]string
 	}
 	if err := json.Unmarshal(fixProbeKeys(res.GetStdout()), &got); err != nil {
 		t.Fatalf("probe output %q (stderr %q): %v", res.GetStdout(), res.GetStderr(), err)
@@ -204,6 +204,14 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 		"allowed.test:80": "allowed", "allowed.test:443": "allowed", "denied.test:80": "denied",
 		"denied.test:443": "denied", inet.ip + ":80": "denied", "api.test:443": "allowed",
 	})
+	// The same lines, as a person reads them: `kubox logs --egress` finds no kubox-egress Pod here
+	// and reads the node's log.
+	out := kuboxOutput(t, ns, "logs", "--egress", "sb-a")
+	for _, want := range []string{`"domain":"denied.test"`, `"verdict":"denied"`, `"domain":"api.test"`, `"mode":"inspected"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubox logs --egress sb-a lacks %s:\n%s", want, out)
+		}
+	}
 }
 
 // probeResponse is one request's outcome in egressProbe's output.
