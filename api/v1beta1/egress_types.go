@@ -119,8 +119,10 @@ type SecretKeyReference struct {
 	Key string `json:"key"`
 }
 
-// EgressRestriction narrows a template's egress for one claim's sandbox: it can take away,
-// never add. kubox addition.
+// EgressRestriction narrows a template's egress for one claim's sandbox: it can take away
+// destinations, never add one, and it can add credentials for destinations the sandbox may
+// reach. kubox addition.
+// +kubebuilder:validation:XValidation:rule="!has(self.credentials) || !has(self.allowDomains) || self.credentials.all(c, c.domains.all(d, self.allowDomains.exists(a, a == d || (a.startsWith('*.') && d.endsWith(a.substring(1))))))",message="egress.credentials[].domains must each be covered by the claim's egress.allowDomains (the same name, or below a '*.' wildcard): a credential is sent only to allowed domains"
 type EgressRestriction struct {
 	// allowDomains replace the template's allowDomains; each must be covered by one of the
 	// template's (the same name, or below one of its wildcards), or the claim gets Ready=False
@@ -147,6 +149,19 @@ type EgressRestriction struct {
 	// +kubebuilder:validation:items:MaxLength=43
 	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="egress.denyCIDRs must be CIDRs such as 203.0.113.0/24 or 2001:db8::/32"
 	DenyCIDRs []string `json:"denyCIDRs,omitempty"`
+
+	// credentials are added to the template's, for this claim's sandbox only: headers
+	// kubox-egress adds to HTTPS requests for some of the domains the sandbox may reach (the
+	// claim's allowDomains, else the template's, which must cover each of their domains, or the
+	// claim gets Ready=False with reason EgressRejected), with values from Secrets in the claim's
+	// namespace. A header the template's credentials also set for a domain takes the claim's
+	// value. From a warm pool, a claim whose credential domains its template's credentials do not
+	// cover gets a sandbox created for it: a warm sandbox trusts a CA for its template's
+	// credential domains only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Credentials []EgressCredential `json:"credentials,omitempty"`
 }
 
 // DomainCovers reports whether the domain pattern outer covers inner: the same pattern, or
@@ -171,9 +186,11 @@ func UncoveredDomain(domains, by []string) string {
 }
 
 // Narrow returns the effective policy of a sandbox whose template has p and whose claim has r:
-// r's allowDomains replace p's, r's denies are added, and each credential keeps only the
-// domains still allowed (a credential left with none is dropped). The caller checks first that
-// r's allowDomains are covered by p's (UncoveredDomain).
+// r's allowDomains replace p's, r's denies are added, each of p's credentials keeps only the
+// domains still allowed (a credential left with none is dropped), and r's credentials follow
+// p's (so kubox-egress, applying them in order, gives a header both set r's value). The caller
+// checks first that r's allowDomains are covered by p's and r's credential domains by the
+// result's allowDomains (UncoveredDomain).
 func (p *EgressPolicy) Narrow(r *EgressRestriction) *EgressPolicy {
 	out := p.DeepCopy()
 	if r == nil {
@@ -191,7 +208,7 @@ func (p *EgressPolicy) Narrow(r *EgressRestriction) *EgressPolicy {
 			creds = append(creds, c)
 		}
 	}
-	out.Credentials = creds
+	out.Credentials = append(creds, r.DeepCopy().Credentials...)
 	if len(out.Credentials) == 0 {
 		out.Credentials = nil
 	}

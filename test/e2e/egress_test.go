@@ -123,15 +123,17 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 	requireController(t)
 	ns := namespace(t)
 	inet := newTestInternet(t)
-	secret := "kbxsecret-" + krand.String(24)
+	secret, claimSecret := "kbxsecret-"+krand.String(24), "kbxsecret-"+krand.String(24)
 	srv := inet.serve(t, "allowed.test", "denied.test", "api.test")
-	srv.wantAuth = "Bearer " + secret
+	srv.wantAuth, srv.wantKey = "Bearer "+secret, claimSecret
 	addEgressHosts(t, inet.ip, "allowed.test", "denied.test", "api.test")
 
-	if _, err := clientset.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-key"}, StringData: map[string]string{"token": secret},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for name, value := range map[string]string{"api-key": secret, "my-key": claimSecret} {
+		if _, err := clientset.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"token": value},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	createEgressTemplate(t, ns, "egress", map[string]any{
 		"allowDomains": []any{"allowed.test", "api.test"},
@@ -142,9 +144,11 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 		}},
 	})
 	outsider := createPod(t, ns, pythonPod("outsider", "runc", "sleep", "infinity"))
-	for _, name := range []string{"sb-a", "sb-b"} {
-		claimFromTemplate(t, ns, name, "egress")
-	}
+	// sb-a's claim adds a credential of its own; sb-b gets the template's only.
+	claimWithEgress(t, ns, "sb-a", "egress", map[string]any{"credentials": []any{map[string]any{
+		"secretRef": map[string]any{"name": "my-key", "key": "token"}, "header": "x-api-key", "domains": []any{"api.test"},
+	}}})
+	claimFromTemplate(t, ns, "sb-b", "egress")
 	waitRunning(t, ns, outsider.Name)
 	policedSandboxIP(t, ns, "sb-a", "egress")
 	b := policedSandboxIP(t, ns, "sb-b", "egress")
@@ -189,7 +193,13 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 		t.Errorf("https://denied.test/: %+v, want the CONNECT refused with 403", got.DeniedTLS)
 	}
 	got.RawIP.expect(t, "http://"+inet.ip+"/", 403, "is an IP address outside the allowed CIDRs")
-	got.API.expect(t, "https://api.test/v1/models", 200, "authorized")
+	got.API.expect(t, "https://api.test/v1/models", 200, "authorized, with the claim's key")
+	res, err = runThroughRouter(ns, "sb-b", serviceAccountWithConnect(t, ns, "prober-b", "sb-b"), "python3", "-c",
+		`import os, ssl, urllib.request; print(urllib.request.urlopen("https://api.test/v1/models", timeout=15, context=ssl.create_default_context(cafile=os.environ["KUBOX_EGRESS_CA_FILE"])).read().decode())`)
+	if err != nil || strings.TrimSpace(string(res.GetStdout())) != "authorized" {
+		t.Errorf("sb-b, whose claim adds no credential, to api.test: %q %q %v; want the template's credential only (\"authorized\")",
+			res.GetStdout(), res.GetStderr(), err)
+	}
 	for target, what := range direct {
 		if r := got.Direct[target]; r != "timeout" {
 			t.Errorf("sb-a reaches %s at %s directly: %s, want timeout (the policy drops it)", what, target, r)
@@ -291,6 +301,19 @@ func auditVerdicts(t *testing.T, path, sandbox string) map[string]string {
 	return seen
 }
 
+// claimWithEgress claims a cold sandbox named name from the template with spec.egress.
+func claimWithEgress(t *testing.T, ns, name, template string, egress map[string]any) {
+	t.Helper()
+	claim := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"sandboxTemplateRef": map[string]any{"name": template}, "egress": egress},
+	}}
+	if _, err := dyn.Resource(claims).Namespace(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create SandboxClaim %s/%s: %v", ns, name, err)
+	}
+}
+
 // createEgressTemplate creates a SandboxTemplate for Python under gVisor with kubox-agent and
 // spec.egress, and waits for its NetworkPolicy.
 func createEgressTemplate(t *testing.T, ns, name string, egress map[string]any) {
@@ -388,11 +411,12 @@ func (n *testInternet) listen(t *testing.T, port int) net.Listener {
 
 // testServers answers every name on port 80 and, with a certificate from the environment's
 // egress test CA, on 443: "hello NAME over SCHEME", and for api.test "authorized" when the
-// Authorization header is wantAuth. It never echoes a header back.
+// Authorization header is wantAuth (", with the claim's key" when x-api-key is wantKey too). It
+// never echoes a header back.
 type testServers struct {
-	wantAuth string
-	mu       sync.Mutex
-	auth     map[string][]string // host -> Authorization headers received
+	wantAuth, wantKey string
+	mu                sync.Mutex
+	auth              map[string][]string // host -> Authorization and x-api-key headers received
 }
 
 func (n *testInternet) serve(t *testing.T, names ...string) *testServers {
@@ -419,11 +443,15 @@ func (s *testServers) handle(w http.ResponseWriter, r *http.Request) {
 		scheme = "https"
 	}
 	s.mu.Lock()
-	s.auth[host] = append(s.auth[host], r.Header.Get("Authorization"))
+	s.auth[host] = append(s.auth[host], r.Header.Get("Authorization"), r.Header.Get("x-api-key"))
 	s.mu.Unlock()
 	if host == "api.test" {
 		if r.Header.Get("Authorization") != s.wantAuth {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if r.Header.Get("x-api-key") == s.wantKey {
+			_, _ = fmt.Fprintln(w, "authorized, with the claim's key")
 			return
 		}
 		_, _ = fmt.Fprintln(w, "authorized")
@@ -432,7 +460,8 @@ func (s *testServers) handle(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, "hello %s over %s\n", host, scheme)
 }
 
-// checkCredentials: api.test got the credential on each request, no other name ever got one.
+// checkCredentials: api.test got the template's credential, no other name ever got a credential
+// header.
 func (s *testServers) checkCredentials(t *testing.T) {
 	t.Helper()
 	s.mu.Lock()
@@ -443,7 +472,7 @@ func (s *testServers) checkCredentials(t *testing.T) {
 	for host, got := range s.auth {
 		for _, a := range got {
 			if host != "api.test" && a != "" {
-				t.Errorf("%s received an Authorization header (%d bytes); credentials go to api.test only", host, len(a))
+				t.Errorf("%s received a credential header (%d bytes); credentials go to api.test only", host, len(a))
 			}
 		}
 	}

@@ -162,8 +162,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // acquireSandbox gives a claim that has none, and may have one, a sandbox: a warm pool member
-// when the claim names a pool, sets no volume claim templates and only env its agent can take
-// (envFitsWarm), and one created cold otherwise, or when the pool has no ready fresh member.
+// when the claim names a pool, sets no volume claim templates, only env its agent can take
+// (envFitsWarm) and only credentials its egress CA covers (egressFitsWarm), and one created cold
+// otherwise, or when the pool has no ready fresh member.
 func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) error {
 	if obs.state != stateUnbound {
 		return nil
@@ -188,7 +189,8 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		obs.fail(f)
 		return nil
 	}
-	if src.pool != nil && len(claim.Spec.VolumeClaimTemplates) == 0 && envFitsWarm(claim.Spec.Env, src.template) {
+	if src.pool != nil && len(claim.Spec.VolumeClaimTemplates) == 0 && envFitsWarm(claim.Spec.Env, src.template) &&
+		egressFitsWarm(claim.Spec.Egress, src.template) {
 		if settled, err := r.acquireWarm(ctx, claim, src, obs); err != nil || settled {
 			return err
 		}

@@ -10,7 +10,9 @@ import (
 
 // validateEgress checks what CEL cannot see across the claim and its template: a claim's egress
 // may only narrow the template's, so the template must have egress and each of the claim's
-// allowDomains must be covered by one of the template's.
+// allowDomains must be covered by one of the template's; and a claim's credential is sent only
+// to domains the sandbox may reach, so each of its domains must be covered by the sandbox's
+// allowDomains (the claim's, else the template's).
 func validateEgress(r *sandboxv1beta1.EgressRestriction, tpl *extv1beta1.SandboxTemplate) *failure {
 	if r == nil {
 		return nil
@@ -24,7 +26,37 @@ func validateEgress(r *sandboxv1beta1.EgressRestriction, tpl *extv1beta1.Sandbox
 			"spec.egress.allowDomains %s is not covered by SandboxTemplate %s's egress.allowDomains %v: a claim may only narrow its template's egress; allow only names among or below those",
 			d, tpl.Name, tpl.Spec.Egress.AllowDomains)
 	}
+	allowed := tpl.Spec.Egress.AllowDomains
+	if len(r.AllowDomains) > 0 {
+		allowed = r.AllowDomains
+	}
+	for i, c := range r.Credentials {
+		if d := sandboxv1beta1.UncoveredDomain(c.Domains, allowed); d != "" {
+			return fail(extv1beta1.ClaimReasonEgressRejected,
+				"spec.egress.credentials[%d].domains %s is not among the domains the sandbox may reach %v: a credential is sent only to allowed domains; allow it (in the template, or the claim's allowDomains) or remove it from the credential",
+				i, d, allowed)
+		}
+	}
 	return nil
+}
+
+// egressFitsWarm reports whether a warm member of tpl's pool can serve a claim with egress r: a
+// member trusts an egress CA whose names are its template's credential domains (none when the
+// template has no credentials), so the claim's credentials must stay within them.
+func egressFitsWarm(r *sandboxv1beta1.EgressRestriction, tpl *extv1beta1.SandboxTemplate) bool {
+	if r == nil || len(r.Credentials) == 0 {
+		return true
+	}
+	if tpl.Spec.Egress == nil {
+		return false
+	}
+	trusted := tpl.Spec.Egress.CredentialDomains()
+	for _, c := range r.Credentials {
+		if sandboxv1beta1.UncoveredDomain(c.Domains, trusted) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // effectiveEgress is the egress of claim's sandbox: the template's narrowed by the claim's, or

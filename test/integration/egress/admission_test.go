@@ -88,4 +88,20 @@ func TestClaimAdmission(t *testing.T) {
 	if err := env.Client.Create(t.Context(), bad); err == nil || !strings.Contains(err.Error(), "egress.denyCIDRs must be CIDRs") {
 		t.Fatalf("Create of a claim with a bad CIDR: %v; want the CIDR refusal", err)
 	}
+	withCred := testutil.MakeClaim("cred", ns).Template("t").Obj()
+	withCred.Spec.Egress = &sandboxv1beta1.EgressRestriction{Credentials: []sandboxv1beta1.EgressCredential{credential("x-api-key", "api.test")}}
+	if err := env.Client.Create(t.Context(), withCred); err != nil {
+		t.Fatalf("Create refused a claim adding a credential: %v", err)
+	}
+	uncovered := testutil.MakeClaim("uncovered", ns).Template("t").Obj()
+	uncovered.Spec.Egress = &sandboxv1beta1.EgressRestriction{AllowDomains: []string{"pypi.org"},
+		Credentials: []sandboxv1beta1.EgressCredential{credential("x-api-key", "api.test")}}
+	if err := env.Client.Create(t.Context(), uncovered); err == nil || !strings.Contains(err.Error(), "must each be covered by the claim's egress.allowDomains") {
+		t.Fatalf("Create of a claim crediting a domain its own allowDomains drop: %v; want the refusal", err)
+	}
+	hop := testutil.MakeClaim("hop", ns).Template("t").Obj()
+	hop.Spec.Egress = &sandboxv1beta1.EgressRestriction{Credentials: []sandboxv1beta1.EgressCredential{credential("Proxy-Authorization", "api.test")}}
+	if err := env.Client.Create(t.Context(), hop); err == nil || !strings.Contains(err.Error(), "must not be a hop-by-hop") {
+		t.Fatalf("Create of a claim with a proxy header credential: %v; want the refusal", err)
+	}
 }

@@ -1,7 +1,9 @@
 package egress
 
 import (
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"slices"
 	"strings"
@@ -161,6 +163,8 @@ func TestClaimMayOnlyNarrow(t *testing.T) {
 	claim("no-egress", &sandboxv1beta1.EgressRestriction{DenyDomains: []string{"x.test"}}, func(w *testutil.ClaimWrapper) { w.Template("open") })
 	narrow := &sandboxv1beta1.EgressRestriction{AllowDomains: []string{"allowed.test"}, DenyCIDRs: []string{"192.0.2.0/24"}}
 	claim("cold", narrow, func(w *testutil.ClaimWrapper) { w.Template("agent") })
+	claim("credit-denied", &sandboxv1beta1.EgressRestriction{Credentials: []sandboxv1beta1.EgressCredential{credential("x-api-key", "denied.test")}},
+		func(w *testutil.ClaimWrapper) { w.Template("agent") })
 
 	rejected := func(name, msg string) {
 		framework.WaitForObject(t, env, &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(c *extv1beta1.SandboxClaim) (bool, string) {
@@ -173,6 +177,7 @@ func TestClaimMayOnlyNarrow(t *testing.T) {
 	}
 	rejected("wider", "spec.egress.allowDomains other.test is not covered by SandboxTemplate agent's egress.allowDomains")
 	rejected("no-egress", "SandboxTemplate open has no spec.egress")
+	rejected("credit-denied", "spec.egress.credentials[0].domains denied.test is not among the domains the sandbox may reach")
 
 	want := &sandboxv1beta1.EgressPolicy{AllowDomains: []string{"allowed.test"}, DenyDomains: []string{"denied.test"}, DenyCIDRs: []string{"192.0.2.0/24"}, Ports: []int32{443}}
 	narrowed := func(name string) func(*sandboxv1beta1.Sandbox) (bool, string) {
@@ -186,21 +191,55 @@ func TestClaimMayOnlyNarrow(t *testing.T) {
 	framework.WaitForObject(t, env, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cold"}}, narrowed("cold"))
 
 	t.Log("Warm: the bind patch replaces the member's egress")
-	framework.Eventually(t, func() (bool, string) {
-		var list sandboxv1beta1.SandboxList
-		if err := env.Client.List(t.Context(), &list, client.InNamespace(ns), client.HasLabels{sandboxv1beta1.WarmPoolSandboxLabel}); err != nil {
-			return false, err.Error()
-		}
-		for _, sb := range list.Items {
-			if meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) {
-				return true, ""
+	readyMember := func() {
+		t.Helper()
+		framework.Eventually(t, func() (bool, string) {
+			var list sandboxv1beta1.SandboxList
+			if err := env.Client.List(t.Context(), &list, client.InNamespace(ns), client.HasLabels{sandboxv1beta1.WarmPoolSandboxLabel}); err != nil {
+				return false, err.Error()
 			}
-		}
-		return false, "no ready pool member"
-	})
+			for _, sb := range list.Items {
+				if meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady) {
+					return true, ""
+				}
+			}
+			return false, "no ready pool member"
+		})
+	}
+	readyMember()
 	claim("warm", narrow, func(w *testutil.ClaimWrapper) { w.WarmPool("pool") })
 	c := framework.WaitForObject(t, env, &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "warm"}}, func(c *extv1beta1.SandboxClaim) (bool, string) {
 		return c.Status.Sandbox.Name != "" && c.Status.Sandbox.Name != "warm", "claim not bound to a pool member: " + c.Status.Sandbox.Name
 	})
 	framework.WaitForObject(t, env, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Status.Sandbox.Name}}, narrowed(c.Status.Sandbox.Name))
+
+	t.Log("A claim's credentials: after the template's; warm only when the member's CA covers them")
+	mine := credential("x-api-key", "api.test")
+	mine.SecretRef.Name = "my-key"
+	other := credential("x-api-key", "allowed.test")
+	want = &sandboxv1beta1.EgressPolicy{AllowDomains: []string{"allowed.test", "api.test"}, DenyDomains: []string{"denied.test"}, Ports: []int32{443},
+		Credentials: []sandboxv1beta1.EgressCredential{credential("Authorization", "api.test"), mine}}
+	readyMember()
+	claim("warm-credit", &sandboxv1beta1.EgressRestriction{Credentials: []sandboxv1beta1.EgressCredential{mine}}, func(w *testutil.ClaimWrapper) { w.WarmPool("pool") })
+	c = framework.WaitForObject(t, env, &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "warm-credit"}}, func(c *extv1beta1.SandboxClaim) (bool, string) {
+		return c.Status.Sandbox.Name != "" && c.Status.Sandbox.Name != "warm-credit", "claim not bound to a pool member: " + c.Status.Sandbox.Name
+	})
+	framework.WaitForObject(t, env, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Status.Sandbox.Name}}, narrowed(c.Status.Sandbox.Name))
+
+	want = &sandboxv1beta1.EgressPolicy{AllowDomains: []string{"allowed.test", "api.test"}, DenyDomains: []string{"denied.test"}, Ports: []int32{443},
+		Credentials: []sandboxv1beta1.EgressCredential{credential("Authorization", "api.test"), other}}
+	readyMember() // a member is there to take, but its CA does not cover allowed.test
+	claim("cold-credit", &sandboxv1beta1.EgressRestriction{Credentials: []sandboxv1beta1.EgressCredential{other}}, func(w *testutil.ClaimWrapper) { w.WarmPool("pool") })
+	framework.WaitForObject(t, env, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cold-credit"}}, narrowed("cold-credit"))
+	framework.WaitForObject(t, env, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sandboxv1beta1.EgressCASecretName("cold-credit")}}, func(s *corev1.Secret) (bool, string) {
+		block, _ := pem.Decode(s.Data[sandboxv1beta1.EgressCACertKey])
+		if block == nil {
+			return false, "no PEM certificate in the CA Secret"
+		}
+		ca, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(ca.PermittedDNSDomains, "allowed.test"), fmt.Sprintf("CA for %v; want allowed.test, the claim's credential domain", ca.PermittedDNSDomains)
+	})
 }
