@@ -125,10 +125,12 @@ func run(o options) error {
 			continue
 		}
 		res, err := b.runScenario(ctx, s)
+		if res != nil {
+			res.print() // measured, even when the cleanup after it failed
+		}
 		if err != nil {
 			return fmt.Errorf("scenario %s: %w", s.name, err)
 		}
-		res.print()
 	}
 	return nil
 }
@@ -547,8 +549,16 @@ func (b *bench) countWarm(ctx context.Context) (int, error) {
 // reset deletes the scenario's claims (the garbage collector deletes their sandboxes and pods)
 // and waits for the pool to be full again.
 func (b *bench) reset(ctx context.Context) error {
-	if err := b.c.DeleteAllOf(ctx, &extv1beta1.SandboxClaim{}, client.InNamespace(ns),
-		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+	// A saturated API server may reset the stream of this one large request: try it again.
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = b.c.DeleteAllOf(ctx, &extv1beta1.SandboxClaim{}, client.InNamespace(ns),
+			client.PropagationPolicy(metav1.DeletePropagationBackground)); err == nil {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if err != nil {
 		return err
 	}
 	deadline := time.Now().Add(b.o.readyTimeout)
