@@ -8,11 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
 func TestIsEgressLineOf(t *testing.T) {
@@ -74,7 +75,7 @@ func TestEgressLogsFromTheLocalNode(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
-	w := &syncBuffer{}
+	w := &testutil.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- egressLogFile(ctx, path, &logsOptions{tail: 0, follow: true}, "ns/box", w) }()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -107,21 +108,4 @@ func domains(out string) string {
 		}
 	}
 	return strings.Join(ds, " ")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
