@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -159,6 +160,14 @@ func e2bTLSFront(t testing.TB) (string, string) {
 // own root), valid for a day.
 func selfSigned(t testing.TB, names ...string) (tls.Certificate, []byte) {
 	t.Helper()
+	return servingCert(t, nil, nil, names...)
+}
+
+// servingCert makes a P-256 serving certificate for names, valid for a day, signed by parent's
+// key; with a nil parent it signs itself and may sign others (a client trusts it as its own
+// root). It returns the certificate with its key, and the certificate as PEM.
+func servingCert(t testing.TB, parent *x509.Certificate, parentKey crypto.Signer, names ...string) (tls.Certificate, []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -166,11 +175,15 @@ func selfSigned(t testing.TB, names ...string) (tls.Certificate, []byte) {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: names[0]},
 		DNSNames: names, NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if parent == nil {
+		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		t.Fatal(err)
 	}
