@@ -25,7 +25,6 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	krand "k8s.io/apimachinery/pkg/util/rand"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
@@ -130,7 +129,7 @@ func TestEgressByDomainOnTheNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	createEgressTemplate(t, ns, "egress", map[string]any{
+	createTemplate(t, ns, "egress", map[string]any{
 		"allowDomains": []any{"allowed.test", "api.test"},
 		"denyDomains":  []any{"denied.test"},
 		"credentials": []any{map[string]any{
@@ -294,34 +293,6 @@ func auditVerdicts(t *testing.T, path, sandbox string) map[string]string {
 		}
 	}
 	return seen
-}
-
-// claimWithEgress claims a cold sandbox named name from the template with spec.egress.
-func claimWithEgress(t *testing.T, ns, name, template string, egress map[string]any) {
-	t.Helper()
-	claim := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
-		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"sandboxTemplateRef": map[string]any{"name": template}, "egress": egress},
-	}}
-	if _, err := dyn.Resource(claims).Namespace(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create SandboxClaim %s/%s: %v", ns, name, err)
-	}
-}
-
-// createEgressTemplate creates a SandboxTemplate for Python under gVisor with kubox-agent and
-// spec.egress, and waits for its NetworkPolicy.
-func createEgressTemplate(t *testing.T, ns, name string, egress map[string]any) {
-	t.Helper()
-	spec := newSandbox(name, "gvisor", withPython, withAgent).Object["spec"].(map[string]any)
-	spec["egress"] = egress
-	tpl := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
-		"metadata": map[string]any{"name": name}, "spec": spec,
-	}}
-	if _, err := dyn.Resource(templates).Namespace(ns).Create(context.Background(), tpl, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create SandboxTemplate %s/%s: %v", ns, name, err)
-	}
 }
 
 // addEgressHosts points names at ip in the environment's egress hosts file (kubox-egress reads it

@@ -170,7 +170,21 @@ func TestNetworkPolicySecureDefault(t *testing.T) {
 // controller has created its NetworkPolicy.
 func createSecureTemplate(t *testing.T, ns, name string) {
 	t.Helper()
-	spec := newSandbox(name, "gvisor", withPython, withAgent).Object["spec"]
+	createTemplate(t, ns, name, nil)
+	waitFor(t, "the NetworkPolicy of template "+name, func(ctx context.Context) (bool, error) {
+		_, err := clientset.NetworkingV1().NetworkPolicies(ns).Get(ctx, extv1beta1.NetworkPolicyName(name), metav1.GetOptions{})
+		return err == nil, err
+	})
+}
+
+// createTemplate creates a SandboxTemplate for Python under gVisor with kubox-agent, with
+// spec.egress when egress is not nil.
+func createTemplate(t *testing.T, ns, name string, egress map[string]any) {
+	t.Helper()
+	spec := newSandbox(name, "gvisor", withPython, withAgent).Object["spec"].(map[string]any)
+	if egress != nil {
+		spec["egress"] = egress
+	}
 	tpl := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
 		"metadata": map[string]any{"name": name}, "spec": spec,
@@ -178,19 +192,25 @@ func createSecureTemplate(t *testing.T, ns, name string) {
 	if _, err := dyn.Resource(templates).Namespace(ns).Create(context.Background(), tpl, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create SandboxTemplate %s/%s: %v", ns, name, err)
 	}
-	waitFor(t, "the NetworkPolicy of template "+name, func(ctx context.Context) (bool, error) {
-		_, err := clientset.NetworkingV1().NetworkPolicies(ns).Get(ctx, extv1beta1.NetworkPolicyName(name), metav1.GetOptions{})
-		return err == nil, err
-	})
 }
 
 // claimFromTemplate claims a cold sandbox named name from the template.
 func claimFromTemplate(t *testing.T, ns, name, template string) {
 	t.Helper()
+	claimWithEgress(t, ns, name, template, nil)
+}
+
+// claimWithEgress claims a cold sandbox named name from the template, with spec.egress when
+// egress is not nil.
+func claimWithEgress(t *testing.T, ns, name, template string, egress map[string]any) {
+	t.Helper()
+	spec := map[string]any{"sandboxTemplateRef": map[string]any{"name": template}}
+	if egress != nil {
+		spec["egress"] = egress
+	}
 	claim := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
-		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"sandboxTemplateRef": map[string]any{"name": template}},
+		"metadata": map[string]any{"name": name}, "spec": spec,
 	}}
 	if _, err := dyn.Resource(claims).Namespace(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create SandboxClaim %s/%s: %v", ns, name, err)
