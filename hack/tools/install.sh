@@ -60,9 +60,9 @@ key() {
 		local p="$here/buf/plugins/go.mod"
 		echo "$(version buf)-protoc-gen-go-$(modversion "$p" google.golang.org/protobuf)-connect-go-$(modversion "$p" connectrpc.com/connect)"
 		;;
-	kube-network-policies)
+	gvisor | kube-network-policies)
 		# the patches are part of what is built: a changed patch gets its own folder
-		echo "$(version "$1")-patches-$(cat "$here/kube-network-policies"/patches/*.patch | sha256sum | cut -c1-12)"
+		echo "$(version "$1")-patches-$(cat "$here/$1"/patches/*.patch | sha256sum | cut -c1-12)"
 		;;
 	*) version "$1" ;;
 	esac

@@ -143,6 +143,9 @@ type Layout struct {
 	// EgressHosts is kubox-egress's --hosts-file: names written there resolve, for sandboxes'
 	// egress, to the addresses beside them (local test servers), before DNS is asked.
 	EgressHosts string
+	// Snapshots holds gVisor checkpoint images, one folder per namespace: the gVisor shim restores
+	// a Pod annotated kubox.dev/restore-image only from an image below Snapshots/<its namespace>.
+	Snapshots string
 }
 
 // NewLayout derives every path from the state directory.
@@ -157,7 +160,7 @@ func NewLayout(stateDir string) Layout {
 		Kubeconfig:       j("kubeconfig"),
 		ControllerConfig: j("etc", "kubox-controller.yaml"), AgentTokenKey: j("etc", "agent-token-key"),
 		AdminToken: j("etc", "admin-token"), TokenAuthFile: j("etc", "tokens.csv"),
-		EgressHosts: j("etc", "egress-hosts"),
+		EgressHosts: j("etc", "egress-hosts"), Snapshots: j("snapshots"),
 	}
 }
 

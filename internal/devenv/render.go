@@ -8,6 +8,7 @@ import (
 	"text/template"
 
 	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
 // SandboxImage is the pause image every pod sandbox uses; it is built locally (images.go).
@@ -59,6 +60,8 @@ imports = []   # never pick up the host's /etc/containerd/conf.d
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runsc]
       runtime_type = "io.containerd.runsc.v1"
       runtime_path = "{{.T.ShimRunsc}}"
+      # kubox's patch to the shim restores a Pod carrying this annotation from a checkpoint image
+      pod_annotations = ["{{.RestoreAnnotation}}"]
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runsc.options]
         TypeUrl = "io.containerd.runsc.v1.options"
         ConfigPath = "{{.L.Etc}}/runsc.toml"
@@ -70,7 +73,8 @@ imports = []   # never pick up the host's /etc/containerd/conf.d
 
 // RenderContainerd renders containerd's config for the local node.
 func RenderContainerd(l Layout, t Tools) string {
-	return execute(containerdTmpl, map[string]any{"L": l, "T": t, "SandboxImage": SandboxImage, "Version": "2.4"})
+	return execute(containerdTmpl, map[string]any{"L": l, "T": t, "SandboxImage": SandboxImage, "Version": "2.4",
+		"RestoreAnnotation": checkpoint.RestoreImageAnnotation})
 }
 
 // RenderRunsc renders the gVisor shim's options file (containerd passes its path as ConfigPath).
@@ -80,8 +84,9 @@ binary_name = %q
 root = %q
 log_level = "info"
 log_path = %q
+kubox_snapshot_root = %q
 [runsc_config]
-`, t.Runsc, l.RunscRoot, l.RunscLogs)
+`, t.Runsc, l.RunscRoot, l.RunscLogs, l.Snapshots)
 }
 
 type cniConf struct {

@@ -31,11 +31,26 @@ func TestRenderContainerd(t *testing.T) {
 		`netns_mounts_under_state_dir = true`,
 		`runtime_path = "/c/gv/containerd-shim-runsc-v1"`,
 		`ConfigPath = "/var/lib/kubox-dev/etc/runsc.toml"`,
+		`pod_annotations = ["kubox.dev/restore-image"]`, // the patched shim's restore trigger
 		`conf_dir = "/var/lib/kubox-dev/cni/net.d"`,
 		`imports = []`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("containerd config lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestRenderRunsc(t *testing.T) {
+	_, l, tools := testEnv()
+	got := RenderRunsc(l, tools)
+	for _, want := range []string{
+		`binary_name = "/c/gv/runsc"`,
+		`root = "/var/lib/kubox-dev/containerd/runsc"`,
+		`kubox_snapshot_root = "/var/lib/kubox-dev/snapshots"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("runsc shim options lack %q:\n%s", want, got)
 		}
 	}
 }

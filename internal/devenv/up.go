@@ -107,6 +107,10 @@ func (e *env) writeState() error {
 			return err
 		}
 	}
+	// checkpoint images hold sandboxes' memory: root only
+	if err := os.MkdirAll(e.l.Snapshots, 0o700); err != nil {
+		return err
+	}
 	if e.c.InCluster {
 		if err := os.WriteFile(e.l.InClusterMarker(), nil, 0o644); err != nil {
 			return err

@@ -142,11 +142,18 @@ func startCounter(t *testing.T, ns string) (*corev1.Pod, string) {
 // checkpointPod takes a full checkpoint of the Pod ns/name into a test folder and returns it.
 func checkpointPod(t *testing.T, node checkpoint.Node, ns, name string, leaveRunning bool) string {
 	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ck")
+	checkpointPodInto(t, node, ns, name, dir, leaveRunning)
+	return dir
+}
+
+// checkpointPodInto takes a full checkpoint of the Pod ns/name into dir.
+func checkpointPodInto(t *testing.T, node checkpoint.Node, ns, name, dir string, leaveRunning bool) {
+	t.Helper()
 	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "ck")
 	m, err := checkpoint.Checkpoint(context.Background(), node.PodRunsc(), checkpoint.Options{
 		SandboxID: sandboxID, Dir: dir, TaskDir: node.TaskDir(), PodDirs: node.PodDirs(), LeaveRunning: leaveRunning,
 	})
@@ -155,7 +162,6 @@ func checkpointPod(t *testing.T, node checkpoint.Node, ns, name string, leaveRun
 	}
 	t.Logf("checkpoint of %s (leave running %t): %d bytes in %.3f s, sha256 %s, %d containers", sandboxID[:12], leaveRunning,
 		m.Size, time.Duration(m.Duration).Seconds(), m.SHA256, len(m.Containers))
-	return dir
 }
 
 // restoredState is the host path of the restored counter's state file: the restore's own copy of

@@ -3,8 +3,12 @@
 // directory into a new gVisor sandbox.
 //
 // It drives runsc itself, with the runsc root containerd's gVisor shim uses, because the open
-// shim offers no restore over the wire (docs/checkpoint.md has the measurements behind that
-// choice). A checkpoint directory holds:
+// shim offers no checkpoint or restore over the wire (docs/checkpoint.md has the measurements
+// behind that choice). A checkpoint continues in a new Pod through kubox's patch to the shim: a
+// Pod annotated RestoreImageAnnotation with ImagePath(dir) is restored from the checkpoint in
+// place of started, with its own IP, cgroup and lifecycle. Restore instead restores a directory
+// into a bare sandbox outside containerd (no network beyond loopback), for inspection and tests.
+// A checkpoint directory holds:
 //
 //	image/             runsc's image files (checkpoint.img, pages*.img or the fscheckpoint set)
 //	specs/<n>.json     the OCI spec of each container of the Pod, the sandbox container first
