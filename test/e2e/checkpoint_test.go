@@ -147,8 +147,8 @@ func checkpointPod(t *testing.T, node checkpoint.Node, ns, name string, leaveRun
 	return dir
 }
 
-// checkpointPodInto takes a full checkpoint of the Pod ns/name into dir.
-func checkpointPodInto(t *testing.T, node checkpoint.Node, ns, name, dir string, leaveRunning bool) {
+// checkpointPodInto takes a full checkpoint of the Pod ns/name into dir and returns its manifest.
+func checkpointPodInto(t testing.TB, node checkpoint.Node, ns, name, dir string, leaveRunning bool) *checkpoint.Manifest {
 	t.Helper()
 	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), ns, name)
 	if err != nil {
@@ -162,6 +162,7 @@ func checkpointPodInto(t *testing.T, node checkpoint.Node, ns, name, dir string,
 	}
 	t.Logf("checkpoint of %s (leave running %t): %d bytes in %.3f s, sha256 %s, %d containers", sandboxID[:12], leaveRunning,
 		m.Size, time.Duration(m.Duration).Seconds(), m.SHA256, len(m.Containers))
+	return m
 }
 
 // restoredState is the host path of the restored counter's state file: the restore's own copy of

@@ -134,7 +134,7 @@ threading.Thread(target=http.server.ThreadingHTTPServer(("", 8080), handler).ser
 threading.Event().wait()`, 1)
 
 // startPodCounter runs servedCounter in a gVisor Pod (podCounter) and waits until it is Ready.
-func startPodCounter(t *testing.T, ns, name, image string) *corev1.Pod {
+func startPodCounter(t testing.TB, ns, name, image string) *corev1.Pod {
 	t.Helper()
 	createPod(t, ns, podCounter(name, image))
 	return waitRunning(t, ns, name)
@@ -143,7 +143,14 @@ func startPodCounter(t *testing.T, ns, name, image string) *corev1.Pod {
 // podCounter is a gVisor Pod running servedCounter, keeping its state in the container's root
 // filesystem (saved in a checkpoint with the memory); with image set, the Pod is restored from
 // that checkpoint image instead of started.
-func podCounter(name, image string) *corev1.Pod {
+func podCounter(name, image string) *corev1.Pod { return podCounterHolding(name, image, 0) }
+
+// podCounterHolding is podCounter whose Python first fills holdMiB MiB of memory with random bytes.
+func podCounterHolding(name, image string, holdMiB int) *corev1.Pod {
+	program := servedCounter
+	if holdMiB > 0 {
+		program = fmt.Sprintf("import os\nblob = bytearray(os.urandom(1 << 20)) * %d\n", holdMiB) + program
+	}
 	gvisor, grace := "gvisor", int64(1)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -151,7 +158,7 @@ func podCounter(name, image string) *corev1.Pod {
 			RuntimeClassName: &gvisor, TerminationGracePeriodSeconds: &grace, RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name: "py", Image: python, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"python3", "-c", servedCounter},
+				Command: []string{"python3", "-c", program},
 			}},
 		},
 	}
@@ -162,11 +169,12 @@ func podCounter(name, image string) *corev1.Pod {
 }
 
 // execCounter reads the counter in the Pod through `kubectl exec` until ok accepts it.
-func execCounter(t *testing.T, ns, pod string, ok func(counterState) bool) counterState {
+func execCounter(t testing.TB, ns, pod string, ok func(counterState) bool) counterState {
 	t.Helper()
 	var s counterState
 	waitFor(t, "the counter in "+ns+"/"+pod, func(ctx context.Context) (bool, error) {
-		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig="+kubeconfig, "exec", "-n", ns, pod, "--", "cat", "/tmp/state").CombinedOutput()
+		// stdout only: kubectl notes on stderr which container it picked
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig="+kubeconfig, "exec", "-n", ns, pod, "--", "cat", "/tmp/state").Output()
 		if err != nil {
 			return false, err
 		}
@@ -178,7 +186,7 @@ func execCounter(t *testing.T, ns, pod string, ok func(counterState) bool) count
 
 // snapshotDir is a checkpoint directory below the node's snapshot folder for namespace ns, where
 // the shim accepts images from; the test's cleanup removes it.
-func snapshotDir(t *testing.T, ns, name string) string {
+func snapshotDir(t testing.TB, ns, name string) string {
 	t.Helper()
 	parent := filepath.Join(devenv.NewLayout(stateDir).Snapshots, ns)
 	if err := os.MkdirAll(parent, 0o700); err != nil {

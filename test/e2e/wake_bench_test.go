@@ -5,9 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -45,10 +43,7 @@ func BenchmarkWake(b *testing.B) {
 				time.Sleep(time.Second) // the router's cache sees the suspended Sandbox
 				firstByte = append(firstByte, ms(getFirstByte(b, routerURL+"/sandboxes/"+ns+"/"+name+"/healthz", tok)))
 			}
-			slices.Sort(firstByte)
-			b.ReportMetric(firstByte[len(firstByte)/2], "first-byte-p50-ms")
-			b.ReportMetric(firstByte[int(math.Ceil(0.99*float64(len(firstByte))))-1], "first-byte-p99-ms")
-			b.ReportMetric(firstByte[len(firstByte)-1], "first-byte-max-ms")
+			reportPercentiles(b, "first-byte", firstByte)
 			b.ReportMetric(0, "ns/op")
 		})
 	}
