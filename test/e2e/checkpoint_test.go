@@ -57,10 +57,7 @@ func TestCheckpointRestoreKeepsPythonMemory(t *testing.T) {
 	pod, podState := startCounter(t, ns)
 	before := waitCounter(t, podState, func(s counterState) bool { return s.n > 3 })
 	dir := checkpointPod(t, node, ns, pod.Name, false)
-	if err := clientset.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPodGone(t, ns, pod.Name)
+	deletePod(t, ns, pod.Name)
 
 	restored, _ := restore(t, node, dir)
 	state := restoredState(t, restored)

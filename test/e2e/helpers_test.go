@@ -121,6 +121,15 @@ func waitPodGone(t testing.TB, ns, name string) {
 	})
 }
 
+// deletePod deletes the Pod ns/name and waits until it is gone.
+func deletePod(t testing.TB, ns, name string) {
+	t.Helper()
+	if err := clientset.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodGone(t, ns, name)
+}
+
 // kubectlExec runs a command in the pod's first container through `kubectl exec`.
 func kubectlExec(t testing.TB, ns, pod string, command ...string) string {
 	t.Helper()

@@ -77,10 +77,7 @@ func TestVolumeSurvivesPodDeletion(t *testing.T) {
 		} else if got := kubectlExec(t, ns, "writer", "cat", "/data/file"); got != "kept" {
 			t.Errorf("/data/file in the second pod = %q, want %q", got, "kept")
 		}
-		if err := clientset.CoreV1().Pods(ns).Delete(context.Background(), "writer", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitPodGone(t, ns, "writer")
+		deletePod(t, ns, "writer")
 	}
 }
 

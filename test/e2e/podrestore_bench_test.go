@@ -44,10 +44,7 @@ func BenchmarkPauseResumeWithMemory(b *testing.B) {
 				dir := snapshotDir(b, ns, from)
 				m := checkpointPodInto(b, node, ns, from, dir, false)
 				pause, size = append(pause, ms(time.Duration(m.Duration))), m.Size
-				if err := clientset.CoreV1().Pods(ns).Delete(context.Background(), from, metav1.DeleteOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				waitPodGone(b, ns, from)
+				deletePod(b, ns, from)
 				// the snapshot the deleted Pod was restored from is no longer read
 				if err := os.RemoveAll(prev); err != nil {
 					b.Fatal(err)

@@ -27,16 +27,8 @@ import (
 // checkpoint: the new Pod is Running and Ready with its own IP, `kubectl exec` works in it, and
 // its Python process still has the secret and counts on from where it stopped.
 func TestPauseWithMemoryIntoNewPod(t *testing.T) {
-	ns := namespace(t)
-	node := devNode()
-	src := startPodCounter(t, ns, "counter", "")
-	before := execCounter(t, ns, src.Name, func(s counterState) bool { return s.n > 3 })
-	dir := snapshotDir(t, ns, "pause")
-	checkpointPodInto(t, node, ns, src.Name, dir, false)
-	if err := clientset.CoreV1().Pods(ns).Delete(context.Background(), src.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPodGone(t, ns, src.Name)
+	ns, src, before, dir := snapshotCounter(t, false)
+	deletePod(t, ns, src.Name)
 
 	start := time.Now()
 	dst := startPodCounter(t, ns, "counter-resumed", checkpoint.ImagePath(dir))
@@ -81,12 +73,7 @@ func httpCounter(t *testing.T, ip string) counterState {
 // new Pods from the snapshot: each has the source's secret, counts on from the snapshot and
 // diverges on its own (deleting one stops only that one), and the source keeps running.
 func TestForkOfThreeIntoPods(t *testing.T) {
-	ns := namespace(t)
-	node := devNode()
-	src := startPodCounter(t, ns, "counter", "")
-	before := execCounter(t, ns, src.Name, func(s counterState) bool { return s.n > 3 })
-	dir := snapshotDir(t, ns, "fork")
-	checkpointPodInto(t, node, ns, src.Name, dir, true)
+	ns, src, before, dir := snapshotCounter(t, true)
 
 	start := time.Now()
 	names := []string{"fork-0", "fork-1", "fork-2"}
@@ -110,10 +97,7 @@ func TestForkOfThreeIntoPods(t *testing.T) {
 			t.Fatalf("%s has secret %d, the source %d", name, first[i].secret, before.secret)
 		}
 	}
-	if err := clientset.CoreV1().Pods(ns).Delete(context.Background(), names[0], metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPodGone(t, ns, names[0])
+	deletePod(t, ns, names[0])
 	for i := 1; i < len(names); i++ {
 		execCounter(t, ns, names[i], func(s counterState) bool { return s.n > first[i].n+3 })
 	}
@@ -132,6 +116,20 @@ var servedCounter = strings.Replace(strings.ReplaceAll(counterMain, "/out/", "/t
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory="/tmp")
 threading.Thread(target=http.server.ThreadingHTTPServer(("", 8080), handler).serve_forever, daemon=True).start()
 threading.Event().wait()`, 1)
+
+// snapshotCounter starts a counter Pod in a new namespace and, once it has counted a little,
+// checkpoints it into a snapshot folder of that namespace (leaveRunning: a snapshot that does not
+// stop it). It returns the namespace, the Pod, the counter read before the checkpoint and the
+// checkpoint directory.
+func snapshotCounter(t *testing.T, leaveRunning bool) (string, *corev1.Pod, counterState, string) {
+	t.Helper()
+	ns := namespace(t)
+	src := startPodCounter(t, ns, "counter", "")
+	before := execCounter(t, ns, src.Name, func(s counterState) bool { return s.n > 3 })
+	dir := snapshotDir(t, ns, "snapshot")
+	checkpointPodInto(t, devNode(), ns, src.Name, dir, leaveRunning)
+	return ns, src, before, dir
+}
 
 // startPodCounter runs servedCounter in a gVisor Pod (podCounter) and waits until it is Ready.
 func startPodCounter(t testing.TB, ns, name, image string) *corev1.Pod {
