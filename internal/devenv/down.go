@@ -126,6 +126,9 @@ func aliveComponent(l Layout, name string) bool {
 	return ok && proc.Alive()
 }
 
+// ctrDeleteTimeout bounds the ctr commands that remove one leftover container.
+const ctrDeleteTimeout = 20 * time.Second
+
 // removeContainers kills and deletes whatever containerd still runs (pods the kubelet did not
 // stop), so every shim exits.
 func removeContainers(p *Progress, l Layout) error {
@@ -139,11 +142,15 @@ func removeContainers(p *Progress, l Layout) error {
 	}
 	n := 0
 	for _, id := range strings.Fields(ids) {
-		_, _ = ctrRun(ctr, l, "tasks", "kill", "-s", "SIGKILL", id)
-		_, _ = ctrRun(ctr, l, "tasks", "delete", "-f", id)
-		if _, err := ctrRun(ctr, l, "containers", "delete", id); err != nil {
+		// bounded: a shim that never reports its task exited makes `tasks delete` wait forever
+		// (seen with a gVisor sandbox whose start failed); stopShims kills such shims next
+		ctx, cancel := context.WithTimeout(context.Background(), ctrDeleteTimeout)
+		_, _ = ctrRunContext(ctx, ctr, l, "tasks", "kill", "-s", "SIGKILL", id)
+		_, _ = ctrRunContext(ctx, ctr, l, "tasks", "delete", "-f", id)
+		if _, err := ctrRunContext(ctx, ctr, l, "containers", "delete", id); err != nil {
 			p.Say("could not delete container %s: %v", id, err)
 		}
+		cancel()
 		n++
 	}
 	if n > 0 {

@@ -330,9 +330,14 @@ func (e *env) ctr(args ...string) (string, error) {
 // stdout; on failure the error carries stderr (which also holds ctr's warnings, so it is never
 // parsed).
 func ctrRun(ctr string, l Layout, args ...string) (string, error) {
+	return ctrRunContext(context.Background(), ctr, l, args...)
+}
+
+// ctrRunContext is ctrRun that gives up (kills ctr) when ctx ends.
+func ctrRunContext(ctx context.Context, ctr string, l Layout, args ...string) (string, error) {
 	full := append([]string{"-a", l.ContainerdSocket, "-n", "k8s.io"}, args...)
 	var stderr bytes.Buffer
-	cmd := exec.Command(ctr, full...)
+	cmd := exec.CommandContext(ctx, ctr, full...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
