@@ -78,8 +78,7 @@ func TestForkOfThreeIntoPods(t *testing.T) {
 	start := time.Now()
 	names := []string{"fork-0", "fork-1", "fork-2"}
 	for _, name := range names {
-		pod := podCounter(name, checkpoint.ImagePath(dir))
-		createPod(t, ns, pod)
+		createPod(t, ns, podCounter(name, checkpoint.ImagePath(dir)))
 	}
 	ips := map[string]string{src.Status.PodIP: src.Name}
 	for _, name := range names {

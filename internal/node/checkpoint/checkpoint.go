@@ -109,7 +109,7 @@ func saveBundles(o Options, bundles []bundle, m *Manifest) error {
 }
 
 func checkpointArgs(o Options) []string {
-	image := "--image-path=" + filepath.Join(o.Dir, imageDir)
+	image := "--image-path=" + ImagePath(o.Dir)
 	leave := "--leave-running=" + strconv.FormatBool(o.LeaveRunning)
 	if o.Kind == Filesystem {
 		return []string{"fscheckpoint", image, leave, o.SandboxID}

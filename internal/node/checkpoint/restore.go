@@ -71,7 +71,7 @@ func Restore(ctx context.Context, r Runsc, o RestoreOptions) (*Restored, error) 
 	// which the restore must keep unchanged): runsc would create it again and the kubelet kills
 	// whatever runs in the cgroup of a deleted Pod. The restored sandbox runs in none.
 	r.Flags = append(append([]string(nil), r.Flags...), "--ignore-cgroups")
-	if err := restoreAll(ctx, r, filepath.Join(o.Dir, imageDir), res.IDs, bundles); err != nil {
+	if err := restoreAll(ctx, r, ImagePath(o.Dir), res.IDs, bundles); err != nil {
 		_ = r.Kill(context.WithoutCancel(ctx), res.IDs...)
 		return nil, err
 	}
