@@ -3,6 +3,8 @@ package v1beta1
 import (
 	"strings"
 
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
@@ -67,10 +69,22 @@ func NetworkPolicyName(template string) string {
 	return template + networkPolicySuffix
 }
 
-// WarmPoolMemberGenerateName is the metadata.generateName of pool's members: the API server
-// appends five random characters.
+// WarmPoolMemberGenerateName is the metadata.generateName of pool's members.
 func WarmPoolMemberGenerateName(pool string) string {
 	return pool + "-"
+}
+
+// WarmPoolMemberName returns a new name for a member of pool: its generateName, cut as the API
+// server cuts one, and five random characters, as the API server would append them. The pool
+// names its members itself so that it knows, when it creates one, the name of the member's Pod
+// (the Pod is named after its Sandbox) and sets the pod-name annotation in the same write.
+func WarmPoolMemberName(pool string) string {
+	const random, maxName = 5, 63
+	prefix := WarmPoolMemberGenerateName(pool)
+	if len(prefix) > maxName-random {
+		prefix = prefix[:maxName-random]
+	}
+	return prefix + utilrand.String(random)
 }
 
 // WarmPoolSelector is the label selector, as a string, that matches pool's members: the pool's

@@ -73,6 +73,14 @@ func TestWarmPoolNames(t *testing.T) {
 	if got, want := WarmPoolMemberGenerateName("python"), "python-"; got != want {
 		t.Errorf("WarmPoolMemberGenerateName = %q, want %q", got, want)
 	}
+	a, b := WarmPoolMemberName("python"), WarmPoolMemberName("python")
+	if !strings.HasPrefix(a, "python-") || len(a) != len("python-")+5 || a == b {
+		t.Errorf("WarmPoolMemberName(python) = %q, then %q; want python- and 5 random characters, different each time", a, b)
+	}
+	long := strings.Repeat("p", 70)
+	if got := WarmPoolMemberName(long); len(got) != 63 || !strings.HasPrefix(got, long[:58]) {
+		t.Errorf("WarmPoolMemberName of a 70-character pool = %q (%d characters); want its first 58 and 5 random", got, len(got))
+	}
 	// NameHash("my-sandbox") is pinned by api/v1beta1's tests.
 	if got, want := WarmPoolSelector("my-sandbox"), "agents.x-k8s.io/warm-pool-sandbox=374de8f5"; got != want {
 		t.Errorf("WarmPoolSelector = %q, want %q", got, want)

@@ -115,7 +115,9 @@ func buildColdSandbox(claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTem
 		bp.IdlePolicy = claim.Spec.IdlePolicy.DeepCopy()
 	}
 	bp.Egress = effectiveEgress(claim, tpl)
-	annotations := map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tpl.Name}
+	// The Pod takes the Sandbox's name: the pod-name annotation comes with the creation rather
+	// than in a patch of the Sandbox controller once the Pod exists.
+	annotations := map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tpl.Name, sandboxv1beta1.PodNameAnnotation: claim.Name}
 	if tc := claim.Annotations[sandboxv1beta1.TraceContextAnnotation]; tc != "" {
 		annotations[sandboxv1beta1.TraceContextAnnotation] = tc
 	}

@@ -38,6 +38,7 @@ func TestBuildColdSandbox(t *testing.T) {
 			},
 			Annotations: map[string]string{
 				"agents.x-k8s.io/sandbox-template-ref": testTemplate,
+				"agents.x-k8s.io/pod-name":             "my-claim",
 				"opentelemetry.io/trace-context":       `{"traceparent":"t"}`,
 			},
 		},

@@ -184,9 +184,11 @@ func (r *Reconciler) newSandbox(pool *extv1beta1.SandboxWarmPool, obs *observed)
 		// Unclaimed members hold no one's work: the cluster autoscaler may evict them.
 		podMeta.Annotations[extv1beta1.SafeToEvictAnnotation] = "true"
 	}
+	name := extv1beta1.WarmPoolMemberName(pool.Name)
 	sb := &sandboxv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:    pool.Namespace,
+			Name:         name,
 			GenerateName: extv1beta1.WarmPoolMemberGenerateName(pool.Name),
 			Labels: map[string]string{
 				sandboxv1beta1.WarmPoolSandboxLabel:        sandboxv1beta1.NameHash(pool.Name),
@@ -195,7 +197,9 @@ func (r *Reconciler) newSandbox(pool *extv1beta1.SandboxWarmPool, obs *observed)
 				sandboxv1beta1.LaunchTypeLabel:             extv1beta1.LaunchTypeWarm,
 				sandboxv1beta1.CreatedByLabel:              extv1beta1.CreatedByController,
 			},
-			Annotations: map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tplName},
+			// The Pod takes the Sandbox's name: the annotation the Sandbox controller would
+			// otherwise patch in once the Pod exists comes with the creation.
+			Annotations: map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tplName, sandboxv1beta1.PodNameAnnotation: name},
 		},
 		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: bp},
 	}
@@ -223,10 +227,7 @@ func (r *Reconciler) createMembers(ctx context.Context, pool *extv1beta1.Sandbox
 	key := poolKey(pool)
 	r.expectations.ExpectCreations(key, n)
 	created, attempted, err := slowStartBatch(n, func(int) error {
-		sb, err := r.newSandbox(pool, obs)
-		if err == nil {
-			err = r.client.Create(ctx, sb, client.FieldOwner(FieldManager))
-		}
+		sb, err := r.createMember(ctx, pool, obs)
 		if err != nil {
 			r.expectations.CreationFailed(key)
 			return err
@@ -244,6 +245,24 @@ func (r *Reconciler) createMembers(ctx context.Context, pool *extv1beta1.Sandbox
 		return fmt.Errorf("creating members of SandboxWarmPool %s (%d of %d created): %w", pool.Name, created, n, err)
 	}
 	return nil
+}
+
+// nameAttempts is how many random names createMember tries before it gives up, as the API server
+// does for a generateName.
+const nameAttempts = 8
+
+// createMember creates one new member, under another random name when one is taken.
+func (r *Reconciler) createMember(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed) (*sandboxv1beta1.Sandbox, error) {
+	for attempt := 1; ; attempt++ {
+		sb, err := r.newSandbox(pool, obs)
+		if err != nil {
+			return nil, err
+		}
+		err = r.client.Create(ctx, sb, client.FieldOwner(FieldManager))
+		if err == nil || !apierrors.IsAlreadyExists(err) || attempt == nameAttempts {
+			return sb, err
+		}
+	}
 }
 
 // deleteMembers deletes the planned members in slow-start batches. Each delete is conditional on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,9 +103,14 @@ func TestNewSandbox(t *testing.T) {
 				"agents.x-k8s.io/sandbox-template-ref-hash": templateHash,
 			}
 			wantSpec.PodTemplate.Metadata.Annotations = tc.wantAnnotations
+			// The pool names the member (pool- and five random characters) and its Pod.
+			if !strings.HasPrefix(sb.Name, "pool-") || len(sb.Name) != len("pool-")+5 {
+				t.Errorf("newSandbox() named the member %q; want pool- and 5 random characters", sb.Name)
+			}
 			want := &sandboxv1beta1.Sandbox{
 				ObjectMeta: metav1.ObjectMeta{
 					Namespace:    testNS,
+					Name:         sb.Name,
 					GenerateName: "pool-",
 					Labels: map[string]string{
 						"agents.x-k8s.io/warm-pool-sandbox":         poolHash,
@@ -113,7 +119,7 @@ func TestNewSandbox(t *testing.T) {
 						"agents.x-k8s.io/launch-type":               "warm",
 						"agents.x-k8s.io/created-by":                "controller",
 					},
-					Annotations: map[string]string{"agents.x-k8s.io/sandbox-template-ref": "template"},
+					Annotations: map[string]string{"agents.x-k8s.io/sandbox-template-ref": "template", "agents.x-k8s.io/pod-name": sb.Name},
 					OwnerReferences: []metav1.OwnerReference{{
 						APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxWarmPool", Name: "pool", UID: "pool-uid",
 						Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
