@@ -50,6 +50,14 @@ const (
 // emptied is back about as soon as without the hold; and a hold never exceeds 5 delays (1s).
 const DefaultWarmPoolReplenishDelay = 200 * time.Millisecond
 
+// DefaultWarmPoolStatusBatchPeriod is how long a pool's counting status changes wait to be
+// written together. At a claim a second on a pool whose refill starts within a second (kwok, a
+// cached image), the take, the new member and its Ready are over within one period and the pool's
+// status comes back to what is written: no write at all, where writing each change costs about
+// 3.4 per claim. A second is below what a waiting client notices in a count, and the changes it
+// acts on (the pool Ready again, errors, a new generation) do not wait.
+const DefaultWarmPoolStatusBatchPeriod = time.Second
+
 // DefaultRouterPodLabels and DefaultClusterDNSPodLabels select the router's and the cluster DNS's
 // pods by default.
 func DefaultRouterPodLabels() map[string]string {
@@ -135,6 +143,9 @@ func setExtensionDefaults(c *Controllers) {
 	}
 	if wp.ReplenishDelay == nil {
 		wp.ReplenishDelay = &metav1.Duration{Duration: DefaultWarmPoolReplenishDelay}
+	}
+	if wp.StatusBatchPeriod == nil {
+		wp.StatusBatchPeriod = &metav1.Duration{Duration: DefaultWarmPoolStatusBatchPeriod}
 	}
 	if wp.MaxRefillRate == nil {
 		wp.MaxRefillRate = ptr.To(DefaultWarmPoolMaxRefillRate)

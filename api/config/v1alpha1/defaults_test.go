@@ -28,6 +28,7 @@ func defaulted() *ControllerConfiguration {
 				ReadinessGracePeriod:         &metav1.Duration{Duration: 5 * time.Minute},
 				UnschedulableRecheckInterval: &metav1.Duration{Duration: time.Minute},
 				ReplenishDelay:               &metav1.Duration{Duration: 200 * time.Millisecond},
+				StatusBatchPeriod:            &metav1.Duration{Duration: time.Second},
 				MaxRefillRate:                ptr.To[float32](0),
 			},
 			SandboxClaim: ClaimSettings{

@@ -157,6 +157,16 @@ type WarmPoolSettings struct {
 	// +optional
 	ReplenishDelay *metav1.Duration `json:"replenishDelay,omitempty"`
 
+	// statusBatchPeriod batches a pool's status writes: a change that is only counting (members
+	// taken, created or becoming Ready, and the Ready and Progressing conditions moving between
+	// their ordinary reasons) waits until this long after the first change not yet written, so a
+	// claim, the refill it starts and the new member's start cost the pool one status write, or
+	// none when they are over before it. The pool turning Ready again, a new generation, errors,
+	// unschedulable members and a passed progress deadline are written at once. 0 writes every
+	// change at once. Default: 1s (see DefaultWarmPoolStatusBatchPeriod).
+	// +optional
+	StatusBatchPeriod *metav1.Duration `json:"statusBatchPeriod,omitempty"`
+
 	// maxRefillRate paces each pool's creations, in members per second (a token bucket holding
 	// at most max(1, maxRefillRate) members); 0 does not pace them. Default: 0.
 	// +optional

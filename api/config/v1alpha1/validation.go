@@ -67,6 +67,9 @@ func validateControllers(c *Controllers, p *field.Path) field.ErrorList {
 	if d := c.SandboxWarmPool.ReplenishDelay.Duration; d < 0 {
 		errs = append(errs, field.Invalid(wp.Child("replenishDelay"), d.String(), "must not be negative"))
 	}
+	if d := c.SandboxWarmPool.StatusBatchPeriod.Duration; d < 0 {
+		errs = append(errs, field.Invalid(wp.Child("statusBatchPeriod"), d.String(), "must not be negative"))
+	}
 	if r := float64(*c.SandboxWarmPool.MaxRefillRate); math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
 		errs = append(errs, field.Invalid(wp.Child("maxRefillRate"), r, "must be a finite number, 0 (unpaced) or more"))
 	}

@@ -130,10 +130,12 @@ func TestValidate(t *testing.T) {
 		"refill settings negative": {
 			mutate: func(c *ControllerConfiguration) {
 				c.Controllers.SandboxWarmPool.ReplenishDelay.Duration = -time.Millisecond
+				c.Controllers.SandboxWarmPool.StatusBatchPeriod.Duration = -time.Second
 				c.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To[float32](-1)
 			},
 			want: []fieldErr{
 				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.replenishDelay"},
+				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.statusBatchPeriod"},
 				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.maxRefillRate"},
 			},
 		},
@@ -146,6 +148,7 @@ func TestValidate(t *testing.T) {
 		"refill off and unpaced are valid": {
 			mutate: func(c *ControllerConfiguration) {
 				c.Controllers.SandboxWarmPool.ReplenishDelay.Duration = 0
+				c.Controllers.SandboxWarmPool.StatusBatchPeriod.Duration = 0
 				c.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To[float32](0.5)
 			},
 		},

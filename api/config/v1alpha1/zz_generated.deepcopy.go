@@ -336,6 +336,11 @@ func (in *WarmPoolSettings) DeepCopyInto(out *WarmPoolSettings) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.StatusBatchPeriod != nil {
+		in, out := &in.StatusBatchPeriod, &out.StatusBatchPeriod
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.MaxRefillRate != nil {
 		in, out := &in.MaxRefillRate, &out.MaxRefillRate
 		*out = new(float32)

@@ -67,6 +67,9 @@ type Settings struct {
 	ReplenishDelay time.Duration
 	// MaxRefillRate is the most members per second a pool creates; 0 does not pace them.
 	MaxRefillRate float64
+	// StatusBatchPeriod is how long a pool's counting status changes wait to be written together;
+	// 0 writes each at once (statusbatch.go).
+	StatusBatchPeriod time.Duration
 }
 
 // SettingsFrom returns the settings of cfg, which has its defaults set.
@@ -77,6 +80,7 @@ func SettingsFrom(cfg *configv1alpha1.ControllerConfiguration) Settings {
 		ReadinessGracePeriod:         configv1alpha1.DefaultWarmPoolReadinessGracePeriod,
 		UnschedulableRecheckInterval: configv1alpha1.DefaultWarmPoolUnschedulableRecheckInterval,
 		ReplenishDelay:               configv1alpha1.DefaultWarmPoolReplenishDelay,
+		StatusBatchPeriod:            configv1alpha1.DefaultWarmPoolStatusBatchPeriod,
 		MaxRefillRate:                float64(ptr.Deref(wp.MaxRefillRate, configv1alpha1.DefaultWarmPoolMaxRefillRate)),
 	}
 	if wp.ReadinessGracePeriod != nil {
@@ -87,6 +91,9 @@ func SettingsFrom(cfg *configv1alpha1.ControllerConfiguration) Settings {
 	}
 	if wp.ReplenishDelay != nil {
 		s.ReplenishDelay = wp.ReplenishDelay.Duration
+	}
+	if wp.StatusBatchPeriod != nil {
+		s.StatusBatchPeriod = wp.StatusBatchPeriod.Duration
 	}
 	return s
 }
@@ -100,6 +107,7 @@ type Reconciler struct {
 	settings     Settings
 	status       *status.Writer
 	refill       *refillGate
+	statusBatch  *statusBatch
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -109,8 +117,9 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, clk clock.PassiveClock,
 	exp *inflight.Expectations, settings Settings) *Reconciler {
 	return &Reconciler{client: c, scheme: scheme, clock: clk, expectations: exp, settings: settings,
-		status: status.NewWriter(c, recorder, FieldManager, "SandboxWarmPool"),
-		refill: newRefillGate(clk, settings.ReplenishDelay, settings.MaxRefillRate)}
+		status:      status.NewWriter(c, recorder, FieldManager, "SandboxWarmPool"),
+		refill:      newRefillGate(clk, settings.ReplenishDelay, settings.MaxRefillRate),
+		statusBatch: newStatusBatch(settings.StatusBatchPeriod)}
 }
 
 // Setup registers the SandboxWarmPool controller with mgr, configured by cfg.
@@ -138,6 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.String())
 			r.refill.forget(req.String())
+			r.statusBatch.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -210,10 +220,21 @@ func (r *Reconciler) manageMembers(ctx context.Context, pool *extv1beta1.Sandbox
 // events of what the pass did (members adopted, deleted) are emitted first, whatever the write
 // meets: a conflict would drop them for good, as no later pass does it again.
 func (r *Reconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed) error {
-	st, prog := computeStatus(pool, obs, r.clock.Now())
+	now := r.clock.Now()
+	st, prog := computeStatus(pool, obs, now)
 	obs.wakeIn(prog.deadlineIn)
 	r.status.Emit(pool, statusEvents(obs.actions)...)
-	out, err := status.Write(ctx, r.status, pool, &pool.Status, st, statusEvents(append(obs.events, conditionEvents(pool.Status, st, prog)...))...)
+	evs := statusEvents(append(obs.events, conditionEvents(pool.Status, st, prog)...))
+	key := poolKey(pool)
+	if wait := r.statusBatch.wait(key, &pool.Status, &st, now); wait > 0 {
+		if len(evs) == 0 {
+			// Counting only (statusbatch.go): written with the changes that follow within the period.
+			obs.wakeIn(wait)
+			return nil
+		}
+		r.statusBatch.forget(key)
+	}
+	out, err := status.Write(ctx, r.status, pool, &pool.Status, st, evs...)
 	obs.wakeIn(out.RequeueAfter())
 	return err
 }
