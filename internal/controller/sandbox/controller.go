@@ -163,7 +163,8 @@ func sooner(a, b time.Duration) time.Duration {
 func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (status.Outcome, time.Duration, error) {
 	now := metav1.NewTime(r.clock.Now())
 	st := computeStatus(sb, obs, r.clusterDomain, now)
-	if wait := progressDeferral(&sb.Status, &st, now.Time); wait > 0 && len(obs.events) == 0 {
+	r.status.Emit(sb, obs.actions...)
+	if wait := progressDeferral(sb, &st, now.Time); wait > 0 && len(obs.events) == 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Deferring a status write of the Pod's progress", "for", wait)
 		return status.Unchanged, wait, nil
 	}

@@ -120,7 +120,7 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	case err == nil:
 		obs.pod = pod
 		obs.ownedPods = 1
-		obs.record(pod, corev1.EventTypeNormal, EventPodCreated, "CreatePod", "Created Pod "+pod.Name)
+		obs.recordAction(pod, corev1.EventTypeNormal, EventPodCreated, "CreatePod", "Created Pod "+pod.Name)
 		return r.recordPodName(ctx, sb)
 	case !apierrors.IsAlreadyExists(err):
 		obs.record(nil, corev1.EventTypeWarning, EventPodCreateFailed, "CreatePod",

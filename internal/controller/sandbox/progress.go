@@ -28,7 +28,14 @@ const progressDelay = 5 * time.Second
 // router use them before Ready), the Service, the agent, observedGeneration, any other condition.
 // The status left in place is stale for at most progressDelay, never wrong: PodScheduled=Unknown
 // says the controller has not reported scheduling, and the Pod was Pending when it was written.
-func progressDeferral(written, want *sandboxv1beta1.SandboxStatus, now time.Time) time.Duration {
+//
+// An unclaimed pool member's first status may wait too, up to progressDelay after the member's
+// creation, while its Pod merely starts (firstStatusDeferral).
+func progressDeferral(sb *sandboxv1beta1.Sandbox, want *sandboxv1beta1.SandboxStatus, now time.Time) time.Duration {
+	written := &sb.Status
+	if len(written.Conditions) == 0 {
+		return firstStatusDeferral(sb, want, now)
+	}
 	was := meta.FindStatusCondition(written.Conditions, sandboxv1beta1.SandboxConditionReady)
 	is := meta.FindStatusCondition(want.Conditions, sandboxv1beta1.SandboxConditionReady)
 	if was == nil || is == nil || was.Status != metav1.ConditionFalse || !sameState(was, is) ||
@@ -40,6 +47,35 @@ func progressDeferral(written, want *sandboxv1beta1.SandboxStatus, now time.Time
 		return 0
 	}
 	return left
+}
+
+// firstStatusDeferral returns how long the first status of sb may wait: up to progressDelay after
+// sb's creation when sb is a pool member no claim has taken and want says no more than that its
+// Pod is on its way (Ready False/DependenciesNotReady, PodScheduled not False, Suspended False, no
+// other condition, no podIPs). No client waits on such a member: the pool counts it as not Ready from its creation
+// whatever its status holds, and claims take Ready members only. A Pod that starts within the
+// delay costs the member one status write, Ready, instead of two. An unschedulable Pod, a Pod
+// with an IP, an error or any other reason is written at once, as is every Sandbox of a user or
+// a claim.
+func firstStatusDeferral(sb *sandboxv1beta1.Sandbox, want *sandboxv1beta1.SandboxStatus, now time.Time) time.Duration {
+	if _, member := sb.Labels[sandboxv1beta1.WarmPoolSandboxLabel]; !member || len(want.PodIPs) > 0 {
+		return 0
+	}
+	for i := range want.Conditions {
+		c := &want.Conditions[i]
+		switch {
+		case c.Type == sandboxv1beta1.SandboxConditionReady && c.Status == metav1.ConditionFalse &&
+			c.Reason == sandboxv1beta1.SandboxReasonDependenciesNotReady:
+		case c.Type == sandboxv1beta1.SandboxConditionPodScheduled && c.Status != metav1.ConditionFalse:
+		case c.Type == sandboxv1beta1.SandboxConditionSuspended && c.Status == metav1.ConditionFalse:
+		default:
+			return 0
+		}
+	}
+	if !meta.IsStatusConditionFalse(want.Conditions, sandboxv1beta1.SandboxConditionReady) {
+		return 0
+	}
+	return max(0, sb.CreationTimestamp.Add(progressDelay).Sub(now))
 }
 
 // onlyProgress reports whether want differs from written in nothing but the Ready message,

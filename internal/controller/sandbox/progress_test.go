@@ -69,19 +69,61 @@ func TestProgressDeferral(t *testing.T) {
 			}
 			now := metav1.NewTime(testNow.Add(tc.after))
 			want := computeStatus(sb, obs, testDomain, now)
-			if got := progressDeferral(&written, &want, now.Time); got != tc.want {
+			if got := progressDeferral(sb, &want, now.Time); got != tc.want {
 				t.Errorf("progressDeferral = %v; want %v (written %+v, wanted %+v)", got, tc.want, written, want)
 			}
 		})
 	}
 }
 
-// TestProgressDeferralNeedsAWrittenStatus checks that the first observation of a Sandbox is always
-// written: nothing a client could read says anything about its Pod yet.
-func TestProgressDeferralNeedsAWrittenStatus(t *testing.T) {
-	sb := withMeta(testSandbox().Obj())
-	want := computeStatus(sb, &observed{ownedPods: 1, pod: testPod().Phase(corev1.PodPending).Obj()}, testDomain, testNow)
-	if got := progressDeferral(&sandboxv1beta1.SandboxStatus{}, &want, testNow.Time); got != 0 {
-		t.Errorf("progressDeferral of the first status = %v; want 0", got)
+// TestFirstStatusDeferral checks which first statuses wait: an unclaimed pool member's, while its
+// Pod merely starts, until progressDelay after its creation; every other Sandbox's at once.
+func TestFirstStatusDeferral(t *testing.T) {
+	pending := func() *corev1.Pod { return testPod().Phase(corev1.PodPending).Obj() }
+	running := func() *corev1.Pod { return testPod().Phase(corev1.PodRunning).Scheduled().NodeName("node-a").Obj() }
+	tests := []struct {
+		name   string
+		member bool
+		pod    func() *corev1.Pod
+		after  time.Duration // since the Sandbox's creation
+		err    error
+		want   time.Duration
+	}{
+		{name: "member, Pod pending", member: true, pod: pending, after: time.Second, want: 4 * time.Second},
+		{name: "member, Pod running without an IP", member: true, pod: running, after: 2 * time.Second, want: 3 * time.Second},
+		{name: "member, at the delay", member: true, pod: pending, after: progressDelay},
+		{name: "member, no Pod yet", member: true, after: time.Second, want: 4 * time.Second},
+		{name: "member, Pod with an IP", member: true, after: time.Second,
+			pod: func() *corev1.Pod { return testPod().Phase(corev1.PodRunning).Scheduled().IP("10.0.0.1").Obj() }},
+		{name: "member, Pod ready", member: true, after: time.Second,
+			pod: func() *corev1.Pod { return readyPod().IP("10.0.0.1").Obj() }},
+		{name: "member, Pod unschedulable", member: true, after: time.Second,
+			pod: func() *corev1.Pod {
+				return testPod().Phase(corev1.PodPending).Condition(corev1.PodCondition{Type: corev1.PodScheduled,
+					Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}).Obj()
+			}},
+		{name: "member, Pod failed", member: true, after: time.Second,
+			pod: func() *corev1.Pod { return testPod().Phase(corev1.PodFailed).Scheduled().Obj() }},
+		{name: "member, an error", member: true, pod: pending, after: time.Second, err: errBoom},
+		{name: "a user's Sandbox", pod: pending, after: time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := testSandbox()
+			if tc.member {
+				w = w.Label(sandboxv1beta1.WarmPoolSandboxLabel, "pool-hash")
+			}
+			sb := withMeta(w.Obj())
+			sb.CreationTimestamp = testNow
+			obs := &observed{err: tc.err}
+			if tc.pod != nil {
+				obs.pod, obs.ownedPods = tc.pod(), 1
+			}
+			now := metav1.NewTime(testNow.Add(tc.after))
+			want := computeStatus(sb, obs, testDomain, now)
+			if got := progressDeferral(sb, &want, now.Time); got != tc.want {
+				t.Errorf("progressDeferral of the first status = %v; want %v (wanted %+v)", got, tc.want, want)
+			}
+		})
 	}
 }

@@ -29,8 +29,9 @@ type observed struct {
 	expired bool
 	// err is the first error of the pass, reported as Ready=False/ReconcilerError.
 	err error
-	// events are emitted once the status is written (package status).
-	events []status.Event
+	// events are emitted once the status is written (package status); actions, events about
+	// what the pass did that no later pass sees again (a Pod it created), at once.
+	events, actions []status.Event
 	// idle is the status.idle the idle policy's check decided (idle.go).
 	idle *sandboxv1beta1.IdleStatus
 }
@@ -39,6 +40,12 @@ type observed struct {
 // written.
 func (o *observed) record(related runtime.Object, eventType, reason, action, note string) {
 	o.events = append(o.events, status.Event{Related: related, Type: eventType, Reason: reason, Action: action, Note: note})
+}
+
+// recordAction adds an event about something the pass did, and related when not nil, to emit
+// whatever becomes of the status write.
+func (o *observed) recordAction(related runtime.Object, eventType, reason, action, note string) {
+	o.actions = append(o.actions, status.Event{Related: related, Type: eventType, Reason: reason, Action: action, Note: note})
 }
 
 // computeStatus returns the status of sb given what this pass observed. It is a pure function:
