@@ -11,6 +11,10 @@ const (
 	SandboxNameHashLabel = "agents.x-k8s.io/sandbox-name-hash"
 	// WarmPoolSandboxLabel marks a Sandbox and its Pod as members of a warm pool (NameHash of the pool).
 	WarmPoolSandboxLabel = "agents.x-k8s.io/warm-pool-sandbox"
+	// SafeToEvictAnnotation set to "true" on a warm pool's unclaimed Pods (a Sandbox with
+	// WarmPoolSandboxLabel) lets the cluster autoscaler evict them; it goes when a claim takes the
+	// sandbox, unless its pod template sets it.
+	SafeToEvictAnnotation = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 	// SandboxTemplateRefHashLabel is NameHash of the template a sandbox was built from.
 	SandboxTemplateRefHashLabel = "agents.x-k8s.io/sandbox-template-ref-hash"
 	// SandboxTemplateHashLabel is the staleness hash of the blueprint a pool member was built from.

@@ -46,6 +46,7 @@ func TestWireKeys(t *testing.T) {
 	cases := map[string]struct{ got, want string }{
 		"SandboxNameHashLabel":            {SandboxNameHashLabel, "agents.x-k8s.io/sandbox-name-hash"},
 		"WarmPoolSandboxLabel":            {WarmPoolSandboxLabel, "agents.x-k8s.io/warm-pool-sandbox"},
+		"SafeToEvictAnnotation":           {SafeToEvictAnnotation, "cluster-autoscaler.kubernetes.io/safe-to-evict"},
 		"SandboxTemplateRefHashLabel":     {SandboxTemplateRefHashLabel, "agents.x-k8s.io/sandbox-template-ref-hash"},
 		"SandboxTemplateHashLabel":        {SandboxTemplateHashLabel, "agents.x-k8s.io/sandbox-template-hash"},
 		"LaunchTypeLabel":                 {LaunchTypeLabel, "agents.x-k8s.io/launch-type"},

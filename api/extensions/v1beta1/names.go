@@ -27,10 +27,10 @@ const (
 	// ClaimFirstReadyAtAnnotation on a claim is when it first became Ready; it keeps the latency
 	// metrics from being observed twice.
 	ClaimFirstReadyAtAnnotation = "agents.x-k8s.io/claim-first-ready-at"
-	// SafeToEvictAnnotation set to "true" on a warm pool's unclaimed Pods lets the cluster
-	// autoscaler evict them; it is removed when a claim takes the sandbox, unless the template
-	// sets it. It is the one annotation under kubernetes.io a claim's additionalPodMetadata may set.
-	SafeToEvictAnnotation = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	// SafeToEvictAnnotation is sandboxv1beta1.SafeToEvictAnnotation, which the Sandbox
+	// controller sets on a warm pool's unclaimed Pods. It is the one annotation under
+	// kubernetes.io a claim's additionalPodMetadata may set.
+	SafeToEvictAnnotation = sandboxv1beta1.SafeToEvictAnnotation
 )
 
 // Values of sandboxv1beta1.LaunchTypeLabel.

@@ -191,10 +191,18 @@ func withClaimVolumes(vols []corev1.Volume, sb *sandboxv1beta1.Sandbox) []corev1
 }
 
 // desiredPodMetadata returns the labels and annotations the controller manages on the Pod: the
-// template's (reserved keys dropped), the propagated-keys bookkeeping, and the system labels.
+// template's (reserved keys dropped), safe-to-evict on an unclaimed pool member's, the
+// propagated-keys bookkeeping, and the system labels.
 func desiredPodMetadata(sb *sandboxv1beta1.Sandbox) (map[string]string, map[string]string) {
 	lbls := userKeys(sb.Spec.PodTemplate.Metadata.Labels)
 	annos := userKeys(sb.Spec.PodTemplate.Metadata.Annotations)
+	if _, member := sb.Labels[sandboxv1beta1.WarmPoolSandboxLabel]; member {
+		if _, set := annos[sandboxv1beta1.SafeToEvictAnnotation]; !set {
+			// An unclaimed pool member holds no one's work: the cluster autoscaler may evict
+			// it. Propagated like a template annotation, it goes when a claim takes the member.
+			annos[sandboxv1beta1.SafeToEvictAnnotation] = "true"
+		}
+	}
 	annoKeys := joinKeys(annos)
 	annos[sandboxv1beta1.PropagatedLabelsAnnotation] = joinKeys(lbls)
 	annos[sandboxv1beta1.PropagatedAnnotationsAnnotation] = annoKeys

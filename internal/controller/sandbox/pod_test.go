@@ -114,7 +114,19 @@ func TestBuildPod(t *testing.T) {
 			}),
 			wantAnnotations: map[string]string{
 				sandboxv1beta1.PropagatedLabelsAnnotation:      "app",
-				sandboxv1beta1.PropagatedAnnotationsAnnotation: "",
+				sandboxv1beta1.PropagatedAnnotationsAnnotation: sandboxv1beta1.SafeToEvictAnnotation,
+				sandboxv1beta1.SafeToEvictAnnotation:           "true",
+			},
+		},
+		"an unclaimed pool member's Pod is safe to evict, unless its template says otherwise": {
+			sandbox: testSandbox().
+				Label(sandboxv1beta1.WarmPoolSandboxLabel, "0a1b2c3d").
+				PodAnnotation(sandboxv1beta1.SafeToEvictAnnotation, "false"),
+			wantLabels: baseLabels(map[string]string{sandboxv1beta1.WarmPoolSandboxLabel: "0a1b2c3d"}),
+			wantAnnotations: map[string]string{
+				sandboxv1beta1.PropagatedLabelsAnnotation:      "",
+				sandboxv1beta1.PropagatedAnnotationsAnnotation: sandboxv1beta1.SafeToEvictAnnotation,
+				sandboxv1beta1.SafeToEvictAnnotation:           "false",
 			},
 		},
 		"volume claim templates: same-named volume replaced in place, others appended": {
@@ -283,7 +295,7 @@ func TestPatchPodMetadata(t *testing.T) {
 				"note": "v2", "foreign": "keep",
 			},
 		},
-		"a warm-pool member leaving its pool loses the pool label; claim labels arrive": {
+		"a warm-pool member leaving its pool loses the pool label and safe-to-evict; claim labels arrive": {
 			sandbox: testSandbox().
 				Label(sandboxv1beta1.ClaimUIDLabel, "claim-1").
 				Label(sandboxv1beta1.SandboxTemplateRefHashLabel, "11223344"),
@@ -294,7 +306,8 @@ func TestPatchPodMetadata(t *testing.T) {
 					sandboxv1beta1.SandboxTemplateRefHashLabel: "11223344",
 				}).
 				Annotation(sandboxv1beta1.PropagatedLabelsAnnotation, "").
-				Annotation(sandboxv1beta1.PropagatedAnnotationsAnnotation, ""),
+				Annotation(sandboxv1beta1.PropagatedAnnotationsAnnotation, sandboxv1beta1.SafeToEvictAnnotation).
+				Annotation(sandboxv1beta1.SafeToEvictAnnotation, "true"),
 			wantLabels: map[string]string{
 				sandboxv1beta1.SandboxNameHashLabel: testNameHash, sandboxv1beta1.SandboxNameLabel: testName,
 				sandboxv1beta1.SandboxTemplateRefHashLabel: "11223344",

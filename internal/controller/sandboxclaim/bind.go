@@ -48,8 +48,13 @@ func (r *Reconciler) bind(ctx context.Context, claim *extv1beta1.SandboxClaim, m
 // warm-pool-sandbox label, sets claim-uid and launch-type=warm, carries the claim's trace context,
 // and adds the claim's additionalPodMetadata to the pod template (from which the Sandbox
 // controller relabels the running Pod, without restarting it), and the claim's idlePolicy, which
-// replaces the template's, and the claim's egress narrowing the template's. The safe-to-evict annotation the pool gave its idle member goes too,
-// unless the template or the claim sets it.
+// replaces the template's, and the claim's egress narrowing the template's. A member's pod
+// template is its template's, so a claim without any of these changes only metadata: the
+// member's generation stays, and the Sandbox controller has no new observedGeneration to write
+// (the Pod loses the pool's label and safe-to-evict because the Sandbox lost its pool label).
+// Members built by earlier versions carry the pool's label and safe-to-evict in their pod
+// template; the patch removes them there, leaving safe-to-evict when the template or the claim
+// sets it.
 func bindPatch(member *sandboxv1beta1.Sandbox, claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTemplate) []byte {
 	owner := metav1.OwnerReference{
 		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: claim.Name, UID: claim.UID,

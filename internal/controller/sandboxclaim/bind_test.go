@@ -14,7 +14,8 @@ import (
 )
 
 func TestBindPatch(t *testing.T) {
-	// A pool member as the contract between the pool and the claim controllers builds it.
+	// A pool member as pools built them before members' pod templates became the template's
+	// own: the pool's label and safe-to-evict in it, which the bind removes.
 	poolMember := func() *sandboxv1beta1.Sandbox {
 		sb := member("python-pool-abcde", "42")
 		sb.Labels = map[string]string{
@@ -122,7 +123,9 @@ func TestBindPatch(t *testing.T) {
 }
 
 func TestBindPatchWithoutPoolPodMetadata(t *testing.T) {
-	// A member whose pod template carries nothing of the pool's: no pod metadata in the patch.
+	// A member as the pool builds it, whose pod template carries nothing of the pool's: a plain
+	// claim binds it with metadata only, so its spec and generation stay as they are (no status
+	// write for a new observedGeneration).
 	var got map[string]any
 	if err := json.Unmarshal(bindPatch(member("m", "7"), makeClaim().Obj(), makeTemplate().Obj()), &got); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -168,22 +167,11 @@ func tampered(sb *sandboxv1beta1.Sandbox) bool {
 // controller describes it.
 func (r *Reconciler) newSandbox(pool *extv1beta1.SandboxWarmPool, obs *observed) (*sandboxv1beta1.Sandbox, error) {
 	tplName := obs.template.Name
+	// The member's spec is the template's blueprint as it is: what only an unclaimed member's Pod
+	// carries (the pool's label, safe-to-evict) the Sandbox controller derives from the member's
+	// own labels, so a claim binds it with a metadata-only patch that leaves its spec, and its
+	// generation, alone.
 	bp := *obs.blueprint.DeepCopy()
-	podMeta := &bp.PodTemplate.Metadata
-	podMeta.Labels = maps.Clone(podMeta.Labels)
-	if podMeta.Labels == nil {
-		podMeta.Labels = map[string]string{}
-	}
-	podMeta.Labels[sandboxv1beta1.WarmPoolSandboxLabel] = sandboxv1beta1.NameHash(pool.Name)
-	podMeta.Labels[sandboxv1beta1.SandboxTemplateRefHashLabel] = sandboxv1beta1.NameHash(tplName)
-	if _, set := podMeta.Annotations[extv1beta1.SafeToEvictAnnotation]; !set {
-		podMeta.Annotations = maps.Clone(podMeta.Annotations)
-		if podMeta.Annotations == nil {
-			podMeta.Annotations = map[string]string{}
-		}
-		// Unclaimed members hold no one's work: the cluster autoscaler may evict them.
-		podMeta.Annotations[extv1beta1.SafeToEvictAnnotation] = "true"
-	}
 	name := extv1beta1.WarmPoolMemberName(pool.Name)
 	sb := &sandboxv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{

@@ -74,11 +74,11 @@ func TestNewSandbox(t *testing.T) {
 		template        *extv1beta1.SandboxTemplate
 		wantAnnotations map[string]string
 	}{
-		"autoscaler may evict unclaimed members": {
+		"the template's pod metadata as it is": {
 			template:        testTemplate(),
-			wantAnnotations: map[string]string{"note": "kept", "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"},
+			wantAnnotations: map[string]string{"note": "kept"},
 		},
-		"the template's own eviction setting wins": {
+		"the template's own eviction setting": {
 			template: func() *extv1beta1.SandboxTemplate {
 				tpl := testTemplate()
 				tpl.Spec.PodTemplate.Metadata.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] = "false"
@@ -97,11 +97,9 @@ func TestNewSandbox(t *testing.T) {
 			}
 			wantSpec := before.Spec.SandboxBlueprint
 			wantSpec.PodTemplate.Spec.AutomountServiceAccountToken = ptr.To(false)
-			wantSpec.PodTemplate.Metadata.Labels = map[string]string{
-				"app":                               "agent",
-				"agents.x-k8s.io/warm-pool-sandbox": poolHash,
-				"agents.x-k8s.io/sandbox-template-ref-hash": templateHash,
-			}
+			// The spec is the template's blueprint: the pool's label and safe-to-evict reach the
+			// Pod from the member's labels (the Sandbox controller), so binding leaves it alone.
+			wantSpec.PodTemplate.Metadata.Labels = map[string]string{"app": "agent"}
 			wantSpec.PodTemplate.Metadata.Annotations = tc.wantAnnotations
 			// The pool names the member (pool- and five random characters) and its Pod.
 			if !strings.HasPrefix(sb.Name, "pool-") || len(sb.Name) != len("pool-")+5 {
