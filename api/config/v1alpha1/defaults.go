@@ -89,6 +89,9 @@ func SetDefaults(c *ControllerConfiguration) {
 	if c.Controllers.Sandbox.Workers == nil {
 		c.Controllers.Sandbox.Workers = ptr.To(DefaultSandboxWorkers)
 	}
+	if c.Controllers.Sandbox.Events == nil {
+		c.Controllers.Sandbox.Events = ptr.To(true)
+	}
 	if c.Metrics.BindAddress == "" {
 		c.Metrics.BindAddress = DefaultMetricsAddress
 	}

@@ -19,7 +19,7 @@ func defaulted() *ControllerConfiguration {
 		ClientConnection: ClientConnection{QPS: ptr.To[float32](-1), Burst: ptr.To[int32](100), APIConnections: ptr.To[int32](1),
 			SeparateWatchConnection: ptr.To(false)},
 		Controllers: Controllers{
-			Sandbox:         ControllerSettings{Workers: ptr.To[int32](100)},
+			Sandbox:         SandboxSettings{ControllerSettings: ControllerSettings{Workers: ptr.To[int32](100)}, Events: ptr.To(true)},
 			Extensions:      ptr.To(true),
 			SandboxTemplate: ControllerSettings{Workers: ptr.To[int32](1)},
 			SandboxWarmPool: WarmPoolSettings{
@@ -66,7 +66,7 @@ func TestSetDefaults(t *testing.T) {
 				ClusterDomain: "corp.example.com",
 				ClientConnection: ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0), APIConnections: ptr.To[int32](0),
 					SeparateWatchConnection: ptr.To(true)},
-				Controllers:      Controllers{Sandbox: ControllerSettings{Workers: ptr.To[int32](0)}},
+				Controllers:      Controllers{Sandbox: SandboxSettings{ControllerSettings: ControllerSettings{Workers: ptr.To[int32](0)}, Events: ptr.To(false)}},
 				Metrics:          Metrics{BindAddress: "0"},
 				Health:           Health{BindAddress: "127.0.0.1:9000"},
 				LeaderElection:   LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"},
@@ -78,6 +78,7 @@ func TestSetDefaults(t *testing.T) {
 				c.ClientConnection = ClientConnection{QPS: ptr.To[float32](0), Burst: ptr.To[int32](0), APIConnections: ptr.To[int32](0),
 					SeparateWatchConnection: ptr.To(true)}
 				c.Controllers.Sandbox.Workers = ptr.To[int32](0)
+				c.Controllers.Sandbox.Events = ptr.To(false)
 				c.Metrics.BindAddress = "0"
 				c.Health.BindAddress = "127.0.0.1:9000"
 				c.LeaderElection = LeaderElection{Enabled: ptr.To(false), Namespace: "kubox-system", ID: "my-lease"}

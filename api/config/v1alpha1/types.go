@@ -110,7 +110,7 @@ type ClientConnection struct {
 type Controllers struct {
 	// sandbox configures the Sandbox controller. Default workers: 100.
 	// +optional
-	Sandbox ControllerSettings `json:"sandbox,omitempty"`
+	Sandbox SandboxSettings `json:"sandbox,omitempty"`
 
 	// extensions turns the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers on.
 	// Default: true.
@@ -171,6 +171,18 @@ type WarmPoolSettings struct {
 	// at most max(1, maxRefillRate) members); 0 does not pace them. Default: 0.
 	// +optional
 	MaxRefillRate *float32 `json:"maxRefillRate,omitempty"`
+}
+
+// SandboxSettings configures the Sandbox controller.
+type SandboxSettings struct {
+	ControllerSettings `json:",inline"`
+
+	// events says whether the controller records Normal Events about Sandboxes
+	// (SandboxPodCreated, SandboxReady, SandboxSuspended, ...); Warnings are recorded whatever it
+	// says. Each is one API write, and a claim served from a warm pool costs two of them (its
+	// replacement's Pod created, then Ready). Default: true, as agent-sandbox.
+	// +optional
+	Events *bool `json:"events,omitempty"`
 }
 
 // ClaimSettings configures the SandboxClaim controller.

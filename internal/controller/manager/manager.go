@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/client-go/tools/events"
+
+	"github.com/kubox-dev/kubox/internal/controller/status"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -116,8 +120,12 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 	if err != nil {
 		return err
 	}
+	var recorder events.EventRecorder = mgr.GetEventRecorder(sandbox.Name)
+	if !ptr.Deref(cfg.Controllers.Sandbox.Events, true) {
+		recorder = status.WarningsOnly(recorder)
+	}
 	r := sandbox.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(),
-		mgr.GetEventRecorder(sandbox.Name), clock.RealClock{}, cfg.ClusterDomain, agent).
+		recorder, clock.RealClock{}, cfg.ClusterDomain, agent).
 		WithEgressProxy(cfg.NetworkPolicy.EgressProxy.ProxyURL(cfg.ClusterDomain))
 	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)

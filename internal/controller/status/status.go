@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,4 +127,19 @@ func write[S any](ctx context.Context, w *Writer, obj client.Object, current *S,
 		return Gone, nil
 	}
 	return Failed, fmt.Errorf("writing the status of %s %s: %w", w.kind, obj.GetName(), err)
+}
+
+// WarningsOnly returns a recorder that passes Warning events to recorder and drops the others:
+// that of a controller configured to record no Normal Events, which must still report what
+// went wrong.
+func WarningsOnly(recorder events.EventRecorder) events.EventRecorder {
+	return warningsOnly{recorder}
+}
+
+type warningsOnly struct{ events.EventRecorder }
+
+func (w warningsOnly) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	if eventtype == corev1.EventTypeWarning {
+		w.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	}
 }

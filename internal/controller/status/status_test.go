@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -114,4 +115,21 @@ func TestWriteCarriesResourceVersion(t *testing.T) {
 
 func conflict() error {
 	return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("newer version"))
+}
+
+// TestWarningsOnly checks that a controller recording no Normal Events still reports Warnings.
+func TestWarningsOnly(t *testing.T) {
+	fake := events.NewFakeRecorder(4)
+	rec := WarningsOnly(fake)
+	pod := &corev1.Pod{}
+	rec.Eventf(pod, nil, corev1.EventTypeNormal, "SandboxReady", "Observe", "Sandbox is ready")
+	rec.Eventf(pod, nil, corev1.EventTypeWarning, "SandboxPodCreateFailed", "CreatePod", "Creating Pod %s failed", "p")
+	close(fake.Events)
+	var got []string
+	for e := range fake.Events {
+		got = append(got, e)
+	}
+	if want := []string{"Warning SandboxPodCreateFailed Creating Pod p failed"}; !slices.Equal(got, want) {
+		t.Errorf("events recorded = %q; want %q", got, want)
+	}
 }

@@ -58,6 +58,11 @@ type options struct {
 	// apiConnections and separateWatch are the controllers' clientConnection settings.
 	apiConnections int
 	separateWatch  bool
+	// noOptionalWrites turns off what costs writes without being the claim's state: Normal
+	// Events about Sandboxes and claims, and the claims' observability annotations.
+	noOptionalWrites bool
+	// statusBatch is controllers.sandboxWarmPool.statusBatchPeriod.
+	statusBatch time.Duration
 }
 
 func main() {
@@ -77,6 +82,9 @@ func main() {
 	flag.Float64Var(&o.maxRefillRate, "max-refill-rate", float64(configv1alpha1.DefaultWarmPoolMaxRefillRate), "controllers.sandboxWarmPool.maxRefillRate")
 	flag.IntVar(&o.apiConnections, "api-connections", int(configv1alpha1.DefaultAPIConnections), "clientConnection.apiConnections: HTTP/2 connections the controllers' requests are spread over")
 	flag.BoolVar(&o.separateWatch, "separate-watch-connection", false, "clientConnection.separateWatchConnection")
+	flag.BoolVar(&o.noOptionalWrites, "no-optional-writes", false,
+		"controllers.sandbox.events, controllers.sandboxClaim.events and .observabilityAnnotations false: no Normal Events, no claim annotations")
+	flag.DurationVar(&o.statusBatch, "status-batch-period", configv1alpha1.DefaultWarmPoolStatusBatchPeriod, "controllers.sandboxWarmPool.statusBatchPeriod")
 	flag.Parse()
 	ctrl.SetLogger(ctrlLogger())
 	if err := run(o); err != nil {
@@ -166,6 +174,12 @@ func startKubox(ctx context.Context, cl *harness.Cluster, writes *harness.WriteC
 	cfg.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To(float32(o.maxRefillRate))
 	cfg.ClientConnection.APIConnections = ptr.To(int32(o.apiConnections))
 	cfg.ClientConnection.SeparateWatchConnection = ptr.To(o.separateWatch)
+	cfg.Controllers.SandboxWarmPool.StatusBatchPeriod = &metav1.Duration{Duration: o.statusBatch}
+	if o.noOptionalWrites {
+		cfg.Controllers.Sandbox.Events = ptr.To(false)
+		cfg.Controllers.SandboxClaim.Events = ptr.To(false)
+		cfg.Controllers.SandboxClaim.ObservabilityAnnotations = ptr.To(false)
+	}
 	configv1alpha1.SetDefaults(cfg)
 	rc := rest.CopyConfig(cl.Config)
 	rc.QPS, rc.Burst = -1, int(*cfg.ClientConnection.Burst)

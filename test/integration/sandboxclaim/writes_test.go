@@ -12,7 +12,9 @@ import (
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
+	"github.com/kubox-dev/kubox/internal/controller/sandboxwarmpool"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -83,4 +85,64 @@ func testWarmClaimWrites(t *testing.T, annotate bool) {
 	}
 	slices.Sort(others)
 	t.Logf("Writes by the other controllers, off the claim's critical path (%d): %v", len(others), others)
+}
+
+// TestWarmClaimWriteBudgetWithRefill checks what one warm claim costs in API writes, its pool's
+// refill included, with the optional writes off (agent-sandbox's observability annotations;
+// Events are not counted here): the bind and the claim's status (the claim controller), the
+// bound Pod relabelled (the Sandbox controller: it leaves the pool), the replacement Sandbox (the
+// pool), its Pod and its one status write, Ready (the Sandbox controller) — six. The bind changes
+// no spec, so the bound Sandbox has no new observedGeneration to write; the replacement's first
+// status waits for Ready; the pool's counting status changes wait for its batch, and come back to
+// what is written when the replacement is Ready within it: no pool status write then, at most two
+// (the take, then Ready again) on a machine too slow for that.
+func TestWarmClaimWriteBudgetWithRefill(t *testing.T) {
+	ns := env.NewNamespace(t)
+	env.StartKubelet(t, ns)
+	log := env.NewWriteLog()
+	env.StartKubox(t, ns, func(c *configv1alpha1.ControllerConfiguration) {
+		c.Controllers.SandboxClaim.ObservabilityAnnotations = ptr.To(false)
+	}, log.Counting())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
+	waitForPoolReady(t, ns, "pool", 1)
+	time.Sleep(quiet) // let the pool and its member settle, then start counting
+	log.Take()
+
+	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
+	bound := waitReady(t, ns, "c1").Status.Sandbox.Name
+	waitForPoolReady(t, ns, "pool", 1)
+	time.Sleep(quiet) // longer than the pool's status batch (1s): what it holds back is written
+	members, err := poolMembers(t, ns, "pool")
+	if err != nil || len(members) != 1 {
+		t.Fatalf("pool members %v (%v); want the replacement", members, err)
+	}
+	replacement := members[0].Name
+
+	var poolStatus, got []string
+	for _, w := range log.Take() {
+		if strings.HasPrefix(w, "UPDATE SandboxWarmPool/pool/status ") {
+			poolStatus = append(poolStatus, w)
+		} else {
+			got = append(got, w)
+		}
+	}
+	slices.Sort(got)
+	bySandbox, byClaim, byPool := " by "+sandbox.FieldManager, " by "+sandboxclaim.FieldManager, " by "+sandboxwarmpool.FieldManager
+	want := []string{
+		"CREATE Pod/" + replacement + bySandbox,
+		"CREATE Sandbox/" + replacement + byPool,
+		"PATCH Pod/" + bound + " by ",
+		"PATCH Sandbox/" + bound + byClaim,
+		"UPDATE Sandbox/" + replacement + "/status" + bySandbox,
+		"UPDATE SandboxClaim/c1/status" + byClaim,
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Writes for one warm claim and its refill, the pool's status aside (-want +got):\n%s", diff)
+	}
+	if len(poolStatus) > 2 {
+		t.Errorf("The pool wrote its status %d times for one claim; want at most 2: %v", len(poolStatus), poolStatus)
+	}
+	t.Logf("Pool status writes: %d", len(poolStatus))
 }
