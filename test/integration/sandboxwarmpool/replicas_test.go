@@ -2,6 +2,7 @@ package sandboxwarmpool
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -72,12 +73,14 @@ func TestPoolFillsToReplicas(t *testing.T) {
 		if got := pt.Spec.AutomountServiceAccountToken; got == nil || *got {
 			t.Errorf("Member %s automountServiceAccountToken = %v; want false", sb.Name, got)
 		}
-		if got := pt.Metadata.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"]; got != "true" {
-			t.Errorf("Member %s pod annotation safe-to-evict = %q; want true", sb.Name, got)
+		// The member's pod template is the template's own: what only an unclaimed member's Pod
+		// carries comes from the member's labels, so a claim binds it without a spec change.
+		if _, set := pt.Metadata.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"]; set ||
+			!maps.Equal(pt.Metadata.Labels, map[string]string{"app": "agent"}) {
+			t.Errorf("Member %s pod metadata %+v; want the template's: labels app=agent, no safe-to-evict", sb.Name, pt.Metadata)
 		}
-		if pt.Metadata.Labels["app"] != "agent" || pt.Metadata.Labels["agents.x-k8s.io/warm-pool-sandbox"] != "91dd7983" ||
-			pt.Metadata.Labels["agents.x-k8s.io/sandbox-template-ref-hash"] != "9d22159f" {
-			t.Errorf("Member %s pod labels %v; want the template's and the pool's", sb.Name, pt.Metadata.Labels)
+		if got := sb.Annotations["agents.x-k8s.io/pod-name"]; got != sb.Name {
+			t.Errorf("Member %s annotation pod-name = %q; want its own name, from its creation", sb.Name, got)
 		}
 		if sb.Spec.ShutdownTime != nil {
 			t.Errorf("Member %s has a shutdownTime: %v", sb.Name, sb.Spec.ShutdownTime)
@@ -86,8 +89,12 @@ func TestPoolFillsToReplicas(t *testing.T) {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: sb.Name}, pod); err != nil {
 			t.Fatalf("Reading the Pod of member %s: %v", sb.Name, err)
 		}
-		if pod.Labels["agents.x-k8s.io/warm-pool-sandbox"] != "91dd7983" {
-			t.Errorf("Pod %s labels %v; want the warm-pool-sandbox label", pod.Name, pod.Labels)
+		if pod.Labels["agents.x-k8s.io/warm-pool-sandbox"] != "91dd7983" || pod.Labels["agents.x-k8s.io/sandbox-template-ref-hash"] != "9d22159f" ||
+			pod.Labels["app"] != "agent" {
+			t.Errorf("Pod %s labels %v; want the template's, warm-pool-sandbox and sandbox-template-ref-hash", pod.Name, pod.Labels)
+		}
+		if got := pod.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"]; got != "true" {
+			t.Errorf("Pod %s annotation safe-to-evict = %q; want true while unclaimed", pod.Name, got)
 		}
 	}
 
