@@ -45,8 +45,10 @@
 //
 // # Why no server-side apply
 //
-// Members are created with generateName <pool>-, and an apply needs the object's name: it cannot
-// create them. After creation the pool never writes a member's spec (a member whose spec changed
+// Members are created under a name the pool draws itself (<pool>- and five random characters,
+// as generateName would give, so that the pod-name annotation comes with the creation). Creating
+// must fail when the name is taken (the pool then draws another), where an apply would take over
+// the Sandbox already there. After creation the pool never writes a member's spec (a member whose spec changed
 // is deleted and replaced); the one other write, adopting an orphaned member, is a merge patch at
 // the member's resourceVersion, so two controllers racing to adopt cannot both win, which an apply
 // without that precondition would allow.
