@@ -33,17 +33,7 @@ func TestWarmClaimWrites(t *testing.T) {
 }
 
 func testWarmClaimWrites(t *testing.T, annotate bool) {
-	ns := env.NewNamespace(t)
-	env.StartKubelet(t, ns)
-	log := env.NewWriteLog()
-	env.StartKubox(t, ns, func(c *configv1alpha1.ControllerConfiguration) {
-		c.Controllers.SandboxClaim.ObservabilityAnnotations = ptr.To(annotate)
-	}, log.Counting())
-	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
-	waitForPoolReady(t, ns, "pool", 1)
-	time.Sleep(quiet) // let the pool and its member settle, then start counting
-	log.Take()
+	ns, log := settledPoolOfOne(t, annotate)
 
 	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
 	claim := waitReady(t, ns, "c1")
@@ -97,17 +87,7 @@ func testWarmClaimWrites(t *testing.T, annotate bool) {
 // what is written when the replacement is Ready within it: no pool status write then, at most two
 // (the take, then Ready again) on a machine too slow for that.
 func TestWarmClaimWriteBudgetWithRefill(t *testing.T) {
-	ns := env.NewNamespace(t)
-	env.StartKubelet(t, ns)
-	log := env.NewWriteLog()
-	env.StartKubox(t, ns, func(c *configv1alpha1.ControllerConfiguration) {
-		c.Controllers.SandboxClaim.ObservabilityAnnotations = ptr.To(false)
-	}, log.Counting())
-	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
-	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
-	waitForPoolReady(t, ns, "pool", 1)
-	time.Sleep(quiet) // let the pool and its member settle, then start counting
-	log.Take()
+	ns, log := settledPoolOfOne(t, false)
 
 	env.Create(t, testutil.MakeClaim("c1", ns).WarmPool("pool").Obj())
 	bound := waitReady(t, ns, "c1").Status.Sandbox.Name
@@ -145,4 +125,23 @@ func TestWarmClaimWriteBudgetWithRefill(t *testing.T) {
 		t.Errorf("The pool wrote its status %d times for one claim; want at most 2: %v", len(poolStatus), poolStatus)
 	}
 	t.Logf("Pool status writes: %d", len(poolStatus))
+}
+
+// settledPoolOfOne starts kubox, with the claims' observability annotations on or off and its
+// writes logged, on a namespace with a kubelet and a settled pool "pool" of one Ready member, and
+// returns the namespace and the write log, emptied.
+func settledPoolOfOne(t *testing.T, annotate bool) (string, *framework.WriteLog) {
+	t.Helper()
+	ns := env.NewNamespace(t)
+	env.StartKubelet(t, ns)
+	log := env.NewWriteLog()
+	env.StartKubox(t, ns, func(c *configv1alpha1.ControllerConfiguration) {
+		c.Controllers.SandboxClaim.ObservabilityAnnotations = ptr.To(annotate)
+	}, log.Counting())
+	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+	env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
+	waitForPoolReady(t, ns, "pool", 1)
+	time.Sleep(quiet) // let the pool and its member settle, then start counting
+	log.Take()
+	return ns, log
 }
