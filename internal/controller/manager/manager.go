@@ -8,10 +8,6 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/client-go/tools/events"
-
-	"github.com/kubox-dev/kubox/internal/controller/status"
-
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,6 +34,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxtemplate"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxwarmpool"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
 

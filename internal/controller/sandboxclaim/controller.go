@@ -96,7 +96,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 	opts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.SandboxClaim.Workers, configv1alpha1.DefaultClaimWorkers))
 	var recorder events.EventRecorder = mgr.GetEventRecorder(Name)
 	if !ptr.Deref(cfg.Controllers.SandboxClaim.Events, true) {
-		recorder = noEvents{}
+		recorder = status.NoEvents()
 	}
 	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), recorder,
 		clock.RealClock{}, otel.GetTracerProvider(),
@@ -234,8 +234,3 @@ func (r *Reconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxC
 	}
 	return ctrl.Result{RequeueAfter: obs.requeueAfter}, err
 }
-
-// noEvents is the recorder of a controller configured to record no Events.
-type noEvents struct{}
-
-func (noEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}

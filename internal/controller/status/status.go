@@ -129,6 +129,14 @@ func write[S any](ctx context.Context, w *Writer, obj client.Object, current *S,
 	return Failed, fmt.Errorf("writing the status of %s %s: %w", w.kind, obj.GetName(), err)
 }
 
+// NoEvents returns a recorder that records nothing: that of a controller configured to record
+// no Events at all (the claim controller's agent-sandbox --disable-claim-events).
+func NoEvents() events.EventRecorder { return noEvents{} }
+
+type noEvents struct{}
+
+func (noEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
+
 // WarningsOnly returns a recorder that passes Warning events to recorder and drops the others:
 // that of a controller configured to record no Normal Events, which must still report what
 // went wrong.
