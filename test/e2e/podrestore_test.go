@@ -210,10 +210,20 @@ func TestRestoreRefusesForeignOrBrokenSnapshots(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(garbage, "checkpoint.img"), []byte("not a checkpoint"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// the same garbage, with a manifest naming busyboxPod's containers, gets as far as runsc
+	noManifest := checkpoint.ImagePath(snapshotDir(t, owner, "no-manifest"))
+	if err := os.CopyFS(noManifest, os.DirFS(garbage)); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"containers": [{"sandbox": true}, {"name": "main"}]}`
+	if err := os.WriteFile(filepath.Join(filepath.Dir(garbage), checkpoint.ManifestFile), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	snapshotDir(t, other, "own") // the other namespace has snapshots of its own
 	for i, c := range []struct{ ns, image, want string }{
 		{other, image, "is not below"},                 // refused before anything runs
 		{owner, image, "not a full checkpoint image"},  // same
+		{owner, noManifest, "not a kubox checkpoint"},  // same
 		{owner, garbage, "OCI runtime restore failed"}, // runsc restore itself fails
 	} {
 		pod := busyboxPod(fmt.Sprintf("restored-%d", i), "gvisor")

@@ -1,0 +1,39 @@
+package checkpoint
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RestoredPod returns the Pod that continues from the checkpoint in dir: a copy of pod (the Pod
+// the checkpoint was taken of, or one built from the same template) named name, bound to node,
+// where the checkpoint lives, and annotated with its image (RestoreImageAnnotation) for the
+// patched shim. The init containers that had finished before the checkpoint are left out: the
+// image holds no process of theirs, a restore needs the checkpointed Pod's containers and no
+// others, and their work (kubox-agent's binary in its emptyDir) comes back from the checkpoint's
+// copy of the volume. A restartable init container (a sidecar) was running and stays. What the
+// API server and the caller set (UID, owner references, status) is not copied.
+func RestoredPod(pod *corev1.Pod, name, node, dir string) *corev1.Pod {
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: pod.Namespace,
+			Labels: maps.Clone(pod.Labels), Annotations: maps.Clone(pod.Annotations),
+		},
+		Spec: *pod.Spec.DeepCopy(),
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[RestoreImageAnnotation] = ImagePath(dir)
+	out.Spec.NodeName = node
+	var running []corev1.Container
+	for _, c := range out.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			running = append(running, c)
+		}
+	}
+	out.Spec.InitContainers = running
+	return out
+}

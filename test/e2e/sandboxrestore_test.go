@@ -1,0 +1,94 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
+)
+
+// withCounter makes the Sandbox's container the Python counter that keeps a random secret and
+// counts into /tmp/state (servedCounter).
+func withCounter(spec map[string]any) {
+	podSpec := spec["podTemplate"].(map[string]any)["spec"].(map[string]any)
+	c := podSpec["containers"].([]any)[0].(map[string]any)
+	c["image"] = python
+	c["command"] = []any{"python3", "-c", servedCounter}
+}
+
+// TestSandboxPodRestoresWithItsAgent pauses a kubox Sandbox's Pod with its memory and restores it
+// into a new Pod (checkpoint.RestoredPod): the Pod kubox builds has kubox-agent's init container,
+// whose binary the agent runs from an emptyDir, and the agent's token Secret. The restored Pod is
+// Ready on kubox-agent's readiness probe, the agent answers with the Sandbox's token and runs new
+// processes, and the Python under it still has its secret and counts on. A Pod that keeps the
+// finished init container is refused with a reason that says so.
+func TestSandboxPodRestoresWithItsAgent(t *testing.T) {
+	requireController(t)
+	ns, name := namespace(t), "keeper"
+	createSandbox(t, ns, newSandbox(name, "gvisor", withCounter, withAgent))
+	waitSandboxReady(t, ns, name)
+	ip, tok := agentEndpoint(t, ns, name)
+	before := agentCounter(t, ip, tok, func(s counterState) bool { return s.n > 3 })
+	pod, err := clientset.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := snapshotDir(t, ns, "pause")
+	checkpointPodInto(t, devNode(), ns, name, dir, false)
+	patchSandbox(t, ns, name, `{"spec":{"operatingMode":"Suspended"}}`)
+	waitPodGone(t, ns, name)
+
+	withInit := checkpoint.RestoredPod(pod, name+"-with-init", pod.Spec.NodeName, dir)
+	withInit.Spec.InitContainers = pod.Spec.InitContainers
+	createPod(t, ns, withInit)
+	msg := waitPodEvent(t, ns, withInit.Name, "Failed")
+	if !strings.Contains(msg, "is not in the checkpoint") {
+		t.Errorf("Pod %s that keeps the finished init container: event %q, want it to say the container is not in the checkpoint", withInit.Name, msg)
+	}
+	t.Logf("with the init container: %s", msg)
+	deletePod(t, ns, withInit.Name)
+
+	restored := checkpoint.RestoredPod(pod, name+"-resumed", pod.Spec.NodeName, dir)
+	start := time.Now()
+	createPod(t, ns, restored)
+	p := waitRunning(t, ns, restored.Name)
+	t.Logf("restored Sandbox Pod Running and Ready in %.3f s, IP %s (before %s)", time.Since(start).Seconds(), p.Status.PodIP, ip)
+	after := agentCounter(t, p.Status.PodIP, tok, func(s counterState) bool { return s.n > 0 })
+	if after.secret != before.secret {
+		t.Fatalf("secret after the restore = %d, before %d: the Python process under the agent did not keep its memory", after.secret, before.secret)
+	}
+	if after.n < before.n {
+		t.Fatalf("counter after the restore = %d, below %d read before the pause: it started over", after.n, before.n)
+	}
+	later := agentCounter(t, p.Status.PodIP, tok, func(s counterState) bool { return s.n > after.n+2 })
+	t.Logf("secret %d kept; counter %d before the pause, %d after the restore, then %d, read through the restored agent",
+		before.secret, before.n, after.n, later.n)
+}
+
+// agentCounter reads /tmp/state by running cat through the sandbox's agent at ip until ok accepts
+// it: each read is a new process the agent starts.
+func agentCounter(t testing.TB, ip, tok string, ok func(counterState) bool) counterState {
+	t.Helper()
+	procs := agentv1connect.NewProcessServiceClient(contract.BearerClient(tok), "http://"+ip+":7070")
+	var s counterState
+	waitFor(t, "the counter through the agent at "+ip, func(ctx context.Context) (bool, error) {
+		res, err := procs.RunProcess(ctx, connect.NewRequest(&agentv1.RunProcessRequest{
+			Spec: &agentv1.ProcessSpec{Argv: []string{"cat", "/tmp/state"}}}))
+		if err != nil {
+			return false, err
+		}
+		s = readCounter(string(res.Msg.GetStdout()))
+		return ok(s), nil
+	})
+	return s
+}
