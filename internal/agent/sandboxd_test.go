@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 )
 
 // A sandboxd port another process holds (a sandboxd sidecar) is left to it: the agent serves the
@@ -25,7 +27,7 @@ func TestATakenSandboxdPortIsLeftToItsOwner(t *testing.T) {
 	_ = free.Close()
 
 	dir := t.TempDir()
-	a, err := New(Config{Host: "127.0.0.1", Token: []byte(testToken), CompatAuth: true, WorkDir: dir,
+	a, err := New(Config{Host: "127.0.0.1", Token: auth.Fixed([]byte(testToken)), CompatAuth: true, WorkDir: dir,
 		SandboxdRoot: mkdir(t, dir, "workspace"), SandboxdGRPCPort: taken.Addr().(*net.TCPAddr).Port, SandboxdRESTPort: restPort,
 		ShutdownGrace: time.Second})
 	if err != nil {

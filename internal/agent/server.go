@@ -50,7 +50,7 @@ type Config struct {
 	Port, CompatPort int
 	// Token is required of every request to Port, and to CompatPort when CompatAuth. Nil turns
 	// authentication off (--insecure-no-auth).
-	Token      []byte
+	Token      *auth.Token
 	CompatAuth bool
 	// Root confines the agent's file APIs to a directory; empty means the whole container, with
 	// relative paths relative to WorkDir.

@@ -16,6 +16,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 	processv1 "github.com/kubox-dev/kubox/proto/process/v1"
@@ -30,7 +31,7 @@ const testToken = "0123456789abcdef0123456789abcdef-test-token"
 func startAgent(t testing.TB, mutate func(*Config)) (*Agent, string, string) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := Config{Token: []byte(testToken), CompatAuth: true, CompatPort: 1, // non-zero: build the compatibility server
+	cfg := Config{Token: auth.Fixed([]byte(testToken)), CompatAuth: true, CompatPort: 1, // non-zero: build the compatibility server
 		CompatBaseDir: mkdir(t, dir, "app"), SandboxdRoot: mkdir(t, dir, "workspace"), WorkDir: dir,
 		ShutdownGrace: 2 * time.Second}
 	if mutate != nil {

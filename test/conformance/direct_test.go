@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	processv1 "github.com/kubox-dev/kubox/proto/process/v1"
 )
 
@@ -33,7 +34,7 @@ func startAgent(t *testing.T) (*Target, string) {
 	}
 	grpcPort, restPort := freePort(t), freePort(t)
 	a, err := agent.New(agent.Config{
-		Host: "127.0.0.1", Token: []byte(token), CompatAuth: true,
+		Host: "127.0.0.1", Token: auth.Fixed([]byte(token)), CompatAuth: true,
 		SandboxdRoot: root, SandboxdGRPCPort: grpcPort, SandboxdRESTPort: restPort, WorkDir: dir,
 		ShutdownGrace: 2 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

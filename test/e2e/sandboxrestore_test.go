@@ -4,14 +4,17 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
 	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubox-dev/kubox/api/contract"
+	sandboxctl "github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
@@ -31,7 +34,8 @@ func withCounter(spec map[string]any) {
 // whose binary the agent runs from an emptyDir, and the agent's token Secret. The restored Pod is
 // Ready on kubox-agent's readiness probe, the agent answers with the Sandbox's token and runs new
 // processes, and the Python under it still has its secret and counts on. A Pod that keeps the
-// finished init container is refused with a reason that says so.
+// finished init container is refused with a reason that says so. A fork of the restored Pod that
+// mounts another token answers to that token only.
 func TestSandboxPodRestoresWithItsAgent(t *testing.T) {
 	requireController(t)
 	ns, name := namespace(t), "keeper"
@@ -73,6 +77,36 @@ func TestSandboxPodRestoresWithItsAgent(t *testing.T) {
 	later := agentCounter(t, p.Status.PodIP, tok, func(s counterState) bool { return s.n > after.n+2 })
 	t.Logf("secret %d kept; counter %d before the pause, %d after the restore, then %d, read through the restored agent",
 		before.secret, before.n, after.n, later.n)
+
+	// A fork is another Sandbox, with its own token: its Pod mounts that token where the source's
+	// was, and the restored agent must take it and refuse the source's.
+	forkTok := rand.Text() + rand.Text()
+	_, err = clientset.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "fork-token"}, StringData: map[string]string{sandboxctl.AgentTokenKey: forkTok},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkDir := snapshotDir(t, ns, "fork")
+	checkpointPodInto(t, devNode(), ns, restored.Name, forkDir, true)
+	fork := checkpoint.RestoredPod(p, name+"-fork", p.Spec.NodeName, forkDir)
+	for i, v := range fork.Spec.Volumes {
+		if v.Name == sandboxctl.AgentTokenVolumeName {
+			fork.Spec.Volumes[i].Secret.SecretName = "fork-token"
+		}
+	}
+	createPod(t, ns, fork)
+	fp := waitRunning(t, ns, fork.Name)
+	forked := agentCounter(t, fp.Status.PodIP, forkTok, func(s counterState) bool { return s.n >= later.n })
+	if forked.secret != before.secret {
+		t.Fatalf("the fork's secret = %d, want %d", forked.secret, before.secret)
+	}
+	procs := agentv1connect.NewProcessServiceClient(contract.BearerClient(tok), "http://"+fp.Status.PodIP+":7070")
+	_, err = procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{Spec: &agentv1.ProcessSpec{Argv: []string{"true"}}}))
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("the fork's agent with the source's token: %v, want unauthenticated", err)
+	}
+	t.Logf("fork of the restored Pod (a snapshot of a restore) answers with its own token at counter %d and refuses the source's", forked.n)
 }
 
 // agentCounter reads /tmp/state by running cat through the sandbox's agent at ip until ok accepts

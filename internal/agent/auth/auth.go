@@ -2,7 +2,7 @@
 //
 // The controller derives each sandbox's token from a key it shares with the router (see
 // api/contract.DeriveAgentToken) and writes it into a Secret the sandbox's Pod mounts; the agent loads it
-// at start (LoadToken) and Middleware rejects any request that does not carry it as
+// (WatchFile, which follows the file) and Middleware rejects any request that does not carry it as
 // `Authorization: Bearer <token>`. gRPC and Connect clients send the same header, so one check
 // covers plain HTTP, gRPC and Connect alike; they read the 401 as the Unauthenticated code.
 //
@@ -14,8 +14,6 @@ package auth
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -89,22 +87,21 @@ type Options struct {
 // 401 with `WWW-Authenticate: Bearer` and a JSON body {"code":"unauthenticated","message":...}
 // saying what is missing or wrong; the message never repeats a token.
 //
-// The presented token and token are compared as SHA-256 digests with
-// crypto/subtle.ConstantTimeCompare, so the time taken reveals neither the token's bytes nor its
-// length. Middleware panics when token is empty: every request would then need no secret.
-func Middleware(token []byte, next http.Handler, opts Options) http.Handler {
-	if len(token) == 0 {
-		panic("auth.Middleware: the agent token is empty")
+// The presented token is compared with Token.Matches, in constant time, with the token current
+// at that request. Middleware panics when token is nil: every request would then need no secret.
+func Middleware(token *Token, next http.Handler, opts Options) http.Handler {
+	if token == nil {
+		panic("auth.Middleware: no agent token")
 	}
 	exempt := make(map[string]bool, len(opts.ExemptPaths))
 	for _, p := range opts.ExemptPaths {
 		exempt[p] = true
 	}
-	return &middleware{want: sha256.Sum256(token), next: next, exempt: exempt}
+	return &middleware{token: token, next: next, exempt: exempt}
 }
 
 type middleware struct {
-	want   [sha256.Size]byte
+	token  *Token
 	next   http.Handler
 	exempt map[string]bool
 }
@@ -152,8 +149,7 @@ func (m *middleware) check(values []string) string {
 	if tok == "" {
 		return msgNoToken
 	}
-	got := sha256.Sum256([]byte(tok))
-	if subtle.ConstantTimeCompare(got[:], m.want[:]) != 1 {
+	if !m.token.Matches([]byte(tok)) {
 		return msgWrongToken
 	}
 	return ""

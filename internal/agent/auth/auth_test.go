@@ -118,7 +118,7 @@ func TestMiddleware(t *testing.T) {
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	})
-	h := Middleware([]byte(token), next, Options{ExemptPaths: []string{"/healthz"}})
+	h := Middleware(Fixed([]byte(token)), next, Options{ExemptPaths: []string{"/healthz"}})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			path := tc.path
@@ -169,7 +169,7 @@ func TestMiddleware(t *testing.T) {
 
 func TestMiddlewareCallsNextOnlyWhenAuthenticated(t *testing.T) {
 	var calls int
-	h := Middleware([]byte(token), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls++ }), Options{})
+	h := Middleware(Fixed([]byte(token)), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls++ }), Options{})
 	for _, v := range []string{"", "Bearer wrong", "Bearer " + token} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		if v != "" {
@@ -184,7 +184,7 @@ func TestMiddlewareCallsNextOnlyWhenAuthenticated(t *testing.T) {
 
 func TestMiddlewareGRPCRequest(t *testing.T) {
 	// gRPC and Connect carry the token in the same header.
-	h := Middleware([]byte(token), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := Middleware(Fixed([]byte(token)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	}), Options{})
 	r := httptest.NewRequest(http.MethodPost, "/kubox.agent.v1.ProcessService/Start", nil)

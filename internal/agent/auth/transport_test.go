@@ -10,7 +10,7 @@ import (
 
 func TestTransportAuthenticatesAgainstMiddleware(t *testing.T) {
 	tok := []byte("0123456789abcdef0123456789abcdef")
-	srv := httptest.NewServer(Middleware(tok, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(Middleware(Fixed(tok), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 	}), Options{}))
 	defer srv.Close()

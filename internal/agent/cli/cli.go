@@ -138,7 +138,7 @@ func (o *options) complete(log *slog.Logger) error {
 		log.Warn("Serving WITHOUT authentication (--insecure-no-auth): anyone who reaches the ports controls this sandbox")
 		return o.compatDirs()
 	}
-	tok, err := auth.LoadToken(o.tokenFile, o.tokenEnv)
+	tok, err := o.token()
 	if err != nil {
 		return errors.Join(err, errors.New("give --token-file or $"+o.tokenEnv+", or --insecure-no-auth for a sandbox nobody else can reach"))
 	}
@@ -152,6 +152,19 @@ func (o *options) complete(log *slog.Logger) error {
 			"port", o.cfg.CompatPort)
 	}
 	return o.compatDirs()
+}
+
+// token is the agent token from --token-file, followed as the file changes (a Pod restored from
+// another Sandbox's checkpoint mounts its own token there), or else from the environment.
+func (o *options) token() (*auth.Token, error) {
+	if o.tokenFile != "" {
+		return auth.WatchFile(o.tokenFile)
+	}
+	tok, err := auth.LoadToken("", o.tokenEnv)
+	if err != nil {
+		return nil, err
+	}
+	return auth.Fixed(tok), nil
 }
 
 // compatDirs creates python-runtime's and sandboxd's directories, which most images lack.

@@ -1,14 +1,13 @@
 package e2b
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"strings"
 
 	"connectrpc.com/connect"
 
 	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/agent/files"
 	"github.com/kubox-dev/kubox/internal/agent/process"
 	"github.com/kubox-dev/kubox/proto/e2b/envd/filesystem/envdfilesystemconnect"
@@ -25,7 +24,7 @@ type Options struct {
 	// Environ is the environment processes start with, which GET /envs answers.
 	Environ func() []string
 	// Token is required of every request but /health; nil serves without authentication.
-	Token []byte
+	Token *auth.Token
 	// Writes is the agent's write gate: MakeDir, Move, Remove and uploads are refused once the
 	// sandbox suspends. Nil admits every write.
 	Writes files.WriteGate
@@ -73,8 +72,7 @@ func NewHandler(opts Options) *Handler {
 // name a user; with an access token present that header is not read. Others get 401: Connect's
 // error body on the Connect services (the SDKs map it to their authentication error), envd's on
 // the HTTP endpoints.
-func authenticate(token []byte, next http.Handler) http.Handler {
-	want := sha256.Sum256(token)
+func authenticate(token *auth.Token, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == contract.E2BHealthPath {
 			next.ServeHTTP(w, r)
@@ -87,8 +85,7 @@ func authenticate(token []byte, next http.Handler) http.Handler {
 				got = strings.TrimSpace(tok)
 			}
 		}
-		sum := sha256.Sum256([]byte(got))
-		if got != "" && subtle.ConstantTimeCompare(sum[:], want[:]) == 1 {
+		if got != "" && token.Matches([]byte(got)) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	envdfilesystem "github.com/kubox-dev/kubox/proto/e2b/envd/filesystem"
 	"github.com/kubox-dev/kubox/proto/e2b/envd/filesystem/envdfilesystemconnect"
 	envdprocess "github.com/kubox-dev/kubox/proto/e2b/envd/process"
@@ -64,7 +65,7 @@ func startSandbox(t testing.TB) *sandbox {
 		t.Fatal(err)
 	}
 	e2bPort := freePort(t)
-	a, err := agent.New(agent.Config{Host: "127.0.0.1", Port: freePort(t), E2BPort: e2bPort, Token: []byte(testToken),
+	a, err := agent.New(agent.Config{Host: "127.0.0.1", Port: freePort(t), E2BPort: e2bPort, Token: auth.Fixed([]byte(testToken)),
 		Root: dir, WorkDir: dir, ShutdownGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)

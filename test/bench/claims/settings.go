@@ -28,6 +28,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/test/bench/harness"
 )
 
@@ -329,7 +330,7 @@ func (f *agentFleet) observe(obj any) {
 		fmt.Fprintf(os.Stderr, "agent of %s: %v\n", sb.Name, err)
 		return
 	}
-	a, err := agent.New(agent.Config{Host: ip.String(), Port: f.port, Token: []byte(contract.DeriveAgentToken(f.key, sb.UID)),
+	a, err := agent.New(agent.Config{Host: ip.String(), Port: f.port, Token: auth.Fixed([]byte(contract.DeriveAgentToken(f.key, sb.UID))),
 		Root: root, WorkDir: root, ShutdownGrace: time.Second, Log: f.log})
 	if err == nil {
 		err = a.Listen()

@@ -94,7 +94,7 @@ func sandboxdSandbox(t *testing.T, ns, name string, recordSandboxd bool) (*sandb
 	sb.Spec.Agent = &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(apiPort)), CompatibilityPort: ptr.To(int32(compatPort))}
 	env.Create(t, sb)
 	root := t.TempDir()
-	framework.StartAgent(t, agent.Config{Port: apiPort, CompatPort: compatPort, Token: framework.AgentToken(key, sb.UID), CompatAuth: true,
+	framework.StartAgent(t, agent.Config{Port: apiPort, CompatPort: compatPort, Token: framework.AgentAuth(key, sb.UID), CompatAuth: true,
 		CompatBaseDir: root, SandboxdRoot: root, SandboxdGRPCPort: grpcPort, SandboxdRESTPort: restPort})
 	st := &sandboxv1beta1.AgentStatus{Port: int32(apiPort), CompatibilityPort: int32(compatPort)}
 	if recordSandboxd {

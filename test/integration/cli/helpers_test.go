@@ -144,7 +144,7 @@ func (f *fixture) serve(t *testing.T, name string) string {
 	t.Helper()
 	pod := framework.WaitForObject(t, env, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}, nil)
 	sb := framework.Read[sandboxv1beta1.Sandbox](t, env, f.ns, name)
-	a := framework.StartAgent(t, agent.Config{Port: f.agentPort, Token: framework.AgentToken(f.key, sb.UID), Root: t.TempDir()})
+	a := framework.StartAgent(t, agent.Config{Port: f.agentPort, Token: framework.AgentAuth(f.key, sb.UID), Root: t.TempDir()})
 	f.mu.Lock()
 	if f.served == nil {
 		f.served = map[string]bool{}

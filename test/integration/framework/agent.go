@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 )
 
 // LoopbackIP is where the tests' agents listen: the Pod IP of the sandboxes they serve
@@ -30,6 +31,9 @@ type Agent struct {
 // AgentToken is the token kubox-controller derives with key for the Sandbox whose UID is uid
 // (contract.DeriveAgentToken), which the Sandbox's agent requires.
 func AgentToken(key []byte, uid types.UID) []byte { return []byte(contract.DeriveAgentToken(key, uid)) }
+
+// AgentAuth is AgentToken as an agent requires it (agent.Config.Token).
+func AgentAuth(key []byte, uid types.UID) *auth.Token { return auth.Fixed(AgentToken(key, uid)) }
 
 // StartAgent starts a kubox-agent with cfg on LoopbackIP and returns once it listens. cfg.Port
 // (and cfg.CompatPort, when set), cfg.Token and cfg.Root (empty: the whole file system, as in a

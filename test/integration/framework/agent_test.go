@@ -18,6 +18,7 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -29,7 +30,7 @@ func TestStartAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := framework.AgentToken([]byte("0123456789abcdef0123456789abcdef"), "uid-1")
-	a := framework.StartAgent(t, agent.Config{Port: port, Token: tok, Root: root})
+	a := framework.StartAgent(t, agent.Config{Port: port, Token: auth.Fixed(tok), Root: root})
 	if a.Root != root || a.WorkDir == "" {
 		t.Errorf("Root %q, WorkDir %q; want Root %q and a temporary WorkDir", a.Root, a.WorkDir, root)
 	}

@@ -145,7 +145,7 @@ func (s *sandboxAgents) start(sb *sandboxv1beta1.Sandbox, ip string) (*agent.Age
 	if err != nil {
 		return nil, err
 	}
-	cfg := agent.Config{Port: s.port, Token: AgentToken(s.key, sb.UID), Root: root, WorkDir: root,
+	cfg := agent.Config{Port: s.port, Token: AgentAuth(s.key, sb.UID), Root: root, WorkDir: root,
 		Log: s.log.With("sandbox", sb.Name, "podIP", ip)}
 	for _, c := range s.configure {
 		c(&cfg)

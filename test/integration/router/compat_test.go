@@ -28,7 +28,7 @@ func TestPythonRuntimeOutputThroughTheRouter(t *testing.T) {
 	limited.sb = createSandbox(t, ns, "limited", &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(limited.apiPort)),
 		CompatibilityPort: ptr.To(int32(limited.compatPort))})
 	framework.StartAgent(t, agent.Config{Port: limited.apiPort, CompatPort: limited.compatPort, CompatAuth: true,
-		Token: framework.AgentToken(key, limited.sb.UID), WorkDir: limited.dir, CompatBaseDir: limited.dir,
+		Token: framework.AgentAuth(key, limited.sb.UID), WorkDir: limited.dir, CompatBaseDir: limited.dir,
 		SandboxdRoot: limited.dir, CompatMaxOutputBytes: ptr.To[int64](1 << 20)})
 	markReady(t, limited.sb, framework.LoopbackIP)
 	headers := func(a *agentSandbox) []string {

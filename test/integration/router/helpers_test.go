@@ -67,7 +67,7 @@ func startAgentSandbox(t *testing.T, ns, name string) *agentSandbox {
 	a.sb = createSandbox(t, ns, name, &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(a.apiPort)), CompatibilityPort: ptr.To(int32(a.compatPort))})
 	a.dir = t.TempDir()
 	framework.StartAgent(t, agent.Config{Port: a.apiPort, CompatPort: a.compatPort, CompatAuth: true,
-		Token: framework.AgentToken(key, a.sb.UID), WorkDir: a.dir, CompatBaseDir: a.dir, SandboxdRoot: a.dir})
+		Token: framework.AgentAuth(key, a.sb.UID), WorkDir: a.dir, CompatBaseDir: a.dir, SandboxdRoot: a.dir})
 	markReady(t, a.sb, framework.LoopbackIP)
 	return a
 }

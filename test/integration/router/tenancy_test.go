@@ -169,7 +169,7 @@ func TestAgentTokenGoesOnlyToTheRecordedAgentPort(t *testing.T) {
 		return len(sb.Status.PodIPs) > 0, fmt.Sprintf("status %+v", sb.Status)
 	})
 	ip := sb.Status.PodIPs[0]
-	framework.StartAgentAt(t, ip, agent.Config{Port: agentPort, Token: framework.AgentToken(key, sb.UID), Root: t.TempDir()})
+	framework.StartAgentAt(t, ip, agent.Config{Port: agentPort, Token: framework.AgentAuth(key, sb.UID), Root: t.TempDir()})
 	// What listens on the port a router would guess: not the agent.
 	guessed := listenRecordingServerAt(t, net.JoinHostPort(ip, "7070"))
 

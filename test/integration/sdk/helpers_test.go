@@ -12,6 +12,7 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/sdk/go/kubox"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -73,12 +74,12 @@ func (f *fixture) template(name string) *testutil.TemplateWrapper {
 // test ends.
 func (f *fixture) startAgent(t *testing.T, sb *kubox.Sandbox) {
 	t.Helper()
-	framework.StartAgent(t, agent.Config{Port: f.agentPort, Token: framework.AgentToken(f.key, sb.Object().UID), Root: t.TempDir()})
+	framework.StartAgent(t, agent.Config{Port: f.agentPort, Token: framework.AgentAuth(f.key, sb.Object().UID), Root: t.TempDir()})
 }
 
 // startAgentWithToken is startAgent with the token tok; it returns a function that stops the
 // agent before the test ends.
 func (f *fixture) startAgentWithToken(t *testing.T, tok string) (stop func()) {
 	t.Helper()
-	return framework.StartAgent(t, agent.Config{Port: f.agentPort, Token: []byte(tok), Root: t.TempDir()}).Stop
+	return framework.StartAgent(t, agent.Config{Port: f.agentPort, Token: auth.Fixed([]byte(tok)), Root: t.TempDir()}).Stop
 }

@@ -155,7 +155,7 @@ func (m *mcpFixture) startAgentOf(t *testing.T, sandbox string) {
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: m.ns, Name: sandbox}, sb); err != nil {
 		t.Fatal(err)
 	}
-	framework.StartAgent(t, agent.Config{Port: m.agentPort, Token: framework.AgentToken(m.key, sb.UID), Root: t.TempDir()})
+	framework.StartAgent(t, agent.Config{Port: m.agentPort, Token: framework.AgentAuth(m.key, sb.UID), Root: t.TempDir()})
 }
 
 // TestMCPServerActsAsItsCaller drives `kubox mcp`'s Streamable HTTP endpoint with the official
