@@ -26,7 +26,7 @@ func withAgent(spec map[string]any) { spec["agent"] = map[string]any{} }
 
 // agentEndpoint returns the sandbox's pod IP and its agent token, derived as the router does: from
 // the local environment's key and the Sandbox's UID.
-func agentEndpoint(t *testing.T, ns, name string) (string, string) {
+func agentEndpoint(t testing.TB, ns, name string) (string, string) {
 	t.Helper()
 	sb, err := dyn.Resource(sandboxes).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {

@@ -114,3 +114,57 @@ func reportPercentiles(b *testing.B, name string, samples []float64) {
 	b.ReportMetric(samples[int(math.Ceil(0.99*float64(len(samples))))-1], name+"-p99-ms")
 	b.ReportMetric(samples[len(samples)-1], name+"-max-ms")
 }
+
+// BenchmarkSandboxPauseResume is BenchmarkPauseResumeWithMemory's "idle" on a kubox Sandbox with
+// kubox-agent (withCounter, withAgent): the Sandbox is suspended after the first checkpoint, and
+// each resume is a Pod shaped by checkpoint.RestoredPod, timed from its creation to the first
+// process the restored agent runs for a caller with the Sandbox's token (cold start: from the
+// Sandbox's creation to the same answer).
+func BenchmarkSandboxPauseResume(b *testing.B) {
+	requireController(b)
+	ns, name := benchNamespace(b), "bench"
+	cold := time.Now()
+	createSandbox(b, ns, newSandbox(name, "gvisor", withCounter, withAgent))
+	waitSandboxReady(b, ns, name)
+	ip, tok := agentEndpoint(b, ns, name)
+	first := agentCounter(b, ip, tok, func(s counterState) bool { return s.n > 0 })
+	b.ReportMetric(ms(time.Since(cold)), "cold-start-ms")
+	src, err := clientset.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pause, resume []float64
+	var size int64
+	var prev string
+	for i := range b.N {
+		from, to := fmt.Sprintf("%s-r%d", name, i), fmt.Sprintf("%s-r%d", name, i+1)
+		if i == 0 {
+			from = name
+		}
+		dir := snapshotDir(b, ns, from)
+		m := checkpointPodInto(b, devNode(), ns, from, dir, false)
+		pause, size = append(pause, ms(time.Duration(m.Duration))), m.Size
+		if i == 0 {
+			patchSandbox(b, ns, name, `{"spec":{"operatingMode":"Suspended"}}`)
+			waitPodGone(b, ns, name)
+		} else {
+			deletePod(b, ns, from)
+		}
+		if err := os.RemoveAll(prev); err != nil {
+			b.Fatal(err)
+		}
+		prev = dir
+		start := time.Now()
+		createPod(b, ns, checkpoint.RestoredPod(src, to, src.Spec.NodeName, dir))
+		p := waitRunning(b, ns, to)
+		got := agentCounter(b, p.Status.PodIP, tok, func(s counterState) bool { return s.n > 0 })
+		resume = append(resume, ms(time.Since(start)))
+		if got.secret != first.secret {
+			b.Fatalf("cycle %d: secret %d after the resume, %d at the start", i, got.secret, first.secret)
+		}
+	}
+	reportPercentiles(b, "pause", pause)
+	reportPercentiles(b, "resume", resume)
+	b.ReportMetric(float64(size)/(1<<20), "snapshot-MiB")
+	b.ReportMetric(0, "ns/op")
+}
