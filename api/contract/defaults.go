@@ -51,3 +51,7 @@ const (
 	// without a token.
 	SandboxdHealthPath = "/v1/health"
 )
+
+// DefaultNodeAPIPort is the port of kubox-node's snapshot API (proto/kubox/node/v1) on each gVisor
+// node, where kubox-controller asks for checkpoints of the Pods running there.
+const DefaultNodeAPIPort = 9097

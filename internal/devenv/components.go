@@ -52,11 +52,14 @@ const (
 	Controller        = "kubox-controller"
 	Router            = "kubox-router"
 	Egress            = "kubox-egress"
+	// NodeAPI is kubox-node, the snapshot API of the node (not the node itself, which is the
+	// kubelet and Config.NodeName).
+	NodeAPI = "kubox-node"
 )
 
 // StartOrder lists every component in the order `up` starts them. kube-network-policies starts
 // before the kubelet, so no Pod runs before NetworkPolicy is enforced.
-var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, NetworkPolicies, Kubelet, Egress, Controller, Router}
+var StartOrder = []string{Etcd, APIServer, ControllerManager, Scheduler, Containerd, NetworkPolicies, Kubelet, Egress, NodeAPI, Controller, Router}
 
 // Plan returns the command line of every component except kubox-controller, whose binary is
 // built from the checkout (see ControllerComponent).
@@ -103,6 +106,21 @@ func EgressComponent(bin string, c Config, l Layout) Component {
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", c.Ports.EgressHealth),
 		"--hosts-file=" + l.EgressHosts, "--upstream-ca-file=" + filepath.Join(l.PKI, EgressTestCA+".crt")}}
 }
+
+// NodeAPIComponent runs kubox-node on the node: its snapshot API on 127.0.0.1 (kubox-controller
+// and the tests run on this host), the node token in Layout.NodeToken, the snapshots in
+// Layout.Snapshots (the gVisor shim's kubox_snapshot_root), and the node's containerd, shim and
+// kubelet folders.
+func NodeAPIComponent(bin string, c Config, l Layout, t Tools) Component {
+	return Component{NodeAPI, []string{bin,
+		fmt.Sprintf("--api-bind-address=127.0.0.1:%d", c.Ports.NodeAPI),
+		"--token-file=" + l.NodeToken, "--snapshot-root=" + l.Snapshots, "--runsc=" + t.Runsc,
+		"--runsc-root=" + l.RunscRoot, "--containerd-root=" + l.ContainerdRoot, "--containerd-state=" + l.ContainerdState,
+		"--kubelet-root=" + l.KubeletRoot}}
+}
+
+// NodeAPIURL is kubox-node's snapshot API on the local node.
+func (c Config) NodeAPIURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.NodeAPI) }
 
 func etcdArgs(c Config, l Layout, t Tools) []string {
 	client := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdClient)

@@ -56,6 +56,8 @@ type Ports struct {
 	EgressProxy   int
 	EgressMetrics int
 	EgressHealth  int
+	// NodeAPI is kubox-node's snapshot API (NodeAPIURL), which answers /healthz too.
+	NodeAPI int
 }
 
 // DefaultConfig returns ports and names chosen not to collide with envtest (random ports), the
@@ -77,6 +79,7 @@ func DefaultConfig() Config {
 			RouterHTTP: 16090, RouterMetrics: 16091, RouterHealth: 16092,
 			NetworkPolicyMetrics: 16093,
 			EgressProxy:          16094, EgressMetrics: 16095, EgressHealth: 16096,
+			NodeAPI: 16097,
 		},
 	}
 }
@@ -146,6 +149,8 @@ type Layout struct {
 	// Snapshots holds gVisor checkpoint images, one folder per namespace: the gVisor shim restores
 	// a Pod annotated kubox.dev/restore-image only from an image below Snapshots/<its namespace>.
 	Snapshots string
+	// NodeToken is the token kubox-node's callers present.
+	NodeToken string
 }
 
 // NewLayout derives every path from the state directory.
@@ -161,6 +166,7 @@ func NewLayout(stateDir string) Layout {
 		ControllerConfig: j("etc", "kubox-controller.yaml"), AgentTokenKey: j("etc", "agent-token-key"),
 		AdminToken: j("etc", "admin-token"), TokenAuthFile: j("etc", "tokens.csv"),
 		EgressHosts: j("etc", "egress-hosts"), Snapshots: j("snapshots"),
+		NodeToken: j("etc", "node-token"),
 	}
 }
 

@@ -33,6 +33,7 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	stop(Router)
 	stop(Controller)
 	stop(Egress)
+	stop(NodeAPI)
 	stop(ControllerManager)
 	stop(Scheduler)
 	volumes := drainPods(ctx, p, l, c)

@@ -160,7 +160,7 @@ func TestPlanFlags(t *testing.T) {
 		}
 	}
 	for _, name := range StartOrder {
-		if name == Egress || name == Controller || name == Router {
+		if name == Egress || name == NodeAPI || name == Controller || name == Router {
 			continue // built from the checkout (TestKuboxComponents)
 		}
 		if plan[name].Name != name || !strings.HasPrefix(plan[name].Argv[0], "/c/") {
@@ -192,6 +192,10 @@ func TestKuboxComponents(t *testing.T) {
 		Egress: {EgressComponent("/bin/kubox-egress", c, l), []string{
 			"--proxy-bind-address=10.77.0.1:16094", "--health-probe-bind-address=127.0.0.1:16096",
 			"--hosts-file=/var/lib/kubox-dev/etc/egress-hosts", "--upstream-ca-file=/var/lib/kubox-dev/pki/egress-test-ca.crt"}},
+		NodeAPI: {NodeAPIComponent("/bin/kubox-node", c, l, Tools{Runsc: "/c/runsc"}), []string{
+			"--api-bind-address=127.0.0.1:16097", "--token-file=/var/lib/kubox-dev/etc/node-token",
+			"--snapshot-root=/var/lib/kubox-dev/snapshots", "--runsc=/c/runsc", "--runsc-root=/var/lib/kubox-dev/containerd/runsc",
+			"--containerd-state=/var/lib/kubox-dev/containerd/state", "--kubelet-root=/var/lib/kubox-dev/kubelet"}},
 	}
 	for name, tc := range tests {
 		if tc.comp.Name != name {

@@ -68,6 +68,7 @@ func readinessProbes(c Config, l Layout) map[string]func(context.Context) (bool,
 		Controller:        controllerReady(c),
 		Router:            routerReady(c),
 		Egress:            egressReady(c),
+		NodeAPI:           nodeAPIReady(c),
 		Containerd: func(context.Context) (bool, error) {
 			_, err := os.Stat(l.ContainerdSocket)
 			return err == nil, err
@@ -95,6 +96,11 @@ func routerReady(c Config) func(context.Context) (bool, error) {
 // egressReady probes kubox-egress's /readyz (its caches of Pods and Sandboxes are synced).
 func egressReady(c Config) func(context.Context) (bool, error) {
 	return HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", c.Ports.EgressHealth))
+}
+
+// nodeAPIReady probes kubox-node's /healthz.
+func nodeAPIReady(c Config) func(context.Context) (bool, error) {
+	return HTTPOK(c.NodeAPIURL() + "/healthz")
 }
 
 // controllerReady probes kubox-controller's /readyz.

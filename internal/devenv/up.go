@@ -140,6 +140,9 @@ func (e *env) writeConfigs(pki PKI) error {
 	if err := EnsureKey(e.l.AgentTokenKey); err != nil {
 		return fmt.Errorf("create the agent token key: %w", err)
 	}
+	if err := EnsureKey(e.l.NodeToken); err != nil {
+		return fmt.Errorf("create the node token: %w", err)
+	}
 	token, err := ensureToken(e.l.AdminToken)
 	if err != nil {
 		return fmt.Errorf("create the admin token: %w", err)
@@ -250,7 +253,7 @@ func (e *env) platform(ctx context.Context) error {
 	if err := e.wait(ctx, ControllerManager, "service account default/default", 60*time.Second, DefaultServiceAccount(e.cs)); err != nil {
 		return err
 	}
-	if err := e.egress(ctx); err != nil {
+	if err := e.nodeServices(ctx); err != nil {
 		return err
 	}
 	return kuboxModeOf(e.c, e.l).start(ctx, e)
@@ -261,14 +264,18 @@ const egressHostsHeader = `# kubox-egress resolves the names below (hosts(5) lin
 # for sandboxes whose template has spec.egress. Point a name at a server of your own here.
 `
 
-// egress builds kubox-egress from the checkout and runs it on the node, in both kubox modes:
-// the proxy of sandboxes with spec.egress is node infrastructure here, as kube-network-policies.
-func (e *env) egress(ctx context.Context) error {
-	bins, err := BuildBinaries(e.c.RepoDir, Egress)
+// nodeServices builds kubox-egress and kubox-node from the checkout and runs them on the node, in
+// both kubox modes: the proxy of sandboxes with spec.egress and the snapshot API are node
+// infrastructure here, as kube-network-policies.
+func (e *env) nodeServices(ctx context.Context) error {
+	bins, err := BuildBinaries(e.c.RepoDir, Egress, NodeAPI)
 	if err != nil {
 		return err
 	}
-	return e.run(ctx, EgressComponent(bins[Egress], e.c, e.l), 60*time.Second, egressReady(e.c))
+	if err := e.run(ctx, EgressComponent(bins[Egress], e.c, e.l), 60*time.Second, egressReady(e.c)); err != nil {
+		return err
+	}
+	return e.run(ctx, NodeAPIComponent(bins[NodeAPI], e.c, e.l, e.t), 30*time.Second, nodeAPIReady(e.c))
 }
 
 // kubox builds kubox-controller and kubox-router from the checkout and runs them.
@@ -357,11 +364,12 @@ kubox dev environment
   runtimes    RuntimeClass runc (default) and gvisor (handler runsc)
   policy      NetworkPolicy enforced by kube-network-policies (its verdicts: %[12]s/kube-network-policies.log)
   egress      kubox-egress on %[16]s for templates with spec.egress (names: %[17]s)
+  snapshots   kubox-node on %[18]s (token %[19]s); gVisor snapshots in %[20]s/<namespace>
   storage     StorageClass %[8]s (default; hostPath volumes under /tmp/hostpath_pv)
   images      %[9]s, %[10]s, %[14]s (use imagePullPolicy: Never or IfNotPresent)
   state       %[11]s   logs %[12]s/<component>.log   pidfiles %[13]s
   status      kubox dev status        stop and remove: kubox dev down
 `, l.Kubeconfig, l.Bin, c.Ports.APIServer, c.NodeName, c.NodeIP(), c.Bridge, c.PodSubnet,
 		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids, PythonImage, c.RouterURL(),
-		c.EgressProxyURL(), l.EgressHosts)
+		c.EgressProxyURL(), l.EgressHosts, c.NodeAPIURL(), l.NodeToken, l.Snapshots)
 }

@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +18,12 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	sandboxctl "github.com/kubox-dev/kubox/internal/controller/sandbox"
+	"github.com/kubox-dev/kubox/internal/devenv"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
+	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
 )
 
 // withCounter makes the Sandbox's container the Python counter that keeps a random secret and
@@ -29,8 +35,9 @@ func withCounter(spec map[string]any) {
 	c["command"] = []any{"python3", "-c", servedCounter}
 }
 
-// TestSandboxPodRestoresWithItsAgent pauses a kubox Sandbox's Pod with its memory and restores it
-// into a new Pod (checkpoint.RestoredPod): the Pod kubox builds has kubox-agent's init container,
+// TestSandboxPodRestoresWithItsAgent pauses a kubox Sandbox's Pod with its memory (a snapshot
+// taken by kubox-node, the node's snapshot API) and restores it into a new Pod
+// (checkpoint.RestoredPod): the Pod kubox builds has kubox-agent's init container,
 // whose binary the agent runs from an emptyDir, and the agent's token Secret. The restored Pod is
 // Ready on kubox-agent's readiness probe, the agent answers with the Sandbox's token and runs new
 // processes, and the Python under it still has its secret and counts on. A Pod that keeps the
@@ -47,8 +54,7 @@ func TestSandboxPodRestoresWithItsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := snapshotDir(t, ns, "pause")
-	checkpointPodInto(t, devNode(), ns, name, dir, false)
+	dir := nodeCheckpoint(t, ns, name, "pause", false)
 	patchSandbox(t, ns, name, `{"spec":{"operatingMode":"Suspended"}}`)
 	waitPodGone(t, ns, name)
 
@@ -87,8 +93,7 @@ func TestSandboxPodRestoresWithItsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forkDir := snapshotDir(t, ns, "fork")
-	checkpointPodInto(t, devNode(), ns, restored.Name, forkDir, true)
+	forkDir := nodeCheckpoint(t, ns, restored.Name, "fork", true)
 	fork := checkpoint.RestoredPod(p, name+"-fork", p.Spec.NodeName, forkDir)
 	for i, v := range fork.Spec.Volumes {
 		if v.Name == sandboxctl.AgentTokenVolumeName {
@@ -107,6 +112,68 @@ func TestSandboxPodRestoresWithItsAgent(t *testing.T) {
 		t.Errorf("the fork's agent with the source's token: %v, want unauthenticated", err)
 	}
 	t.Logf("fork of the restored Pod (a snapshot of a restore) answers with its own token at counter %d and refuses the source's", forked.n)
+}
+
+// TestNodeAPIRefusesWhatItCannotSnapshot: kubox-node answers a Pod it cannot checkpoint with a
+// reason (a runc Pod; a Pod not on the node) and a caller without the node token not at all.
+func TestNodeAPIRefusesWhatItCannotSnapshot(t *testing.T) {
+	ns := namespace(t)
+	createPod(t, ns, busyboxPod("plain", "runc"))
+	waitRunning(t, ns, "plain")
+	key, err := os.ReadFile(devenv.NewLayout(stateDir).NodeToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := devenv.DefaultConfig().NodeAPIURL()
+	client := nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(key))), url)
+	for _, c := range []struct {
+		pod  string
+		code connect.Code
+		want string
+	}{
+		{"plain", connect.CodeFailedPrecondition, "only under gVisor"},
+		{"absent", connect.CodeNotFound, "has no sandbox on this node"},
+	} {
+		_, err := client.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{Namespace: ns, Pod: c.pod, Snapshot: "s"}))
+		if connect.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Checkpoint of %s/%s: %v, want %v saying %q", ns, c.pod, err, c.code, c.want)
+		}
+		t.Logf("%s: %v", c.pod, err)
+	}
+	if _, err := os.Stat(filepath.Join(devenv.NewLayout(stateDir).Snapshots, ns, "s")); !os.IsNotExist(err) {
+		t.Errorf("a refused checkpoint left a snapshot folder: %v", err)
+	}
+	anon := nodev1connect.NewSnapshotServiceClient(http.DefaultClient, url)
+	_, err = anon.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{Namespace: ns, Pod: "plain", Snapshot: "s"}))
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("Checkpoint without the node token: %v, want unauthenticated", err)
+	}
+}
+
+// nodeCheckpoint asks the local node's kubox-node for a snapshot of the Pod ns/pod and returns
+// its folder (the parent of the image the shim restores from). The test's cleanup deletes it.
+func nodeCheckpoint(t testing.TB, ns, pod, snapshot string, leaveRunning bool) string {
+	t.Helper()
+	key, err := os.ReadFile(devenv.NewLayout(stateDir).NodeToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(key))), devenv.DefaultConfig().NodeAPIURL())
+	res, err := client.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{
+		Namespace: ns, Pod: pod, Snapshot: snapshot, LeaveRunning: leaveRunning}))
+	if err != nil {
+		t.Fatalf("kubox-node Checkpoint of %s/%s: %v", ns, pod, err)
+	}
+	t.Cleanup(func() {
+		_, err := client.DeleteSnapshot(context.Background(), connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: ns, Snapshot: snapshot}))
+		if err != nil {
+			t.Errorf("kubox-node DeleteSnapshot %s/%s: %v", ns, snapshot, err)
+		}
+	})
+	m := res.Msg.GetSnapshot()
+	t.Logf("kubox-node snapshot %s/%s of Pod %s (leave running %t): %d bytes in %.3f s, containers %v, sha256 %s",
+		ns, snapshot, pod, leaveRunning, m.GetSizeBytes(), m.GetDuration().AsDuration().Seconds(), m.GetContainers(), m.GetSha256())
+	return filepath.Dir(m.GetImage())
 }
 
 // agentCounter reads /tmp/state by running cat through the sandbox's agent at ip until ok accepts

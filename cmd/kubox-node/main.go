@@ -1,0 +1,92 @@
+// Command kubox-node is kubox's component on each gVisor node: it checkpoints the gVisor sandboxes
+// of the Pods running there into snapshots (memory, processes, open files, root filesystem
+// writes) below its snapshot root, where kubox's patched gVisor shim restores new Pods from them,
+// and removes snapshots. It serves proto/kubox/node/v1's SnapshotService to callers with the node
+// token. It runs as root on the node, beside containerd: in a cluster as a DaemonSet with the
+// host's PID and mount namespaces, and as a host process of `kubox dev up` on the local node.
+// See docs/checkpoint.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	"github.com/kubox-dev/kubox/internal/node/server"
+	"github.com/kubox-dev/kubox/internal/version"
+)
+
+type options struct {
+	addr, tokenFile, snapshotRoot string
+	node                          checkpoint.Node
+}
+
+func main() {
+	o := &options{}
+	cmd := &cobra.Command{
+		Use:   "kubox-node --token-file=FILE --snapshot-root=DIR [flags]",
+		Short: "Checkpoint the gVisor Pods of this node into snapshots that new Pods restore from",
+		Long: `kubox-node checkpoints the gVisor sandbox of a Pod running on this node into a snapshot below
+--snapshot-root/<namespace>/<snapshot> and verifies it, for kubox's patched gVisor shim to restore
+new Pods from (the Pod annotation kubox.dev/restore-image). --snapshot-root must be the shim's
+kubox_snapshot_root. Every call needs "Authorization: Bearer <token>" with the token in
+--token-file, which is read again when it changes.`,
+		Version:       version.Get().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "api-bind-address", fmt.Sprintf(":%d", contract.DefaultNodeAPIPort), "address of the snapshot API")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node token callers must present (required)")
+	f.StringVar(&o.snapshotRoot, "snapshot-root", "", "folder of the snapshots, one folder per namespace: the gVisor shim's kubox_snapshot_root (required)")
+	f.StringVar(&o.node.Runsc, "runsc", "runsc", "the runsc binary the gVisor shim runs")
+	f.StringVar(&o.node.ShimRunscRoot, "runsc-root", "/run/containerd/runsc", "the root in the gVisor shim's options (runsc.toml's root)")
+	f.StringVar(&o.node.ContainerdRoot, "containerd-root", "/var/lib/containerd", "containerd's root folder")
+	f.StringVar(&o.node.ContainerdState, "containerd-state", "/run/containerd", "containerd's state folder")
+	f.StringVar(&o.node.KubeletRoot, "kubelet-root", "/var/lib/kubelet", "the kubelet's --root-dir")
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "kubox-node: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func (o *options) run(ctx context.Context) error {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "kubox-node")
+	if o.tokenFile == "" {
+		return errors.New("--token-file is required: the node token callers must present")
+	}
+	tok, err := auth.WatchFile(o.tokenFile)
+	if err != nil {
+		return err
+	}
+	s, err := server.New(server.Config{Node: o.node, SnapshotRoot: o.snapshotRoot, Token: tok, Log: log})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	srv := &http.Server{Addr: o.addr, Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("Starting", "version", version.Get().GitVersion, "api", o.addr, "snapshotRoot", o.snapshotRoot)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+// Package server is kubox-node's API: it checkpoints the gVisor sandboxes of Pods running on its
+// node into snapshots below <snapshot root>/<namespace>/ (package checkpoint) and removes them.
+// kubox's patched gVisor shim restores a new Pod from such a snapshot (docs/checkpoint.md). Every
+// call needs the node token as `Authorization: Bearer <token>`.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
+)
+
+// HealthPath answers 200 without a token.
+const HealthPath = "/healthz"
+
+// Config is what the server needs.
+type Config struct {
+	// Node is where containerd and the gVisor shim keep their state on this node.
+	Node checkpoint.Node
+	// SnapshotRoot is the folder of snapshots, the gVisor shim's kubox_snapshot_root: one
+	// folder per namespace below it.
+	SnapshotRoot string
+	// Token is required of every call.
+	Token *auth.Token
+	Log   *slog.Logger
+	// checkpoint replaces checkpoint.Checkpoint in tests.
+	checkpoint func(context.Context, checkpoint.Runsc, checkpoint.Options) (*checkpoint.Manifest, error)
+}
+
+// Server serves nodev1connect.SnapshotService.
+type Server struct {
+	cfg Config
+	// busy holds the snapshot folders being written: two calls for one snapshot do not race.
+	mu   sync.Mutex
+	busy map[string]bool
+}
+
+// New returns a Server; cfg.Token must be set.
+func New(cfg Config) (*Server, error) {
+	if cfg.Token == nil {
+		return nil, errors.New("kubox-node needs a node token (--token-file)")
+	}
+	if cfg.SnapshotRoot == "" || !filepath.IsAbs(cfg.SnapshotRoot) {
+		return nil, fmt.Errorf("the snapshot root %q must be an absolute path: the gVisor shim's kubox_snapshot_root", cfg.SnapshotRoot)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.checkpoint == nil {
+		cfg.checkpoint = checkpoint.Checkpoint
+	}
+	return &Server{cfg: cfg, busy: map[string]bool{}}, nil
+}
+
+// Handler serves the API and HealthPath.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	path, h := nodev1connect.NewSnapshotServiceHandler(s, connect.WithInterceptors(s.authenticate()))
+	mux.Handle(path, h)
+	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	return mux
+}
+
+// authenticate refuses a call without the node token.
+func (s *Server) authenticate() connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			scheme, tok, _ := strings.Cut(req.Header().Get(contract.AuthorizationHeader), " ")
+			if !strings.EqualFold(scheme, contract.BearerScheme) || !s.cfg.Token.Matches([]byte(strings.TrimSpace(tok))) {
+				return nil, connect.NewError(connect.CodeUnauthenticated,
+					errors.New("kubox-node needs 'Authorization: Bearer <node token>' with the token in its --token-file"))
+			}
+			return next(ctx, req)
+		}
+	}
+}
+
+// Checkpoint implements nodev1connect.SnapshotServiceHandler.
+func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.CheckpointRequest]) (*connect.Response[nodev1.CheckpointResponse], error) {
+	r := req.Msg
+	if err := validName("namespace", r.GetNamespace(), validation.IsDNS1123Label); err != nil {
+		return nil, err
+	}
+	if err := validName("pod", r.GetPod(), validation.IsDNS1123Subdomain); err != nil {
+		return nil, err
+	}
+	if err := validName("snapshot", r.GetSnapshot(), validation.IsDNS1123Label); err != nil {
+		return nil, err
+	}
+	kind, err := kindOf(r.GetKind())
+	if err != nil {
+		return nil, err
+	}
+	dir := s.dir(r.GetNamespace(), r.GetSnapshot())
+	release, err := s.claim(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if _, err := os.Lstat(dir); err == nil {
+		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("snapshot %s/%s exists on this node: "+
+			"choose another name, or delete it first", r.GetNamespace(), r.GetSnapshot()))
+	}
+	node := s.cfg.Node
+	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), r.GetNamespace(), r.GetPod())
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("pod %s/%s has no sandbox on this node: "+
+			"a snapshot is taken on the node the Pod runs on, while it runs", r.GetNamespace(), r.GetPod()))
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	start := time.Now()
+	m, err := s.cfg.checkpoint(ctx, node.PodRunsc(), checkpoint.Options{
+		SandboxID: sandboxID, Dir: dir, TaskDir: node.TaskDir(), PodDirs: node.PodDirs(),
+		Kind: kind, LeaveRunning: r.GetLeaveRunning(), Compress: r.GetCompress(),
+	})
+	if err != nil {
+		s.cfg.Log.Error("Checkpoint failed", "namespace", r.GetNamespace(), "pod", r.GetPod(), "snapshot", r.GetSnapshot(), "err", err)
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("checkpoint of Pod %s/%s: %w "+
+			"(a Pod is checkpointed only under gVisor, RuntimeClass handler runsc)", r.GetNamespace(), r.GetPod(), err))
+	}
+	s.cfg.Log.Info("Checkpoint", "namespace", r.GetNamespace(), "pod", r.GetPod(), "snapshot", r.GetSnapshot(),
+		"bytes", m.Size, "took", time.Since(start))
+	return connect.NewResponse(&nodev1.CheckpointResponse{Snapshot: snapshotOf(r.GetNamespace(), r.GetSnapshot(), dir, m)}), nil
+}
+
+// DeleteSnapshot implements nodev1connect.SnapshotServiceHandler.
+func (s *Server) DeleteSnapshot(_ context.Context, req *connect.Request[nodev1.DeleteSnapshotRequest]) (*connect.Response[nodev1.DeleteSnapshotResponse], error) {
+	r := req.Msg
+	if err := validName("namespace", r.GetNamespace(), validation.IsDNS1123Label); err != nil {
+		return nil, err
+	}
+	if err := validName("snapshot", r.GetSnapshot(), validation.IsDNS1123Label); err != nil {
+		return nil, err
+	}
+	dir := s.dir(r.GetNamespace(), r.GetSnapshot())
+	release, err := s.claim(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	return connect.NewResponse(&nodev1.DeleteSnapshotResponse{}), nil
+}
+
+func (s *Server) dir(namespace, snapshot string) string {
+	return filepath.Join(s.cfg.SnapshotRoot, namespace, snapshot)
+}
+
+// claim marks dir busy until release; a checkpoint into an existing snapshot is refused.
+func (s *Server) claim(dir string) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy[dir] {
+		return nil, connect.NewError(connect.CodeAborted, fmt.Errorf("snapshot %s is being written or deleted: try again once that call returns", dir))
+	}
+	s.busy[dir] = true
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.busy, dir)
+	}, nil
+}
+
+func validName(what, name string, check func(string) []string) error {
+	if problems := check(name); len(problems) > 0 {
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s %q: %s", what, name, strings.Join(problems, "; ")))
+	}
+	return nil
+}
+
+func kindOf(k nodev1.Kind) (checkpoint.Kind, error) {
+	switch k {
+	case nodev1.Kind_KIND_UNSPECIFIED, nodev1.Kind_KIND_FULL:
+		return checkpoint.Full, nil
+	case nodev1.Kind_KIND_FILESYSTEM:
+		return checkpoint.Filesystem, nil
+	}
+	return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("kind %v: use KIND_FULL or KIND_FILESYSTEM", k))
+}
+
+func snapshotOf(namespace, name, dir string, m *checkpoint.Manifest) *nodev1.Snapshot {
+	kind := nodev1.Kind_KIND_FULL
+	if m.Kind == checkpoint.Filesystem {
+		kind = nodev1.Kind_KIND_FILESYSTEM
+	}
+	var containers []string
+	for _, c := range m.Containers {
+		if !c.Sandbox {
+			containers = append(containers, c.Name)
+		}
+	}
+	return &nodev1.Snapshot{
+		Namespace: namespace, Name: name, Kind: kind, Image: checkpoint.ImagePath(dir),
+		SizeBytes: m.Size, Sha256: m.SHA256, Duration: durationpb.New(time.Duration(m.Duration)),
+		CreateTime: timestamppb.New(m.Created), Containers: containers, RunscVersion: m.Runsc,
+	}
+}
