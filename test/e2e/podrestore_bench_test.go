@@ -58,10 +58,7 @@ func BenchmarkPauseResumeWithMemory(b *testing.B) {
 					b.Fatalf("cycle %d: secret %d after the resume, %d at the start", i, got.secret, first.secret)
 				}
 			}
-			reportPercentiles(b, "pause", pause)
-			reportPercentiles(b, "resume", resume)
-			b.ReportMetric(float64(size)/(1<<20), "snapshot-MiB")
-			b.ReportMetric(0, "ns/op")
+			reportPauseResume(b, pause, resume, size)
 		})
 	}
 }
@@ -163,6 +160,11 @@ func BenchmarkSandboxPauseResume(b *testing.B) {
 			b.Fatalf("cycle %d: secret %d after the resume, %d at the start", i, got.secret, first.secret)
 		}
 	}
+	reportPauseResume(b, pause, resume, size)
+}
+
+// reportPauseResume reports the pause and resume percentiles and the last snapshot's size.
+func reportPauseResume(b *testing.B, pause, resume []float64, size int64) {
 	reportPercentiles(b, "pause", pause)
 	reportPercentiles(b, "resume", resume)
 	b.ReportMetric(float64(size)/(1<<20), "snapshot-MiB")

@@ -120,12 +120,7 @@ func TestNodeAPIRefusesWhatItCannotSnapshot(t *testing.T) {
 	ns := namespace(t)
 	createPod(t, ns, busyboxPod("plain", "runc"))
 	waitRunning(t, ns, "plain")
-	key, err := os.ReadFile(devenv.NewLayout(stateDir).NodeToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := devenv.DefaultConfig().NodeAPIURL()
-	client := nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(key))), url)
+	client, url := nodeClient(t)
 	for _, c := range []struct {
 		pod  string
 		code connect.Code
@@ -144,7 +139,7 @@ func TestNodeAPIRefusesWhatItCannotSnapshot(t *testing.T) {
 		t.Errorf("a refused checkpoint left a snapshot folder: %v", err)
 	}
 	anon := nodev1connect.NewSnapshotServiceClient(http.DefaultClient, url)
-	_, err = anon.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{Namespace: ns, Pod: "plain", Snapshot: "s"}))
+	_, err := anon.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{Namespace: ns, Pod: "plain", Snapshot: "s"}))
 	if connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Errorf("Checkpoint without the node token: %v, want unauthenticated", err)
 	}
@@ -154,11 +149,7 @@ func TestNodeAPIRefusesWhatItCannotSnapshot(t *testing.T) {
 // its folder (the parent of the image the shim restores from). The test's cleanup deletes it.
 func nodeCheckpoint(t testing.TB, ns, pod, snapshot string, leaveRunning bool) string {
 	t.Helper()
-	key, err := os.ReadFile(devenv.NewLayout(stateDir).NodeToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(key))), devenv.DefaultConfig().NodeAPIURL())
+	client, _ := nodeClient(t)
 	res, err := client.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{
 		Namespace: ns, Pod: pod, Snapshot: snapshot, LeaveRunning: leaveRunning}))
 	if err != nil {
@@ -174,6 +165,17 @@ func nodeCheckpoint(t testing.TB, ns, pod, snapshot string, leaveRunning bool) s
 	t.Logf("kubox-node snapshot %s/%s of Pod %s (leave running %t): %d bytes in %.3f s, containers %v, sha256 %s",
 		ns, snapshot, pod, leaveRunning, m.GetSizeBytes(), m.GetDuration().AsDuration().Seconds(), m.GetContainers(), m.GetSha256())
 	return filepath.Dir(m.GetImage())
+}
+
+// nodeClient is a client of the local node's kubox-node with the node token, and its URL.
+func nodeClient(t testing.TB) (nodev1connect.SnapshotServiceClient, string) {
+	t.Helper()
+	key, err := os.ReadFile(devenv.NewLayout(stateDir).NodeToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := devenv.DefaultConfig().NodeAPIURL()
+	return nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(key))), url), url
 }
 
 // agentCounter reads /tmp/state by running cat through the sandbox's agent at ip until ok accepts

@@ -48,7 +48,7 @@ type Config struct {
 // Server serves nodev1connect.SnapshotService.
 type Server struct {
 	cfg Config
-	// busy holds the snapshot folders being written: two calls for one snapshot do not race.
+	// busy holds the snapshot folders being written or deleted (claim).
 	mu   sync.Mutex
 	busy map[string]bool
 }
@@ -96,21 +96,14 @@ func (s *Server) authenticate() connect.UnaryInterceptorFunc {
 // Checkpoint implements nodev1connect.SnapshotServiceHandler.
 func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.CheckpointRequest]) (*connect.Response[nodev1.CheckpointResponse], error) {
 	r := req.Msg
-	if err := validName("namespace", r.GetNamespace(), validation.IsDNS1123Label); err != nil {
-		return nil, err
-	}
 	if err := validName("pod", r.GetPod(), validation.IsDNS1123Subdomain); err != nil {
-		return nil, err
-	}
-	if err := validName("snapshot", r.GetSnapshot(), validation.IsDNS1123Label); err != nil {
 		return nil, err
 	}
 	kind, err := kindOf(r.GetKind())
 	if err != nil {
 		return nil, err
 	}
-	dir := s.dir(r.GetNamespace(), r.GetSnapshot())
-	release, err := s.claim(dir)
+	dir, release, err := s.claim(r.GetNamespace(), r.GetSnapshot())
 	if err != nil {
 		return nil, err
 	}
@@ -148,15 +141,7 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 
 // DeleteSnapshot implements nodev1connect.SnapshotServiceHandler.
 func (s *Server) DeleteSnapshot(_ context.Context, req *connect.Request[nodev1.DeleteSnapshotRequest]) (*connect.Response[nodev1.DeleteSnapshotResponse], error) {
-	r := req.Msg
-	if err := validName("namespace", r.GetNamespace(), validation.IsDNS1123Label); err != nil {
-		return nil, err
-	}
-	if err := validName("snapshot", r.GetSnapshot(), validation.IsDNS1123Label); err != nil {
-		return nil, err
-	}
-	dir := s.dir(r.GetNamespace(), r.GetSnapshot())
-	release, err := s.claim(dir)
+	dir, release, err := s.claim(req.Msg.GetNamespace(), req.Msg.GetSnapshot())
 	if err != nil {
 		return nil, err
 	}
@@ -167,19 +152,24 @@ func (s *Server) DeleteSnapshot(_ context.Context, req *connect.Request[nodev1.D
 	return connect.NewResponse(&nodev1.DeleteSnapshotResponse{}), nil
 }
 
-func (s *Server) dir(namespace, snapshot string) string {
-	return filepath.Join(s.cfg.SnapshotRoot, namespace, snapshot)
-}
-
-// claim marks dir busy until release; a checkpoint into an existing snapshot is refused.
-func (s *Server) claim(dir string) (release func(), err error) {
+// claim returns the folder of the snapshot namespace/snapshot, marked busy until release: two
+// calls for one snapshot do not race. The names must be DNS labels, so the folder is always one
+// below the namespace's.
+func (s *Server) claim(namespace, snapshot string) (dir string, release func(), err error) {
+	if err := validName("namespace", namespace, validation.IsDNS1123Label); err != nil {
+		return "", nil, err
+	}
+	if err := validName("snapshot", snapshot, validation.IsDNS1123Label); err != nil {
+		return "", nil, err
+	}
+	dir = filepath.Join(s.cfg.SnapshotRoot, namespace, snapshot)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.busy[dir] {
-		return nil, connect.NewError(connect.CodeAborted, fmt.Errorf("snapshot %s is being written or deleted: try again once that call returns", dir))
+		return "", nil, connect.NewError(connect.CodeAborted, fmt.Errorf("snapshot %s/%s is being written or deleted: try again once that call returns", namespace, snapshot))
 	}
 	s.busy[dir] = true
-	return func() {
+	return dir, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		delete(s.busy, dir)
