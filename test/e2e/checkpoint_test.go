@@ -147,7 +147,7 @@ func checkpointPod(t *testing.T, node checkpoint.Node, ns, name string, leaveRun
 // checkpointPodInto takes a full checkpoint of the Pod ns/name into dir and returns its manifest.
 func checkpointPodInto(t testing.TB, node checkpoint.Node, ns, name, dir string, leaveRunning bool) *checkpoint.Manifest {
 	t.Helper()
-	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), ns, name)
+	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), ns, name, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestSandboxPodRestoresWithItsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := nodeCheckpoint(t, ns, name, "pause", false)
+	dir := nodeCheckpoint(t, pod, "pause", false)
 	patchSandbox(t, ns, name, `{"spec":{"operatingMode":"Suspended"}}`)
 	waitPodGone(t, ns, name)
 
@@ -93,7 +93,7 @@ func TestSandboxPodRestoresWithItsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forkDir := nodeCheckpoint(t, ns, restored.Name, "fork", true)
+	forkDir := nodeCheckpoint(t, p, "fork", true)
 	fork := checkpoint.RestoredPod(p, name+"-fork", p.Spec.NodeName, forkDir)
 	for i, v := range fork.Spec.Volumes {
 		if v.Name == sandboxctl.AgentTokenVolumeName {
@@ -145,25 +145,34 @@ func TestNodeAPIRefusesWhatItCannotSnapshot(t *testing.T) {
 	}
 }
 
-// nodeCheckpoint asks the local node's kubox-node for a snapshot of the Pod ns/pod and returns
-// its folder (the parent of the image the shim restores from). The test's cleanup deletes it.
-func nodeCheckpoint(t testing.TB, ns, pod, snapshot string, leaveRunning bool) string {
+// nodeCheckpoint asks the local node's kubox-node for a snapshot of pod (by its UID) and returns
+// its folder (the parent of the image the shim restores from). It asks twice, as a caller that lost
+// the first answer would: the second answer must be the same snapshot. The test's cleanup deletes
+// it.
+func nodeCheckpoint(t testing.TB, pod *corev1.Pod, snapshot string, leaveRunning bool) string {
 	t.Helper()
 	client, _ := nodeClient(t)
-	res, err := client.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{
-		Namespace: ns, Pod: pod, Snapshot: snapshot, LeaveRunning: leaveRunning}))
+	req := &nodev1.CheckpointRequest{Namespace: pod.Namespace, Pod: pod.Name, PodUid: string(pod.UID), Snapshot: snapshot, LeaveRunning: leaveRunning}
+	res, err := client.Checkpoint(context.Background(), connect.NewRequest(req))
 	if err != nil {
-		t.Fatalf("kubox-node Checkpoint of %s/%s: %v", ns, pod, err)
+		t.Fatalf("kubox-node Checkpoint of %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
 	t.Cleanup(func() {
-		_, err := client.DeleteSnapshot(context.Background(), connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: ns, Snapshot: snapshot}))
+		_, err := client.DeleteSnapshot(context.Background(), connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: pod.Namespace, Snapshot: snapshot}))
 		if err != nil {
-			t.Errorf("kubox-node DeleteSnapshot %s/%s: %v", ns, snapshot, err)
+			t.Errorf("kubox-node DeleteSnapshot %s/%s: %v", pod.Namespace, snapshot, err)
 		}
 	})
 	m := res.Msg.GetSnapshot()
 	t.Logf("kubox-node snapshot %s/%s of Pod %s (leave running %t): %d bytes in %.3f s, containers %v, sha256 %s",
-		ns, snapshot, pod, leaveRunning, m.GetSizeBytes(), m.GetDuration().AsDuration().Seconds(), m.GetContainers(), m.GetSha256())
+		pod.Namespace, snapshot, pod.Name, leaveRunning, m.GetSizeBytes(), m.GetDuration().AsDuration().Seconds(), m.GetContainers(), m.GetSha256())
+	again, err := client.Checkpoint(context.Background(), connect.NewRequest(req))
+	if err != nil {
+		t.Fatalf("the same Checkpoint again: %v, want the snapshot taken", err)
+	}
+	if got := again.Msg.GetSnapshot().GetSha256(); got != m.GetSha256() {
+		t.Fatalf("the same Checkpoint again: sha256 %s, want the snapshot taken (%s)", got, m.GetSha256())
+	}
 	return filepath.Dir(m.GetImage())
 }
 

@@ -55,7 +55,9 @@ func Checkpoint(ctx context.Context, r Runsc, o Options) (m *Manifest, err error
 	if err != nil {
 		return nil, err
 	}
-	m = &Manifest{Version: 1, Kind: o.Kind, SandboxID: o.SandboxID, Runsc: version, Created: time.Now().UTC()}
+	sb := bundles[0].spec
+	m = &Manifest{Version: 1, Kind: o.Kind, SandboxID: o.SandboxID, Runsc: version, Created: time.Now().UTC(),
+		Pod: PodRef{Namespace: sb.annotation(annSandboxNS), Name: sb.annotation(annSandboxName), UID: sb.annotation(annSandboxUID)}}
 	start := time.Now()
 	if err := saveStopped(ctx, r, o, bundles, m); err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ func fakePod(t *testing.T) (taskDir, podDir string) {
 	must(t, os.Symlink("..2026/token", filepath.Join(podDir, "token", "token")))
 	must(t, os.WriteFile(filepath.Join(podDir, "etc-hosts"), []byte("127.0.0.1 localhost\n"), 0o644))
 	writeBundle(t, taskDir, "sb1", map[string]any{
-		annContainerType: "sandbox", annSandboxID: "sb1", annSandboxName: "p", annSandboxNS: "ns",
+		annContainerType: "sandbox", annSandboxID: "sb1", annSandboxName: "p", annSandboxNS: "ns", annSandboxUID: "uid-p",
 		annSandboxImage: "kubox.local/pause:dev"}, nil)
 	writeBundle(t, taskDir, "c1", map[string]any{
 		annContainerType: "container", annSandboxID: "sb1", annContainerName: "py", annImageName: "kubox.local/python:dev"},
@@ -100,6 +100,9 @@ func TestCheckpointWritesAVerifiedDirectory(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "files/1/3/token")); err != nil || string(b) != "jwt" {
 		t.Errorf("the token link was not copied as a file: %q %v", b, err)
+	}
+	if m.Pod != (PodRef{Namespace: "ns", Name: "p", UID: "uid-p"}) {
+		t.Errorf("manifest pod %+v, want ns/p uid-p", m.Pod)
 	}
 	if m.Kind != Full || m.Runsc != "runsc version test" || m.Size < 8192 || len(m.SHA256) != 64 || m.Duration <= 0 {
 		t.Errorf("manifest: kind %s runsc %q size %d sha256 %q duration %v", m.Kind, m.Runsc, m.Size, m.SHA256, m.Duration)
@@ -224,11 +227,16 @@ func TestPrivateMount(t *testing.T) {
 
 func TestFindSandbox(t *testing.T) {
 	taskDir, _ := fakePod(t)
-	if id, err := FindSandbox(taskDir, "ns", "p"); err != nil || id != "sb1" {
-		t.Errorf("FindSandbox = %q, %v; want sb1", id, err)
+	for _, uid := range []string{"", "uid-p"} {
+		if id, err := FindSandbox(taskDir, "ns", "p", uid); err != nil || id != "sb1" {
+			t.Errorf("FindSandbox(uid %q) = %q, %v; want sb1", uid, id, err)
+		}
 	}
-	if _, err := FindSandbox(taskDir, "ns", "q"); !errors.Is(err, ErrNotFound) {
+	if _, err := FindSandbox(taskDir, "ns", "q", ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("FindSandbox of a missing pod = %v, want ErrNotFound", err)
+	}
+	if _, err := FindSandbox(taskDir, "ns", "p", "uid-of-a-later-p"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("FindSandbox of another Pod of the same name = %v, want ErrNotFound", err)
 	}
 }
 

@@ -39,9 +39,11 @@ const (
 
 // Manifest describes a complete checkpoint directory.
 type Manifest struct {
-	Version    int         `json:"version"`
-	Kind       Kind        `json:"kind"`
-	SandboxID  string      `json:"sandboxID"`
+	Version   int    `json:"version"`
+	Kind      Kind   `json:"kind"`
+	SandboxID string `json:"sandboxID"`
+	// Pod is the Pod the checkpoint was taken of.
+	Pod        PodRef      `json:"pod"`
 	Runsc      string      `json:"runsc"`
 	Created    time.Time   `json:"created"`
 	Duration   Duration    `json:"duration"`
@@ -49,6 +51,13 @@ type Manifest struct {
 	SHA256     string      `json:"sha256"`
 	Containers []Container `json:"containers"`
 	Files      []File      `json:"files"`
+}
+
+// PodRef names a Pod; UID tells it from a later Pod of the same name.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
 }
 
 // Container is one container of the checkpointed Pod; the sandbox (pause) container comes first.

@@ -17,6 +17,7 @@ const (
 	annSandboxID     = "io.kubernetes.cri.sandbox-id"
 	annSandboxName   = "io.kubernetes.cri.sandbox-name"
 	annSandboxNS     = "io.kubernetes.cri.sandbox-namespace"
+	annSandboxUID    = "io.kubernetes.cri.sandbox-uid"
 	annContainerName = "io.kubernetes.cri.container-name"
 	annImageName     = "io.kubernetes.cri.image-name"
 	annSandboxImage  = "io.kubernetes.cri.podsandbox.image-name"
@@ -119,17 +120,22 @@ func readBundles(taskDir string) ([]bundle, error) {
 	return out, nil
 }
 
-// FindSandbox returns the sandbox container ID of the Pod namespace/name running on this node.
-func FindSandbox(taskDir, namespace, name string) (string, error) {
+// FindSandbox returns the sandbox container ID of the Pod namespace/name running on this node;
+// with uid set, only of the Pod with that UID (not another Pod of the same name).
+func FindSandbox(taskDir, namespace, name, uid string) (string, error) {
 	all, err := readBundles(taskDir)
 	if err != nil {
 		return "", err
 	}
 	for _, b := range all {
 		s := b.spec
-		if s.annotation(annContainerType) == typeSandbox && s.annotation(annSandboxNS) == namespace && s.annotation(annSandboxName) == name {
+		if s.annotation(annContainerType) == typeSandbox && s.annotation(annSandboxNS) == namespace && s.annotation(annSandboxName) == name &&
+			(uid == "" || s.annotation(annSandboxUID) == uid) {
 			return b.id, nil
 		}
+	}
+	if uid != "" {
+		return "", fmt.Errorf("%w: pod %s/%s with UID %s in %s", ErrNotFound, namespace, name, uid, taskDir)
 	}
 	return "", fmt.Errorf("%w: pod %s/%s in %s", ErrNotFound, namespace, name, taskDir)
 }

@@ -109,11 +109,10 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 	}
 	defer release()
 	if _, err := os.Lstat(dir); err == nil {
-		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("snapshot %s/%s exists on this node: "+
-			"choose another name, or delete it first", r.GetNamespace(), r.GetSnapshot()))
+		return s.existing(r, dir)
 	}
 	node := s.cfg.Node
-	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), r.GetNamespace(), r.GetPod())
+	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), r.GetNamespace(), r.GetPod(), r.GetPodUid())
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("pod %s/%s has no sandbox on this node: "+
 			"a snapshot is taken on the node the Pod runs on, while it runs", r.GetNamespace(), r.GetPod()))
@@ -137,6 +136,17 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 	s.cfg.Log.Info("Checkpoint", "namespace", r.GetNamespace(), "pod", r.GetPod(), "snapshot", r.GetSnapshot(),
 		"bytes", m.Size, "took", time.Since(start))
 	return connect.NewResponse(&nodev1.CheckpointResponse{Snapshot: snapshotOf(r.GetNamespace(), r.GetSnapshot(), dir, m)}), nil
+}
+
+// existing answers a Checkpoint whose snapshot folder exists: with the snapshot, when it is a
+// complete one of the Pod with the request's pod_uid (a retry), and AlreadyExists otherwise.
+func (s *Server) existing(r *nodev1.CheckpointRequest, dir string) (*connect.Response[nodev1.CheckpointResponse], error) {
+	m, err := checkpoint.Verify(dir)
+	if err == nil && r.GetPodUid() != "" && m.Pod.UID == r.GetPodUid() && m.Pod.Name == r.GetPod() {
+		return connect.NewResponse(&nodev1.CheckpointResponse{Snapshot: snapshotOf(r.GetNamespace(), r.GetSnapshot(), dir, m)}), nil
+	}
+	return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("snapshot %s/%s exists on this node and is not "+
+		"a snapshot of Pod %s with UID %q: choose another name, or delete it first", r.GetNamespace(), r.GetSnapshot(), r.GetPod(), r.GetPodUid()))
 }
 
 // DeleteSnapshot implements nodev1connect.SnapshotServiceHandler.

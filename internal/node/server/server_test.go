@@ -34,6 +34,7 @@ func fakeNode(t *testing.T) checkpoint.Node {
 	spec := map[string]any{"annotations": map[string]string{
 		"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": "sandbox-1",
 		"io.kubernetes.cri.sandbox-namespace": "team-a", "io.kubernetes.cri.sandbox-name": "py",
+		"io.kubernetes.cri.sandbox-uid": "uid-1",
 	}}
 	b, _ := json.Marshal(spec)
 	if err := os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o600); err != nil {
@@ -176,5 +177,65 @@ func TestNewNeedsATokenAndAnAbsoluteRoot(t *testing.T) {
 	}
 	if _, err := New(Config{SnapshotRoot: "rel", Token: auth.Fixed([]byte(token))}); err == nil || !strings.Contains(err.Error(), "absolute") {
 		t.Errorf("New with a relative root: %v", err)
+	}
+}
+
+// fakeRunsc is a runsc that answers --version and writes an image for checkpoint, counting the
+// checkpoints in its folder's "count" file.
+func fakeRunsc(t *testing.T) (string, func() int) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "runsc")
+	script := `#!/bin/sh
+for a in "$@"; do case $a in --version) echo "runsc version test"; exit 0;; --image-path=*) d=${a#--image-path=};; esac; done
+echo x >> "` + filepath.Join(dir, "count") + `"
+mkdir -p "$d" && echo state > "$d/checkpoint.img"
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "count"))
+		return strings.Count(string(b), "x")
+	}
+}
+
+// TestCheckpointRetryReturnsTheSnapshotTaken: a caller that lost the answer to a pause asks again
+// with the Pod's UID and gets the snapshot already taken, not a second checkpoint (which would save
+// the Pod the kubelet restarted); another Pod's request for that name is refused.
+func TestCheckpointRetryReturnsTheSnapshotTaken(t *testing.T) {
+	node := fakeNode(t)
+	bin, checkpoints := fakeRunsc(t)
+	node.Runsc = bin
+	s, err := New(Config{Node: node, SnapshotRoot: t.TempDir(), Token: auth.Fixed([]byte(token))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	client := nodev1connect.NewSnapshotServiceClient(contract.BearerClient(token), srv.URL)
+	req := func(uid string) *connect.Request[nodev1.CheckpointRequest] {
+		return connect.NewRequest(&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", Snapshot: "pause", PodUid: uid})
+	}
+	first, err := client.Checkpoint(context.Background(), req("uid-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := client.Checkpoint(context.Background(), req("uid-1"))
+	if err != nil || again.Msg.GetSnapshot().GetSha256() != first.Msg.GetSnapshot().GetSha256() || checkpoints() != 1 {
+		t.Errorf("the retry: %v, sha256 %q after %q, %d checkpoints; want the same snapshot and 1 checkpoint",
+			err, again.Msg.GetSnapshot().GetSha256(), first.Msg.GetSnapshot().GetSha256(), checkpoints())
+	}
+	for _, uid := range []string{"uid-2", ""} {
+		if _, err := client.Checkpoint(context.Background(), req(uid)); connect.CodeOf(err) != connect.CodeAlreadyExists {
+			t.Errorf("pod UID %q into the taken name: %v, want AlreadyExists", uid, err)
+		}
+	}
+	other := connect.NewRequest(&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", Snapshot: "other", PodUid: "uid-2"})
+	if _, err := client.Checkpoint(context.Background(), other); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("a Pod UID the node does not run: %v, want NotFound", err)
+	}
+	if checkpoints() != 1 {
+		t.Errorf("%d checkpoints, want 1", checkpoints())
 	}
 }

@@ -96,7 +96,12 @@ type CheckpointRequest struct {
 	// ends once the snapshot is written (a pause).
 	LeaveRunning bool `protobuf:"varint,5,opt,name=leave_running,json=leaveRunning,proto3" json:"leave_running,omitempty"`
 	// Compress the memory image (about a quarter of the size; no lazy page loading on restore).
-	Compress      bool `protobuf:"varint,6,opt,name=compress,proto3" json:"compress,omitempty"`
+	Compress bool `protobuf:"varint,6,opt,name=compress,proto3" json:"compress,omitempty"`
+	// The Pod's UID, when the caller knows it: only that Pod is checkpointed (not a later Pod of
+	// the same name), and a snapshot of this name already taken of that Pod is returned as it is,
+	// so a caller that lost the answer can ask again (a pause stops the Pod's processes: a second
+	// checkpoint would save a restarted Pod instead).
+	PodUid        string `protobuf:"bytes,7,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -171,6 +176,13 @@ func (x *CheckpointRequest) GetCompress() bool {
 		return x.Compress
 	}
 	return false
+}
+
+func (x *CheckpointRequest) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
 }
 
 type CheckpointResponse struct {
@@ -431,14 +443,15 @@ var File_kubox_node_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_kubox_node_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1ckubox/node/v1/snapshot.proto\x12\rkubox.node.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x01\n" +
+	"\x1ckubox/node/v1/snapshot.proto\x12\rkubox.node.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe2\x01\n" +
 	"\x11CheckpointRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x10\n" +
 	"\x03pod\x18\x02 \x01(\tR\x03pod\x12\x1a\n" +
 	"\bsnapshot\x18\x03 \x01(\tR\bsnapshot\x12'\n" +
 	"\x04kind\x18\x04 \x01(\x0e2\x13.kubox.node.v1.KindR\x04kind\x12#\n" +
 	"\rleave_running\x18\x05 \x01(\bR\fleaveRunning\x12\x1a\n" +
-	"\bcompress\x18\x06 \x01(\bR\bcompress\"I\n" +
+	"\bcompress\x18\x06 \x01(\bR\bcompress\x12\x17\n" +
+	"\apod_uid\x18\a \x01(\tR\x06podUid\"I\n" +
 	"\x12CheckpointResponse\x123\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x17.kubox.node.v1.SnapshotR\bsnapshot\"\xeb\x02\n" +
 	"\bSnapshot\x12\x1c\n" +

@@ -53,8 +53,9 @@ const (
 type SnapshotServiceClient interface {
 	// Checkpoint saves the gVisor sandbox of a Pod running on this node into a new snapshot, and
 	// returns once the snapshot is written and read back against its checksums. A failed
-	// checkpoint leaves no snapshot. NotFound: no such Pod sandbox on this node (or not gVisor);
-	// AlreadyExists: the snapshot exists; InvalidArgument: a name that is not a DNS label.
+	// checkpoint leaves no snapshot. NotFound: no such Pod sandbox on this node; AlreadyExists: the
+	// snapshot exists and is not this Pod's (see pod_uid); FailedPrecondition: runsc could not
+	// checkpoint it (not gVisor); InvalidArgument: a name that is not a DNS label.
 	Checkpoint(context.Context, *connect.Request[v1.CheckpointRequest]) (*connect.Response[v1.CheckpointResponse], error)
 	// DeleteSnapshot removes a snapshot. Deleting one that does not exist succeeds.
 	DeleteSnapshot(context.Context, *connect.Request[v1.DeleteSnapshotRequest]) (*connect.Response[v1.DeleteSnapshotResponse], error)
@@ -106,8 +107,9 @@ func (c *snapshotServiceClient) DeleteSnapshot(ctx context.Context, req *connect
 type SnapshotServiceHandler interface {
 	// Checkpoint saves the gVisor sandbox of a Pod running on this node into a new snapshot, and
 	// returns once the snapshot is written and read back against its checksums. A failed
-	// checkpoint leaves no snapshot. NotFound: no such Pod sandbox on this node (or not gVisor);
-	// AlreadyExists: the snapshot exists; InvalidArgument: a name that is not a DNS label.
+	// checkpoint leaves no snapshot. NotFound: no such Pod sandbox on this node; AlreadyExists: the
+	// snapshot exists and is not this Pod's (see pod_uid); FailedPrecondition: runsc could not
+	// checkpoint it (not gVisor); InvalidArgument: a name that is not a DNS label.
 	Checkpoint(context.Context, *connect.Request[v1.CheckpointRequest]) (*connect.Response[v1.CheckpointResponse], error)
 	// DeleteSnapshot removes a snapshot. Deleting one that does not exist succeeds.
 	DeleteSnapshot(context.Context, *connect.Request[v1.DeleteSnapshotRequest]) (*connect.Response[v1.DeleteSnapshotResponse], error)
