@@ -102,6 +102,11 @@ type SandboxBlueprint struct {
 	// by the claim's egress). kubox addition.
 	// +optional
 	Egress *EgressPolicy `json:"egress,omitempty"`
+
+	// suspendPolicy says what a suspend keeps besides the volumes: with keepMemory, the
+	// sandbox's memory (gVisor only). kubox addition.
+	// +optional
+	SuspendPolicy *SuspendPolicy `json:"suspendPolicy,omitempty"`
 }
 
 // ShutdownPolicy says what happens to a sandbox when its shutdownTime passes.
@@ -246,6 +251,11 @@ type SandboxStatus struct {
 	// idlePolicy. kubox addition.
 	// +optional
 	Idle *IdleStatus `json:"idle,omitempty"`
+
+	// memory is the snapshot of the sandbox's memory its next Pod resumes from, for a sandbox
+	// with spec.suspendPolicy.keepMemory whose suspend kept it. kubox addition.
+	// +optional
+	Memory *MemoryStatus `json:"memory,omitempty"`
 }
 
 // Sandbox is one Pod with a stable name and hostname, optional persistent volumes, and a

@@ -27,6 +27,9 @@ func TestRenderControllerConfigLoads(t *testing.T) {
 		t.Errorf("agent settings = %+v, want the local image, never pulled, and the layout's key", cfg.Agent)
 	}
 	checkEgressProxyOnTheNode(t, cfg)
+	if m := cfg.Controllers.Sandbox.Memory; m.NodeAPIURL != DefaultConfig().NodeAPIURL() || m.TokenFile != l.NodeToken {
+		t.Errorf("memory settings = %+v, want kubox-node at %s with the layout's node token", m, DefaultConfig().NodeAPIURL())
+	}
 }
 
 // checkEgressProxyOnTheNode: sandboxes with spec.egress are sent to the kubox-egress that

@@ -29,6 +29,9 @@ const (
 	AgentTokenKeySecret = "kubox-agent-token-key"
 	// InClusterKeyFile is where both Deployments mount the Secret's key.
 	InClusterKeyFile = "/etc/kubox-agent-token-key/key"
+	// NodeTokenSecret is the Secret (key "token") holding the node token kubox-node requires, for
+	// the controller (config/dev mounts it); `up` creates it from Layout.NodeToken.
+	NodeTokenSecret = "kubox-node-token"
 	// DevOverlay is the kustomization `up --in-cluster` applies, relative to the checkout.
 	DevOverlay = "config/dev"
 )
@@ -83,7 +86,7 @@ func (inClusterMode) start(ctx context.Context, e *env) error {
 	}
 	e.p.Say("images %s and %s imported in %s", ControllerImage, RouterImage, time.Since(start).Round(100*time.Millisecond))
 	return InstallInCluster(ctx, e.p, e.cs, Install{Kubectl: e.t.Kubectl, Kubeconfig: e.l.Kubeconfig,
-		Kustomization: filepath.Join(e.c.RepoDir, DevOverlay), KeyFile: e.l.AgentTokenKey})
+		Kustomization: filepath.Join(e.c.RepoDir, DevOverlay), KeyFile: e.l.AgentTokenKey, NodeTokenFile: e.l.NodeToken})
 }
 
 func (inClusterMode) status(ctx context.Context, c Config, l Layout, name string) (ComponentStatus, bool) {
@@ -161,6 +164,8 @@ type Install struct {
 	Kustomization string
 	// KeyFile holds the key the Secret kubox-agent-token-key gets.
 	KeyFile string
+	// NodeTokenFile, when set, holds the token the Secret kubox-node-token gets.
+	NodeTokenFile string
 }
 
 // InstallInCluster installs kubox the way docs/install.md says: the namespace and the key Secret
@@ -168,10 +173,16 @@ type Install struct {
 // CRDs are too large for the last-applied annotation), then it waits for both Deployments to roll
 // out, printing their progress.
 func InstallInCluster(ctx context.Context, p *Progress, cs kubernetes.Interface, in Install) error {
-	if err := ensureKeySecret(ctx, cs, in.KeyFile); err != nil {
+	if err := ensureFileSecret(ctx, cs, AgentTokenKeySecret, "key", in.KeyFile); err != nil {
 		return fmt.Errorf("create the Secret %s/%s: %w", KuboxNamespace, AgentTokenKeySecret, err)
 	}
 	p.Say("Secret %s/%s from %s", KuboxNamespace, AgentTokenKeySecret, in.KeyFile)
+	if in.NodeTokenFile != "" {
+		if err := ensureFileSecret(ctx, cs, NodeTokenSecret, "token", in.NodeTokenFile); err != nil {
+			return fmt.Errorf("create the Secret %s/%s: %w", KuboxNamespace, NodeTokenSecret, err)
+		}
+		p.Say("Secret %s/%s from %s", KuboxNamespace, NodeTokenSecret, in.NodeTokenFile)
+	}
 	if err := kubectlRun(in.Kubectl, in.Kubeconfig, "apply", "--server-side", "--force-conflicts", "-k", in.Kustomization); err != nil {
 		return err
 	}
@@ -184,10 +195,10 @@ func InstallInCluster(ctx context.Context, p *Progress, cs kubernetes.Interface,
 	return nil
 }
 
-// ensureKeySecret creates the namespace when missing and the Secret from keyFile, or updates it
-// when it holds another key.
-func ensureKeySecret(ctx context.Context, cs kubernetes.Interface, keyFile string) error {
-	key, err := os.ReadFile(keyFile)
+// ensureFileSecret creates the namespace when missing and the Secret name whose dataKey holds
+// file's content, or updates it when it holds another.
+func ensureFileSecret(ctx context.Context, cs kubernetes.Interface, name, dataKey, file string) error {
+	key, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
@@ -195,17 +206,17 @@ func ensureKeySecret(ctx context.Context, cs kubernetes.Interface, keyFile strin
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: AgentTokenKeySecret, Namespace: KuboxNamespace,
-		Labels: map[string]string{"app.kubernetes.io/part-of": "kubox"}}, Data: map[string][]byte{"key": key}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: KuboxNamespace,
+		Labels: map[string]string{"app.kubernetes.io/part-of": "kubox"}}, Data: map[string][]byte{dataKey: key}}
 	secrets := cs.CoreV1().Secrets(KuboxNamespace)
-	old, err := secrets.Get(ctx, AgentTokenKeySecret, metav1.GetOptions{})
+	old, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = secrets.Create(ctx, secret, metav1.CreateOptions{})
 		return err
 	case err != nil:
 		return err
-	case string(old.Data["key"]) == string(key):
+	case string(old.Data[dataKey]) == string(key):
 		return nil
 	}
 	old.Data = secret.Data

@@ -52,6 +52,9 @@ func TestDevOverlayMatchesTheEnvironment(t *testing.T) {
 		t.Errorf("agent image %s (%s), want %s, never pulled", cfg.Agent.Image, cfg.Agent.ImagePullPolicy, AgentImage)
 	}
 	checkEgressProxyOnTheNode(t, cfg)
+	if m := cfg.Controllers.Sandbox.Memory; m.NodeAPIURL != c.NodeAPIURL() || m.TokenFile != "/etc/kubox-node-token/token" {
+		t.Errorf("memory settings = %+v, want kubox-node at %s with the token the dev overlay mounts", m, c.NodeAPIURL())
+	}
 	read := func(name string) string {
 		data, err := os.ReadFile(filepath.Join(configDir, "dev", name))
 		if err != nil {

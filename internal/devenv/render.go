@@ -219,7 +219,19 @@ agent:
   image: %s
   imagePullPolicy: Never
   tokenKeyFile: %s
-%s`, AgentImage, l.AgentTokenKey, renderEgressProxy(c))
+%s%s`, AgentImage, l.AgentTokenKey, renderEgressProxy(c), renderMemory(c, l.NodeToken))
+}
+
+// renderMemory is the part of the controller's configuration that reaches kubox-node: at
+// NodeAPIURL on this one node (both modes: the in-cluster controller uses the host network), with
+// the node token in tokenFile.
+func renderMemory(c Config, tokenFile string) string {
+	return fmt.Sprintf(`controllers:
+  sandbox:
+    memory:
+      nodeAPIURL: %s
+      tokenFile: %s
+`, c.NodeAPIURL(), tokenFile)
 }
 
 // renderEgressProxy is the networkPolicy part of the controller's configuration: kubox-egress

@@ -233,7 +233,7 @@ func TestInClusterUninstall(t *testing.T) {
 	t.Cleanup(func() {
 		err := devenv.InstallInCluster(context.Background(), devenv.NewProgress(os.Stderr), clientset, devenv.Install{
 			Kubectl: kubectl, Kubeconfig: kubeconfig, Kustomization: filepath.Join(repoDir, devenv.DevOverlay),
-			KeyFile: devenv.NewLayout(stateDir).AgentTokenKey})
+			KeyFile: devenv.NewLayout(stateDir).AgentTokenKey, NodeTokenFile: devenv.NewLayout(stateDir).NodeToken})
 		if err != nil {
 			t.Errorf("installing kubox again after the uninstall: %v", err)
 		}

@@ -38,6 +38,7 @@ const (
 	DefaultAgentPort                            int32   = contract.DefaultAgentPort
 	DefaultAgentCompatibilityPort               int32   = contract.DefaultAgentCompatibilityPort
 	DefaultMemoryLimitRatio                     float32 = 0.9
+	DefaultNodeAPIPort                          int32   = contract.DefaultNodeAPIPort
 )
 
 // DefaultWarmPoolReplenishDelay is how long a pool holds its refill after a claim takes a member.
@@ -88,6 +89,9 @@ func SetDefaults(c *ControllerConfiguration) {
 	}
 	if c.Controllers.Sandbox.Workers == nil {
 		c.Controllers.Sandbox.Workers = ptr.To(DefaultSandboxWorkers)
+	}
+	if c.Controllers.Sandbox.Memory.NodeAPIPort == nil {
+		c.Controllers.Sandbox.Memory.NodeAPIPort = ptr.To[int32](DefaultNodeAPIPort)
 	}
 	if c.Controllers.Sandbox.Events == nil {
 		c.Controllers.Sandbox.Events = ptr.To(true)

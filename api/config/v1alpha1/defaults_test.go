@@ -19,7 +19,8 @@ func defaulted() *ControllerConfiguration {
 		ClientConnection: ClientConnection{QPS: ptr.To[float32](-1), Burst: ptr.To[int32](100), APIConnections: ptr.To[int32](1),
 			SeparateWatchConnection: ptr.To(false)},
 		Controllers: Controllers{
-			Sandbox:         SandboxSettings{ControllerSettings: ControllerSettings{Workers: ptr.To[int32](100)}, Events: ptr.To(true)},
+			Sandbox: SandboxSettings{ControllerSettings: ControllerSettings{Workers: ptr.To[int32](100)}, Events: ptr.To(true),
+				Memory: MemorySettings{NodeAPIPort: ptr.To[int32](9097)}},
 			Extensions:      ptr.To(true),
 			SandboxTemplate: ControllerSettings{Workers: ptr.To[int32](1)},
 			SandboxWarmPool: WarmPoolSettings{

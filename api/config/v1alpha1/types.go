@@ -183,6 +183,28 @@ type SandboxSettings struct {
 	// replacement's Pod created, then Ready). Default: true, as agent-sandbox.
 	// +optional
 	Events *bool `json:"events,omitempty"`
+
+	// memory says how the controller reaches kubox-node, which checkpoints the Pods of sandboxes
+	// with spec.suspendPolicy.keepMemory (docs/checkpoint.md).
+	// +optional
+	Memory MemorySettings `json:"memory,omitempty"`
+}
+
+// MemorySettings configures how the Sandbox controller reaches kubox-node, the snapshot API on
+// each gVisor node.
+type MemorySettings struct {
+	// tokenFile holds the node token kubox-node requires, read at each call. Empty: memory is
+	// never kept, and a sandbox that asks for it is suspended without it (MemoryKept=False).
+	// +optional
+	TokenFile string `json:"tokenFile,omitempty"`
+	// nodeAPIPort is kubox-node's port, dialled at the address of the Pod's node
+	// (status.hostIP). Default: 9097.
+	// +optional
+	NodeAPIPort *int32 `json:"nodeAPIPort,omitempty"`
+	// nodeAPIURL, when set, is kubox-node's URL whatever the node: for a one-node cluster such as
+	// the local environment's, where kubox-node listens on 127.0.0.1.
+	// +optional
+	NodeAPIURL string `json:"nodeAPIURL,omitempty"`
 }
 
 // ClaimSettings configures the SandboxClaim controller.

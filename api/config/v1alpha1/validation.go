@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"math"
 	"net/netip"
+	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -72,6 +73,15 @@ func validateControllers(c *Controllers, p *field.Path) field.ErrorList {
 	}
 	if r := float64(*c.SandboxWarmPool.MaxRefillRate); math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
 		errs = append(errs, field.Invalid(wp.Child("maxRefillRate"), r, "must be a finite number, 0 (unpaced) or more"))
+	}
+	mem := p.Child("sandbox", "memory")
+	if port := *c.Sandbox.Memory.NodeAPIPort; port < 1 || port > 65535 {
+		errs = append(errs, field.Invalid(mem.Child("nodeAPIPort"), port, "must be between 1 and 65535"))
+	}
+	if u := c.Sandbox.Memory.NodeAPIURL; u != "" {
+		if parsed, err := url.Parse(u); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			errs = append(errs, field.Invalid(mem.Child("nodeAPIURL"), u, "must be an http:// or https:// URL"))
+		}
 	}
 	for i, d := range c.SandboxClaim.AllowedLabelDomains {
 		for _, msg := range validation.IsDNS1123Subdomain(d) {

@@ -139,6 +139,19 @@ func TestValidate(t *testing.T) {
 				{field.ErrorTypeInvalid, "controllers.sandboxWarmPool.maxRefillRate"},
 			},
 		},
+		"node API port and URL invalid": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Controllers.Sandbox.Memory.NodeAPIPort = ptr.To[int32](0)
+				c.Controllers.Sandbox.Memory.NodeAPIURL = "127.0.0.1:16097"
+			},
+			want: []fieldErr{
+				{field.ErrorTypeInvalid, "controllers.sandbox.memory.nodeAPIPort"},
+				{field.ErrorTypeInvalid, "controllers.sandbox.memory.nodeAPIURL"},
+			},
+		},
+		"node API URL valid": {
+			mutate: func(c *ControllerConfiguration) { c.Controllers.Sandbox.Memory.NodeAPIURL = "http://127.0.0.1:16097" },
+		},
 		"refill rate not finite": {
 			mutate: func(c *ControllerConfiguration) {
 				c.Controllers.SandboxWarmPool.MaxRefillRate = ptr.To(float32(math.Inf(1)))

@@ -124,7 +124,10 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 	}
 	r := sandbox.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(),
 		recorder, clock.RealClock{}, cfg.ClusterDomain, agent).
-		WithEgressProxy(cfg.NetworkPolicy.EgressProxy.ProxyURL(cfg.ClusterDomain))
+		WithEgressProxy(cfg.NetworkPolicy.EgressProxy.ProxyURL(cfg.ClusterDomain)).
+		WithMemory(sandbox.NewNodeAPI(sandbox.MemoryOptions{TokenFile: cfg.Controllers.Sandbox.Memory.TokenFile,
+			NodeAPIPort: ptr.Deref(cfg.Controllers.Sandbox.Memory.NodeAPIPort, configv1alpha1.DefaultNodeAPIPort),
+			NodeAPIURL:  cfg.Controllers.Sandbox.Memory.NodeAPIURL}))
 	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
 	}

@@ -57,6 +57,7 @@ type Reconciler struct {
 	status        *status.Writer
 	activity      ActivityReader // the idle policy's questions to the sandboxes' agents
 	egressProxy   string         // HTTP_PROXY of sandboxes with spec.egress
+	nodes         NodeAPI        // kubox-node, for spec.suspendPolicy.keepMemory (nil: not configured)
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)

@@ -83,6 +83,11 @@ func (r *Reconciler) suspendPod(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 		if obs.pod.DeletionTimestamp != nil {
 			return nil
 		}
+		if keepsMemory(sb) {
+			if err := r.keepMemory(ctx, sb, obs.pod); err != nil {
+				return err
+			}
+		}
 		r.pods.Forget(obs.pod.UID)
 		return client.IgnoreNotFound(r.client.Delete(ctx, obs.pod, client.Preconditions{UID: &obs.pod.UID}))
 	}
@@ -105,6 +110,7 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	if err != nil {
 		return err
 	}
+	resumeFromMemory(sb, pod)
 	if sb.Spec.Agent != nil {
 		if err := r.ensureAgentSecret(ctx, sb); err != nil {
 			return err

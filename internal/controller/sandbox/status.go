@@ -60,6 +60,7 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 		// as agent-sandbox v1 keeps it: clients find the sandbox's Pods by it at any time.
 		LabelSelector: sb.Status.LabelSelector,
 		Idle:          obs.idle,
+		Memory:        sb.Status.Memory,
 	}
 	gen := sb.Generation
 	set := func(c metav1.Condition) {
@@ -91,6 +92,9 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 		set(*c)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionPodScheduled)
+	}
+	if c := restoredCondition(sb, obs); c != nil {
+		set(*c)
 	}
 	if c := finishedCondition(obs); c != nil {
 		set(*c)

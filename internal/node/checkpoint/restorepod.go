@@ -23,17 +23,23 @@ func RestoredPod(pod *corev1.Pod, name, node, dir string) *corev1.Pod {
 		},
 		Spec: *pod.Spec.DeepCopy(),
 	}
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
+	ShapeForRestore(out, node, ImagePath(dir))
+	return out
+}
+
+// ShapeForRestore makes pod, built like the Pod a checkpoint was taken of, restore from image on
+// node (see RestoredPod).
+func ShapeForRestore(pod *corev1.Pod, node, image string) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
 	}
-	out.Annotations[RestoreImageAnnotation] = ImagePath(dir)
-	out.Spec.NodeName = node
+	pod.Annotations[RestoreImageAnnotation] = image
+	pod.Spec.NodeName = node
 	var running []corev1.Container
-	for _, c := range out.Spec.InitContainers {
+	for _, c := range pod.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			running = append(running, c)
 		}
 	}
-	out.Spec.InitContainers = running
-	return out
+	pod.Spec.InitContainers = running
 }

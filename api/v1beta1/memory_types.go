@@ -1,0 +1,62 @@
+package v1beta1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// SuspendPolicy says what a suspend keeps besides the sandbox's volumes. kubox addition.
+type SuspendPolicy struct {
+	// keepMemory, when true, keeps the sandbox's memory across a suspend (operatingMode Suspended,
+	// or the idle policy): its processes, their memory, open files and sockets, and the writes to
+	// its root filesystem are checkpointed by kubox-node on the Pod's node before the Pod is
+	// deleted, and the Pod of the resume continues from that snapshot, on the same node: a Python
+	// variable set before the pause is there after it, a loop counting goes on. It needs gVisor
+	// (a runtimeClassName whose handler is runsc) and kubox-node; when the memory cannot be kept,
+	// the suspend goes on without it and the condition MemoryKept says why.
+	// +optional
+	KeepMemory bool `json:"keepMemory,omitempty"`
+}
+
+// MemoryStatus is the snapshot holding a suspended sandbox's memory, which its next Pod resumes
+// from. kubox addition.
+type MemoryStatus struct {
+	// snapshot is the snapshot's name on its node (the UID of the Pod it was taken of).
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Snapshot string `json:"snapshot"`
+	// nodeName is the node that holds the snapshot; the resumed Pod runs there.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	NodeName string `json:"nodeName"`
+	// image is the snapshot's runsc image folder on that node.
+	// +required
+	// +kubebuilder:validation:MaxLength=4096
+	Image string `json:"image"`
+	// sizeBytes is the snapshot's size.
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// sha256 is the checksum over the snapshot's files, verified when it was taken.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SHA256 string `json:"sha256,omitempty"`
+	// duration is how long the checkpoint took: the sandbox's processes were stopped for it.
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+	// takenAt is when the checkpoint was taken.
+	// +optional
+	TakenAt *metav1.Time `json:"takenAt,omitempty"`
+}
+
+// The MemoryKept condition of a Sandbox with spec.suspendPolicy.keepMemory: whether its last
+// suspend kept its memory, and whether its last resume restored it. kubox addition.
+const (
+	SandboxConditionMemoryKept = "MemoryKept"
+	// SandboxReasonCheckpointed: the suspend checkpointed the sandbox (status.memory).
+	SandboxReasonCheckpointed = "Checkpointed"
+	// SandboxReasonCheckpointFailed: the memory could not be kept (not gVisor, kubox-node
+	// unreachable or refusing); the sandbox was suspended without it.
+	SandboxReasonCheckpointFailed = "CheckpointFailed"
+	// SandboxReasonRestored: the sandbox's Pod resumed from status.memory.
+	SandboxReasonRestored = "Restored"
+	// SandboxReasonRestoreFailed: the Pod could not be restored from the snapshot; a fresh Pod
+	// replaced it, with the volumes but not the memory.
+	SandboxReasonRestoreFailed = "RestoreFailed"
+)

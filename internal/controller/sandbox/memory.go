@@ -1,0 +1,203 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
+)
+
+// Event reasons of memory-preserving suspend (spec.suspendPolicy.keepMemory).
+const (
+	// EventMemoryKept: the suspend checkpointed the sandbox; EventMemoryNotKept: it could not.
+	EventMemoryKept    = "MemoryKept"
+	EventMemoryNotKept = "MemoryNotKept"
+)
+
+// NodeAPI is what the controller asks of kubox-node on a sandbox's node (docs/checkpoint.md).
+type NodeAPI interface {
+	// Checkpoint snapshots a Pod on the node at hostIP.
+	Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error)
+	// DeleteSnapshot removes a snapshot from the node at hostIP.
+	DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error
+}
+
+// MemoryOptions say how to reach kubox-node (controllers.sandbox.memory).
+type MemoryOptions struct {
+	// TokenFile holds the node token, read at each call.
+	TokenFile string
+	// NodeAPIPort is dialled at the node's address; NodeAPIURL, when set, replaces both.
+	NodeAPIPort int32
+	NodeAPIURL  string
+}
+
+// NewNodeAPI returns the NodeAPI of kubox-node's Connect API, or nil when o has no token file.
+func NewNodeAPI(o MemoryOptions) NodeAPI {
+	if o.TokenFile == "" {
+		return nil
+	}
+	return nodeClients(o)
+}
+
+type nodeClients MemoryOptions
+
+func (n nodeClients) client(hostIP string) (nodev1connect.SnapshotServiceClient, error) {
+	b, err := os.ReadFile(n.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the node token: %w", err)
+	}
+	url := n.NodeAPIURL
+	if url == "" {
+		if hostIP == "" {
+			return nil, errors.New("the Pod has no status.hostIP yet, so its node's kubox-node cannot be reached")
+		}
+		url = "http://" + net.JoinHostPort(hostIP, strconv.Itoa(int(n.NodeAPIPort)))
+	}
+	return nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(b))), url), nil
+}
+
+func (n nodeClients) Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error) {
+	c, err := n.client(hostIP)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Checkpoint(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg.GetSnapshot(), nil
+}
+
+func (n nodeClients) DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error {
+	c, err := n.client(hostIP)
+	if err != nil {
+		return err
+	}
+	_, err = c.DeleteSnapshot(ctx, connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: namespace, Snapshot: snapshot}))
+	return err
+}
+
+// WithMemory lets the controller keep sandboxes' memory across a suspend through nodes (nil: it
+// cannot, and says so on the sandboxes that ask).
+func (r *Reconciler) WithMemory(nodes NodeAPI) *Reconciler {
+	r.nodes = nodes
+	return r
+}
+
+// keepsMemory reports whether sb asks for its memory to be kept across a suspend.
+func keepsMemory(sb *sandboxv1beta1.Sandbox) bool {
+	return sb.Spec.SuspendPolicy != nil && sb.Spec.SuspendPolicy.KeepMemory
+}
+
+// checkpointTimeout bounds one checkpoint: a sandbox holding GiBs takes seconds.
+const checkpointTimeout = 2 * time.Minute
+
+// keepMemory checkpoints the running Pod of a sandbox being suspended and records the snapshot in
+// status.memory, with MemoryKept, before the Pod is deleted: a crash in between loses nothing,
+// since kubox-node answers the same request (the Pod's UID) with the snapshot it took. When the
+// memory cannot be kept, MemoryKept=False says why and the suspend goes on without it.
+func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) error {
+	if m := sb.Status.Memory; m != nil && m.Snapshot == string(pod.UID) {
+		return nil // this Pod's snapshot is recorded
+	}
+	old := sb.Status.Memory
+	cond := metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept, ObservedGeneration: sb.Generation,
+		LastTransitionTime: metav1.NewTime(r.clock.Now())}
+	snap, err := r.checkpoint(ctx, pod)
+	if err != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonCheckpointFailed
+		cond.Message = fmt.Sprintf("The memory of Pod %s was not kept; suspended without it: %v", pod.Name, err)
+		sb.Status.Memory = nil
+	} else {
+		cond.Status, cond.Reason = metav1.ConditionTrue, sandboxv1beta1.SandboxReasonCheckpointed
+		cond.Message = fmt.Sprintf("Checkpointed Pod %s on node %s: %.1f MiB in %.2f s; the next Pod resumes from it",
+			pod.Name, pod.Spec.NodeName, float64(snap.GetSizeBytes())/(1<<20), snap.GetDuration().AsDuration().Seconds())
+		sb.Status.Memory = memoryStatus(pod, snap)
+	}
+	meta.SetStatusCondition(&sb.Status.Conditions, cond)
+	base := sb.ResourceVersion
+	if err := r.client.Status().Update(ctx, sb, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("recording the memory snapshot of Sandbox %s: %w", sb.Name, err)
+	}
+	r.sandboxes.Wrote(sb.UID, base)
+	evType, reason := corev1.EventTypeNormal, EventMemoryKept
+	if cond.Status != metav1.ConditionTrue {
+		evType, reason = corev1.EventTypeWarning, EventMemoryNotKept
+	}
+	r.recorder.Eventf(sb, pod, evType, reason, "Suspend", "%s", cond.Message)
+	if old != nil && (sb.Status.Memory == nil || old.Snapshot != sb.Status.Memory.Snapshot) {
+		r.deleteSnapshot(ctx, sb, old, pod.Status.HostIP)
+	}
+	return nil
+}
+
+// checkpoint asks the Pod's node for a snapshot that stops the Pod, named by the Pod's UID.
+func (r *Reconciler) checkpoint(ctx context.Context, pod *corev1.Pod) (*nodev1.Snapshot, error) {
+	switch {
+	case r.nodes == nil:
+		return nil, errors.New("kubox-controller has no controllers.sandbox.memory.tokenFile, so it cannot reach kubox-node")
+	case pod.Status.Phase != corev1.PodRunning:
+		return nil, fmt.Errorf("the Pod is %s, not Running: nothing runs to keep", pod.Status.Phase)
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	return r.nodes.Checkpoint(ctx, pod.Status.HostIP, &nodev1.CheckpointRequest{
+		Namespace: pod.Namespace, Pod: pod.Name, PodUid: string(pod.UID), Snapshot: string(pod.UID)})
+}
+
+// deleteSnapshot removes a snapshot no Pod resumes from any more; a failure is logged (the node
+// keeps a folder until someone deletes it).
+func (r *Reconciler) deleteSnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox, m *sandboxv1beta1.MemoryStatus, hostIP string) {
+	if r.nodes == nil {
+		return
+	}
+	if err := r.nodes.DeleteSnapshot(ctx, hostIP, sb.Namespace, m.Snapshot); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Deleting a memory snapshot no Pod resumes from", "snapshot", m.Snapshot, "node", m.NodeName)
+	}
+}
+
+func memoryStatus(pod *corev1.Pod, s *nodev1.Snapshot) *sandboxv1beta1.MemoryStatus {
+	return &sandboxv1beta1.MemoryStatus{
+		Snapshot: s.GetName(), NodeName: pod.Spec.NodeName, Image: s.GetImage(),
+		SizeBytes: s.GetSizeBytes(), SHA256: s.GetSha256(),
+		Duration: &metav1.Duration{Duration: s.GetDuration().AsDuration()},
+		TakenAt:  &metav1.Time{Time: s.GetCreateTime().AsTime()},
+	}
+}
+
+// resumeFromMemory shapes the new Pod of a sandbox whose memory was kept so that it continues from
+// the snapshot, on the snapshot's node (checkpoint.ShapeForRestore).
+func resumeFromMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) {
+	if m := sb.Status.Memory; m != nil && keepsMemory(sb) {
+		checkpoint.ShapeForRestore(pod, m.NodeName, m.Image)
+	}
+}
+
+// restoredCondition is MemoryKept=True/Restored once the Pod restored from status.memory is
+// Ready, or nil.
+func restoredCondition(sb *sandboxv1beta1.Sandbox, obs *observed) *metav1.Condition {
+	m := sb.Status.Memory
+	if m == nil || obs.pod == nil || obs.pod.Annotations[checkpoint.RestoreImageAnnotation] != m.Image || !podConditionTrue(obs.pod, corev1.PodReady) {
+		return nil
+	}
+	return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept, Status: metav1.ConditionTrue,
+		Reason:  sandboxv1beta1.SandboxReasonRestored,
+		Message: fmt.Sprintf("Pod %s resumed from the memory snapshot %s taken %s", obs.pod.Name, m.Snapshot, m.TakenAt.UTC().Format(time.RFC3339))}
+}

@@ -1,0 +1,187 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/inflight"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// fakeNodes is kubox-node answering with fail, or with a snapshot named as asked.
+type fakeNodes struct {
+	fail        error
+	checkpoints []*nodev1.CheckpointRequest
+	hosts       []string
+	deleted     []string
+}
+
+func (f *fakeNodes) Checkpoint(_ context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error) {
+	f.checkpoints, f.hosts = append(f.checkpoints, req), append(f.hosts, hostIP)
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	return &nodev1.Snapshot{Namespace: req.GetNamespace(), Name: req.GetSnapshot(), Image: "/snapshots/" + req.GetNamespace() + "/" + req.GetSnapshot() + "/image",
+		SizeBytes: 3 << 20, Sha256: "abc", Duration: durationpb.New(250 * time.Millisecond), CreateTime: timestamppb.New(testNow.Time)}, nil
+}
+
+func (f *fakeNodes) DeleteSnapshot(_ context.Context, _, namespace, snapshot string) error {
+	f.deleted = append(f.deleted, namespace+"/"+snapshot)
+	return nil
+}
+
+// memoryReconciler is a Reconciler on a fake API holding a Sandbox that keeps its memory, and its
+// running Pod on node-a.
+func memoryReconciler(t *testing.T, nodes NodeAPI) (*Reconciler, client.Client, *events.FakeRecorder, *sandboxv1beta1.Sandbox, *corev1.Pod) {
+	t.Helper()
+	sb := withMeta(testSandbox().Obj())
+	sb.Spec.SuspendPolicy = &sandboxv1beta1.SuspendPolicy{KeepMemory: true}
+	pod := testPod().Obj()
+	pod.UID, pod.Spec.NodeName = types.UID("pod-uid-1"), "node-a"
+	pod.Status.Phase, pod.Status.HostIP = corev1.PodRunning, "192.0.2.10"
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(sb).WithStatusSubresource(sb).Build()
+	rec := events.NewFakeRecorder(10)
+	clk := clocktesting.NewFakePassiveClock(testNow.Time)
+	r := &Reconciler{client: c, recorder: rec, clock: clk, sandboxes: inflight.NewVersions(clk)}
+	if nodes != nil {
+		r.nodes = nodes
+	}
+	return r, c, rec, sb, pod
+}
+
+func TestKeepMemoryRecordsTheSnapshotBeforeTheSuspend(t *testing.T) {
+	nodes := &fakeNodes{}
+	r, c, rec, sb, pod := memoryReconciler(t, nodes)
+	if err := r.keepMemory(t.Context(), sb, pod); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.checkpoints) != 1 || nodes.hosts[0] != "192.0.2.10" {
+		t.Fatalf("checkpoints %v on %v: want one, on the Pod's node", nodes.checkpoints, nodes.hosts)
+	}
+	req := nodes.checkpoints[0]
+	if req.GetNamespace() != testNS || req.GetPod() != testName || req.GetPodUid() != "pod-uid-1" || req.GetSnapshot() != "pod-uid-1" || req.GetLeaveRunning() {
+		t.Errorf("checkpoint request %v: want the Pod by its UID, named by it, stopping it", req)
+	}
+	stored := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+		t.Fatal(err)
+	}
+	m := stored.Status.Memory
+	if m == nil || m.Snapshot != "pod-uid-1" || m.NodeName != "node-a" || m.Image != "/snapshots/team-a/pod-uid-1/image" || m.SizeBytes != 3<<20 || m.SHA256 != "abc" {
+		t.Fatalf("status.memory in the API = %+v: want the snapshot, written before the Pod goes", m)
+	}
+	cond := meta.FindStatusCondition(stored.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != sandboxv1beta1.SandboxReasonCheckpointed || !strings.Contains(cond.Message, "3.0 MiB") {
+		t.Errorf("MemoryKept = %+v, want True/Checkpointed with the size", cond)
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, "Normal MemoryKept") {
+		t.Errorf("event %q, want Normal MemoryKept", ev)
+	}
+	// A second pass over the same Pod (the delete failed, a conflict) asks nothing more.
+	if err := r.keepMemory(t.Context(), stored, pod); err != nil || len(nodes.checkpoints) != 1 {
+		t.Errorf("second pass: %v, %d checkpoints; want none more", err, len(nodes.checkpoints))
+	}
+	// The next suspend's snapshot replaces it, and the old one is deleted.
+	next := pod.DeepCopy()
+	next.UID = "pod-uid-2"
+	if err := r.keepMemory(t.Context(), stored, next); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.Memory.Snapshot != "pod-uid-2" || len(nodes.deleted) != 1 || nodes.deleted[0] != "team-a/pod-uid-1" {
+		t.Errorf("after the next suspend: memory %s, deleted %v; want pod-uid-2 and team-a/pod-uid-1 deleted", stored.Status.Memory.Snapshot, nodes.deleted)
+	}
+}
+
+func TestKeepMemoryFailsOverToAPlainSuspend(t *testing.T) {
+	for name, tc := range map[string]struct {
+		nodes NodeAPI
+		phase corev1.PodPhase
+		want  string
+	}{
+		"node refuses": {&fakeNodes{fail: errors.New("runsc checkpoint: not gVisor")}, corev1.PodRunning, "runsc checkpoint: not gVisor"},
+		"no node API":  {nil, corev1.PodRunning, "controllers.sandbox.memory.tokenFile"},
+		"Pod pending":  {&fakeNodes{}, corev1.PodPending, "not Running"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, c, rec, sb, pod := memoryReconciler(t, tc.nodes)
+			sb.Status.Memory = &sandboxv1beta1.MemoryStatus{Snapshot: "older", NodeName: "node-a", Image: "/x"}
+			if err := c.Status().Update(t.Context(), sb); err != nil {
+				t.Fatal(err)
+			}
+			pod.Status.Phase = tc.phase
+			if err := r.keepMemory(t.Context(), sb, pod); err != nil {
+				t.Fatal(err)
+			}
+			stored := &sandboxv1beta1.Sandbox{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(stored.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != sandboxv1beta1.SandboxReasonCheckpointFailed || !strings.Contains(cond.Message, tc.want) {
+				t.Errorf("MemoryKept = %+v, want False/CheckpointFailed saying %q", cond, tc.want)
+			}
+			if stored.Status.Memory != nil {
+				t.Errorf("status.memory = %+v after a failed checkpoint: the next Pod must not restore an older snapshot", stored.Status.Memory)
+			}
+			if ev := <-rec.Events; !strings.Contains(ev, "Warning MemoryNotKept") {
+				t.Errorf("event %q, want Warning MemoryNotKept", ev)
+			}
+		})
+	}
+}
+
+func TestResumeFromMemory(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	sb := withMeta(testSandbox().Obj())
+	sb.Spec.SuspendPolicy = &sandboxv1beta1.SuspendPolicy{KeepMemory: true}
+	build := func() *corev1.Pod {
+		p := testPod().Obj()
+		p.Spec.InitContainers = []corev1.Container{{Name: AgentInitContainerName}, {Name: "sidecar", RestartPolicy: &always}}
+		return p
+	}
+	fresh := build()
+	resumeFromMemory(sb, fresh)
+	if fresh.Annotations[checkpoint.RestoreImageAnnotation] != "" || len(fresh.Spec.InitContainers) != 2 {
+		t.Errorf("without status.memory the Pod is a fresh one: %v, %d init containers", fresh.Annotations, len(fresh.Spec.InitContainers))
+	}
+	sb.Status.Memory = &sandboxv1beta1.MemoryStatus{Snapshot: "pod-uid-1", NodeName: "node-a", Image: "/snapshots/team-a/pod-uid-1/image",
+		TakenAt: &testEarlier}
+	restored := build()
+	resumeFromMemory(sb, restored)
+	if restored.Annotations[checkpoint.RestoreImageAnnotation] != "/snapshots/team-a/pod-uid-1/image" || restored.Spec.NodeName != "node-a" ||
+		len(restored.Spec.InitContainers) != 1 || restored.Spec.InitContainers[0].Name != "sidecar" {
+		t.Errorf("restored Pod: annotations %v, node %q, init containers %v; want the image, node-a and the sidecar only",
+			restored.Annotations, restored.Spec.NodeName, restored.Spec.InitContainers)
+	}
+	obs := &observed{pod: restored}
+	if c := restoredCondition(sb, obs); c != nil {
+		t.Errorf("MemoryKept before the restored Pod is Ready: %+v, want none", c)
+	}
+	restored.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if c := restoredCondition(sb, obs); c == nil || c.Reason != sandboxv1beta1.SandboxReasonRestored || c.Status != metav1.ConditionTrue {
+		t.Errorf("MemoryKept once the restored Pod is Ready: %+v, want True/Restored", c)
+	}
+	sb.Spec.SuspendPolicy = nil
+	plain := build()
+	resumeFromMemory(sb, plain)
+	if plain.Annotations[checkpoint.RestoreImageAnnotation] != "" {
+		t.Error("a Sandbox that no longer keeps its memory resumed from its snapshot")
+	}
+}
