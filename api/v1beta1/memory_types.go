@@ -45,6 +45,10 @@ type MemoryStatus struct {
 	TakenAt *metav1.Time `json:"takenAt,omitempty"`
 }
 
+// SuspendedByRestoreFailure is SuspendedByAnnotation's value when the controller suspended a
+// sandbox again because its Pod could not be restored from status.memory. kubox addition.
+const SuspendedByRestoreFailure = "restore-failure"
+
 // The MemoryKept condition of a Sandbox with spec.suspendPolicy.keepMemory: whether its last
 // suspend kept its memory, and whether its last resume restored it. kubox addition.
 const (
@@ -56,7 +60,7 @@ const (
 	SandboxReasonCheckpointFailed = "CheckpointFailed"
 	// SandboxReasonRestored: the sandbox's Pod resumed from status.memory.
 	SandboxReasonRestored = "Restored"
-	// SandboxReasonRestoreFailed: the Pod could not be restored from the snapshot; a fresh Pod
-	// replaced it, with the volumes but not the memory.
+	// SandboxReasonRestoreFailed: the Pod could not be restored from the snapshot; the controller
+	// suspended the sandbox again, with its snapshot and volumes.
 	SandboxReasonRestoreFailed = "RestoreFailed"
 )

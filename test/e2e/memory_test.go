@@ -4,10 +4,17 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
 
 // withKeepMemory asks for the sandbox's memory to be kept across a suspend.
@@ -93,4 +100,67 @@ func TestSuspendWithoutGVisorSaysMemoryWasNotKept(t *testing.T) {
 	t.Logf("MemoryKept=%s/%s: %s", status, reason, msg)
 	patchSandbox(t, ns, name, `{"spec":{"operatingMode":"Running"}}`)
 	waitSandboxReady(t, ns, name)
+}
+
+// TestFailedRestoreSuspendsAgain: when the snapshot a Sandbox resumes from cannot be restored
+// (here, its copy of the agent's emptyDir is gone), the controller suspends the Sandbox again,
+// keeps the snapshot and says why (MemoryKept=False/RestoreFailed); resumed without its memory
+// (keepMemory false), it starts afresh with the files on its volume intact.
+func TestFailedRestoreSuspendsAgain(t *testing.T) {
+	requireController(t)
+	ns, name := namespace(t), "broken"
+	createSandbox(t, ns, newSandbox(name, "gvisor", withCounter, withAgent, withKeepMemory, withVolume))
+	waitSandboxReady(t, ns, name)
+	ip, tok := agentEndpoint(t, ns, name)
+	runThroughAgent(t, ip, tok, "sh", "-c", "echo kept > /data/note")
+
+	patchSandbox(t, ns, name, `{"spec":{"operatingMode":"Suspended"}}`)
+	waitPodGone(t, ns, name)
+	image, _, _ := unstructured.NestedString(sandboxObject(t, ns, name).Object, "status", "memory", "image")
+	copies, _ := filepath.Glob(filepath.Join(filepath.Dir(image), "files", "*", "*", "kubox-agent"))
+	if image == "" || len(copies) != 1 {
+		t.Fatalf("status.memory.image %q, %d copies of the agent's emptyDir in the snapshot: want one", image, len(copies))
+	}
+	if err := os.RemoveAll(filepath.Dir(copies[0])); err != nil {
+		t.Fatal(err)
+	}
+
+	patchSandbox(t, ns, name, `{"spec":{"operatingMode":"Running"}}`)
+	waitFor(t, "Sandbox "+name+" suspended again after its failed restore", func(context.Context) (bool, error) {
+		sb := sandboxObject(t, ns, name)
+		mode, _, _ := unstructured.NestedString(sb.Object, "spec", "operatingMode")
+		status, reason, _ := memoryKept(sb)
+		return mode == "Suspended" && status == "False" && reason == "RestoreFailed", nil
+	})
+	waitPodGone(t, ns, name)
+	sb := sandboxObject(t, ns, name)
+	_, _, msg := memoryKept(sb)
+	if by := sb.GetAnnotations()["kubox.dev/suspended-by"]; by != "restore-failure" || !strings.Contains(msg, "fill emptyDir") {
+		t.Errorf("suspended-by %q, MemoryKept message %q: want restore-failure and the shim's reason", by, msg)
+	}
+	if kept, _, _ := unstructured.NestedString(sb.Object, "status", "memory", "image"); kept != image {
+		t.Errorf("status.memory.image = %q after the failed restore, want the snapshot kept (%s)", kept, image)
+	}
+	t.Logf("MemoryKept=False/RestoreFailed: %s", msg)
+
+	patchSandbox(t, ns, name, `{"spec":{"suspendPolicy":{"keepMemory":false},"operatingMode":"Running"}}`)
+	waitSandboxReady(t, ns, name)
+	ip, _ = agentEndpoint(t, ns, name)
+	if got := strings.TrimSpace(runThroughAgent(t, ip, tok, "cat", "/data/note")); got != "kept" {
+		t.Errorf("/data/note after resuming without the memory = %q, want the file on the volume intact", got)
+	}
+}
+
+// runThroughAgent runs argv through the sandbox's agent at ip and returns its stdout.
+func runThroughAgent(t testing.TB, ip, tok string, argv ...string) string {
+	t.Helper()
+	procs := agentv1connect.NewProcessServiceClient(contract.BearerClient(tok), "http://"+ip+":7070")
+	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{Spec: &agentv1.ProcessSpec{Argv: argv}}))
+	if err != nil {
+		t.Fatalf("%v through the agent at %s: %v", argv, ip, err)
+	}
+	if res.Msg.GetExit().GetExitCode() != 0 {
+		t.Fatalf("%v through the agent at %s exited %d: %s", argv, ip, res.Msg.GetExit().GetExitCode(), res.Msg.GetStderr())
+	}
+	return string(res.Msg.GetStdout())
 }

@@ -146,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case obs.err != nil:
 		return ctrl.Result{}, obs.err
 	}
-	return ctrl.Result{RequeueAfter: sooner(statusAfter, sooner(r.untilExpiry(sb), idleAfter))}, nil
+	return ctrl.Result{RequeueAfter: sooner(sooner(statusAfter, obs.requeueAfter), sooner(r.untilExpiry(sb), idleAfter))}, nil
 }
 
 // sooner is the earlier of two requeue delays, where 0 means none.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ const (
 	// EventMemoryKept: the suspend checkpointed the sandbox; EventMemoryNotKept: it could not.
 	EventMemoryKept    = "MemoryKept"
 	EventMemoryNotKept = "MemoryNotKept"
+	// EventRestoreFailed: the Pod could not be restored from the snapshot; the sandbox was
+	// suspended again.
+	EventRestoreFailed = "RestoreFailed"
 )
 
 // NodeAPI is what the controller asks of kubox-node on a sandbox's node (docs/checkpoint.md).
@@ -114,8 +118,8 @@ const checkpointTimeout = 2 * time.Minute
 // since kubox-node answers the same request (the Pod's UID) with the snapshot it took. When the
 // memory cannot be kept, MemoryKept=False says why and the suspend goes on without it.
 func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) error {
-	if m := sb.Status.Memory; m != nil && m.Snapshot == string(pod.UID) {
-		return nil // this Pod's snapshot is recorded
+	if m := sb.Status.Memory; m != nil && (m.Snapshot == string(pod.UID) || restoring(sb, pod)) {
+		return nil // this Pod's snapshot is recorded, or the Pod, not yet restored from it, holds nothing newer
 	}
 	old := sb.Status.Memory
 	cond := metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept, ObservedGeneration: sb.Generation,
@@ -200,4 +204,69 @@ func restoredCondition(sb *sandboxv1beta1.Sandbox, obs *observed) *metav1.Condit
 	return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept, Status: metav1.ConditionTrue,
 		Reason:  sandboxv1beta1.SandboxReasonRestored,
 		Message: fmt.Sprintf("Pod %s resumed from the memory snapshot %s taken %s", obs.pod.Name, m.Snapshot, m.TakenAt.UTC().Format(time.RFC3339))}
+}
+
+// restoring reports whether pod is being restored from sb's snapshot and has not been Ready yet.
+func restoring(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
+	m := sb.Status.Memory
+	return m != nil && pod.Annotations[checkpoint.RestoreImageAnnotation] == m.Image && !podConditionTrue(pod, corev1.PodReady) &&
+		!slices.ContainsFunc(pod.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool { return c.Ready })
+}
+
+// restoreDeadline is how long a Pod restored from a snapshot may stay Pending: a sandbox the shim
+// cannot restore is retried by the kubelet for ever (FailedCreatePodSandBox).
+const restoreDeadline = 90 * time.Second
+
+// restoreFailure says why the Pod being restored from sb's snapshot failed, or "" while it has
+// not, with how long until its deadline.
+func restoreFailure(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, now time.Time) (string, time.Duration) {
+	if !restoring(sb, pod) || pod.DeletionTimestamp != nil {
+		return "", 0
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		for _, st := range []corev1.ContainerState{cs.State, cs.LastTerminationState} {
+			if t := st.Terminated; t != nil && t.Reason == "StartError" {
+				return fmt.Sprintf("container %s: %s", cs.Name, t.Message), 0
+			}
+			if w := st.Waiting; w != nil && (w.Reason == "CreateContainerError" || w.Reason == "RunContainerError") {
+				return fmt.Sprintf("container %s: %s: %s", cs.Name, w.Reason, w.Message), 0
+			}
+		}
+	}
+	if pod.Status.Phase != corev1.PodPending {
+		return "", 0
+	}
+	if age := now.Sub(pod.CreationTimestamp.Time); age < restoreDeadline {
+		return "", restoreDeadline - age
+	}
+	return fmt.Sprintf("the Pod did not start within %s (its events say why, such as FailedCreatePodSandBox)", restoreDeadline), 0
+}
+
+// failRestore suspends again a sandbox whose Pod could not be restored from its snapshot, keeping
+// the snapshot and the volumes, and says why (MemoryKept=False/RestoreFailed, a Warning): resuming
+// tries again; resuming with keepMemory false starts afresh without the memory.
+func (r *Reconciler) failRestore(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed, why string) error {
+	base := sb.DeepCopy()
+	sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
+	if sb.Annotations == nil {
+		sb.Annotations = map[string]string{}
+	}
+	sb.Annotations[sandboxv1beta1.SuspendedByAnnotation] = sandboxv1beta1.SuspendedByRestoreFailure
+	if err := r.client.Patch(ctx, sb, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+		*sb = *base
+		return fmt.Errorf("suspending Sandbox %s, whose Pod could not be restored: %w", sb.Name, err)
+	}
+	msg := fmt.Sprintf("Pod %s could not be restored from the memory snapshot %s: %s. The sandbox is suspended again with "+
+		"its snapshot and volumes: resume it to try again, or set suspendPolicy.keepMemory to false and resume it without its memory",
+		obs.pod.Name, sb.Status.Memory.Snapshot, why)
+	meta.SetStatusCondition(&sb.Status.Conditions, metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept,
+		Status: metav1.ConditionFalse, Reason: sandboxv1beta1.SandboxReasonRestoreFailed, Message: msg,
+		ObservedGeneration: sb.Generation, LastTransitionTime: metav1.NewTime(r.clock.Now())})
+	rv := sb.ResourceVersion
+	if err := r.client.Status().Update(ctx, sb, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("recording the failed restore of Sandbox %s: %w", sb.Name, err)
+	}
+	r.sandboxes.Wrote(sb.UID, rv)
+	r.recorder.Eventf(sb, obs.pod, corev1.EventTypeWarning, EventRestoreFailed, "Resume", "%s", msg)
+	return r.suspendPod(ctx, sb, obs)
 }

@@ -185,3 +185,87 @@ func TestResumeFromMemory(t *testing.T) {
 		t.Error("a Sandbox that no longer keeps its memory resumed from its snapshot")
 	}
 }
+
+func TestRestoreFailure(t *testing.T) {
+	sb := withMeta(testSandbox().Obj())
+	sb.Spec.SuspendPolicy = &sandboxv1beta1.SuspendPolicy{KeepMemory: true}
+	sb.Status.Memory = &sandboxv1beta1.MemoryStatus{Snapshot: "pod-uid-1", NodeName: "node-a", Image: "/s/image"}
+	created := testNow.Add(-time.Minute)
+	restoring := func(mutate func(*corev1.Pod)) *corev1.Pod {
+		p := testPod().Obj()
+		p.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: "/s/image"}
+		p.CreationTimestamp = metav1.NewTime(created)
+		p.Status.Phase = corev1.PodPending
+		mutate(p)
+		return p
+	}
+	for name, tc := range map[string]struct {
+		pod      *corev1.Pod
+		want     string
+		wantWait time.Duration
+	}{
+		"pending, before the deadline": {restoring(func(*corev1.Pod) {}), "", restoreDeadline - time.Minute},
+		"pending past the deadline": {restoring(func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(testNow.Add(-2 * time.Minute)) }),
+			"did not start within", 0},
+		"a container failed to start": {restoring(func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", LastTerminationState: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", Message: "OCI runtime restore failed: bad image"}}}}
+		}), "container main: OCI runtime restore failed: bad image", 0},
+		"restored and Ready": {restoring(func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}), "", 0},
+		"not a restore": {restoring(func(p *corev1.Pod) { p.Annotations = nil }), "", 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			why, wait := restoreFailure(sb, tc.pod, testNow.Time)
+			if (tc.want == "") != (why == "") || !strings.Contains(why, tc.want) || wait != tc.wantWait {
+				t.Errorf("restoreFailure = %q, %v; want %q, %v", why, wait, tc.want, tc.wantWait)
+			}
+		})
+	}
+}
+
+func TestFailRestoreSuspendsAgainWithTheSnapshot(t *testing.T) {
+	sb := withMeta(testSandbox().Obj())
+	sb.Spec.SuspendPolicy = &sandboxv1beta1.SuspendPolicy{KeepMemory: true}
+	sb.Status.Memory = &sandboxv1beta1.MemoryStatus{Snapshot: "pod-uid-1", NodeName: "node-a", Image: "/s/image"}
+	pod := testPod().Obj()
+	pod.UID = "pod-uid-2"
+	pod.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: "/s/image"}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(sb, pod).WithStatusSubresource(sb).Build()
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), sb); err != nil {
+		t.Fatal(err)
+	}
+	rec := events.NewFakeRecorder(10)
+	clk := clocktesting.NewFakePassiveClock(testNow.Time)
+	nodes := &fakeNodes{}
+	r := &Reconciler{client: c, recorder: rec, clock: clk, sandboxes: inflight.NewVersions(clk), pods: inflight.NewVersions(clk), nodes: nodes}
+	if err := r.failRestore(t.Context(), sb, &observed{pod: pod, ownedPods: 1}, "container main: OCI runtime restore failed"); err != nil {
+		t.Fatal(err)
+	}
+	stored := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended ||
+		stored.Annotations[sandboxv1beta1.SuspendedByAnnotation] != sandboxv1beta1.SuspendedByRestoreFailure {
+		t.Errorf("spec.operatingMode %q, suspended-by %q: want Suspended by the restore failure", stored.Spec.OperatingMode,
+			stored.Annotations[sandboxv1beta1.SuspendedByAnnotation])
+	}
+	cond := meta.FindStatusCondition(stored.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != sandboxv1beta1.SandboxReasonRestoreFailed ||
+		!strings.Contains(cond.Message, "OCI runtime restore failed") || !strings.Contains(cond.Message, "keepMemory to false") {
+		t.Errorf("MemoryKept = %+v, want False/RestoreFailed with the reason and the way out", cond)
+	}
+	if stored.Status.Memory == nil || stored.Status.Memory.Snapshot != "pod-uid-1" || len(nodes.checkpoints) != 0 {
+		t.Errorf("status.memory %+v, %d checkpoints: want the snapshot kept and the failed Pod not checkpointed", stored.Status.Memory, len(nodes.checkpoints))
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), &corev1.Pod{}); err == nil {
+		t.Error("the Pod that failed to restore is still there")
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, "Warning RestoreFailed") {
+		t.Errorf("event %q, want Warning RestoreFailed", ev)
+	}
+}

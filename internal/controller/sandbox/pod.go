@@ -41,6 +41,11 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *sandboxv1beta1.Sandbo
 	if obs.pod == nil {
 		return r.createPod(ctx, sb, obs)
 	}
+	if why, wait := restoreFailure(sb, obs.pod, r.clock.Now()); why != "" {
+		return r.failRestore(ctx, sb, obs, why)
+	} else if wait > 0 {
+		obs.requeueAfter = wait
+	}
 	return r.patchPodMetadata(ctx, sb, obs.pod)
 }
 

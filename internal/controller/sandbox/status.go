@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,8 @@ type observed struct {
 	events, actions []status.Event
 	// idle is the status.idle the idle policy's check decided (idle.go).
 	idle *sandboxv1beta1.IdleStatus
+	// requeueAfter, when not 0, is when a pass must look again (a restore's deadline).
+	requeueAfter time.Duration
 }
 
 // record adds an event about the Sandbox, and related when not nil, to emit once the status is
