@@ -17,7 +17,8 @@ import (
 
 type lifecycleOptions struct {
 	target
-	wait bool
+	wait       bool
+	keepMemory bool
 }
 
 func newSuspend(g *globalOptions) *cobra.Command {
@@ -26,8 +27,14 @@ func newSuspend(g *globalOptions) *cobra.Command {
 		Short: "Suspend a sandbox: stop its Pod and keep its volumes",
 		Long: `Suspend the Sandbox NAME (with --claim, the sandbox of the claim NAME): set its
 spec.operatingMode to Suspended, so the controller deletes its Pod and keeps the Sandbox, its
-Service and its volumes, and wait until the Pod is gone. kubox resume starts it again.`,
+Service and its volumes, and wait until the Pod is gone. kubox resume starts it again.
+
+With --keep-memory (gVisor sandboxes) the memory is kept too: the controller checkpoints the
+running sandbox (processes, memory, open files) before it deletes the Pod, and kubox resume
+continues from there. When the memory cannot be kept the sandbox is suspended without it and
+kubox suspend fails with the reason.`,
 		Example: `  kubox suspend python-x7k2q
+  kubox suspend python-x7k2q --keep-memory
   kubox suspend --claim kubox-x7k2 --wait=false`,
 	})
 }
@@ -54,6 +61,10 @@ func newLifecycle(g *globalOptions, mode sandboxv1beta1.SandboxOperatingMode, cm
 		return o.setMode(cmd, g, args[0], mode)
 	}
 	o.addFlags(cmd)
+	if mode == sandboxv1beta1.SandboxOperatingModeSuspended {
+		cmd.Flags().BoolVar(&o.keepMemory, "keep-memory", false,
+			"keep the sandbox's memory (spec.suspendPolicy.keepMemory; gVisor only): resume continues its processes")
+	}
 	return cmd
 }
 
@@ -72,6 +83,9 @@ func (o *lifecycleOptions) setMode(cmd *cobra.Command, g *globalOptions, name st
 	sb := &sandboxv1beta1.Sandbox{}
 	sb.Namespace, sb.Name = ns, sbName
 	patch := fmt.Appendf(nil, `{"spec":{"operatingMode":%q}}`, mode)
+	if o.keepMemory {
+		patch = fmt.Appendf(nil, `{"spec":{"operatingMode":%q,"suspendPolicy":{"keepMemory":true}}}`, mode)
+	}
 	if err := c.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return apiError(err, "sandbox", ns, sbName)
 	}
@@ -95,7 +109,27 @@ func (o *lifecycleOptions) setMode(cmd *cobra.Command, g *globalOptions, name st
 		return err
 	}
 	p.finish("")
+	if o.keepMemory {
+		return reportMemory(cmd, c, sb)
+	}
 	cmd.Printf("sandbox %s %s\n", sbName, verb)
+	return nil
+}
+
+// reportMemory says whether the suspend of sb kept its memory, and fails when it did not.
+func reportMemory(cmd *cobra.Command, c client.Client, sb *sandboxv1beta1.Sandbox) error {
+	if err := c.Get(cmd.Context(), client.ObjectKeyFromObject(sb), sb); err != nil {
+		return apiError(err, "sandbox", sb.Namespace, sb.Name)
+	}
+	cond := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+	if cond == nil || cond.Status != metav1.ConditionTrue || sb.Status.Memory == nil {
+		why := "the controller did not say why (is it older than spec.suspendPolicy?)"
+		if cond != nil {
+			why = cond.Message
+		}
+		return fmt.Errorf("sandbox %s is suspended without its memory: %s", sb.Name, why)
+	}
+	cmd.Printf("sandbox %s suspended with its memory: %s\n", sb.Name, cond.Message)
 	return nil
 }
 

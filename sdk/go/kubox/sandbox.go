@@ -2,11 +2,15 @@ package kubox
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,11 +97,33 @@ func (s *Sandbox) seenReady() bool {
 	return ok && err == nil && sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended
 }
 
+// SuspendOption configures Suspend.
+type SuspendOption func(*suspendOptions)
+
+type suspendOptions struct{ keepMemory bool }
+
+// KeepMemory makes Suspend keep the sandbox's memory (spec.suspendPolicy.keepMemory; gVisor
+// only): its processes, their memory and open files continue after Resume. When the memory could
+// not be kept the sandbox is suspended without it and Suspend returns an error that wraps
+// ErrMemoryNotKept with the controller's reason.
+func KeepMemory() SuspendOption { return func(o *suspendOptions) { o.keepMemory = true } }
+
+// ErrMemoryNotKept: Suspend with KeepMemory suspended the sandbox without its memory.
+var ErrMemoryNotKept = errors.New("the sandbox was suspended without its memory")
+
 // Suspend sets the Sandbox's spec.operatingMode to Suspended (a merge patch; RBAC patch on
 // sandboxes) and waits until its Pod is gone (condition Suspended=True). Its volumes, Service
-// and claim stay; Resume starts it again.
-func (s *Sandbox) Suspend(ctx context.Context) error {
-	sb, err := s.setMode(ctx, sandboxv1beta1.SandboxOperatingModeSuspended)
+// and claim stay; Resume starts it again. With KeepMemory, its memory too.
+func (s *Sandbox) Suspend(ctx context.Context, opts ...SuspendOption) error {
+	var o suspendOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	spec := map[string]any{"operatingMode": sandboxv1beta1.SandboxOperatingModeSuspended}
+	if o.keepMemory {
+		spec["suspendPolicy"] = map[string]any{"keepMemory": true}
+	}
+	sb, err := s.patchSpec(ctx, spec, "setting spec.operatingMode=Suspended on")
 	if err != nil {
 		return err
 	}
@@ -105,6 +131,17 @@ func (s *Sandbox) Suspend(ctx context.Context) error {
 		return err
 	}
 	s.setObject(sb)
+	if !o.keepMemory {
+		return nil
+	}
+	c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+	if c == nil || c.Status != metav1.ConditionTrue || sb.Status.Memory == nil {
+		why := "the controller did not say why (is it older than suspendPolicy?)"
+		if c != nil {
+			why = c.Message
+		}
+		return fmt.Errorf("kubox: Sandbox %s: %w: %s", s.String(), ErrMemoryNotKept, why)
+	}
 	return nil
 }
 
@@ -123,14 +160,22 @@ func (s *Sandbox) Resume(ctx context.Context) error {
 }
 
 func (s *Sandbox) setMode(ctx context.Context, mode sandboxv1beta1.SandboxOperatingMode) (*sandboxv1beta1.Sandbox, error) {
-	if err := s.needsKube("setting spec.operatingMode=" + string(mode) + " on"); err != nil {
+	return s.patchSpec(ctx, map[string]any{"operatingMode": mode}, "setting spec.operatingMode="+string(mode)+" on")
+}
+
+// patchSpec merge-patches the Sandbox's spec with spec; what says what for errors.
+func (s *Sandbox) patchSpec(ctx context.Context, spec map[string]any, what string) (*sandboxv1beta1.Sandbox, error) {
+	if err := s.needsKube(what); err != nil {
 		return nil, err
 	}
 	sb := &sandboxv1beta1.Sandbox{}
 	sb.Namespace, sb.Name = s.ns, s.name
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"operatingMode":"`+string(mode)+`"}}`))
-	if err := s.c.kube.Patch(ctx, sb, patch); err != nil {
-		return nil, kubeError(err, "kubox: setting spec.operatingMode="+string(mode)+" on", "Sandbox "+s.String(),
+	body, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.c.kube.Patch(ctx, sb, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return nil, kubeError(err, "kubox: "+what, "Sandbox "+s.String(),
 			"patch on sandboxes (agents.x-k8s.io) in "+s.ns)
 	}
 	s.setObject(sb)

@@ -168,6 +168,26 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 }
 
+// TestSuspendKeepMemoryFailsWithTheReason: kubox suspend --keep-memory against a controller that
+// cannot reach kubox-node (none here) suspends the sandbox and fails naming why the memory was not
+// kept.
+func TestSuspendKeepMemoryFailsWithTheReason(t *testing.T) {
+	f := setup(t)
+	sb := f.sandbox(t, "forgetful")
+	framework.WaitForObject(t, env, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: sb.Name}}, nil)
+	r := f.run(t, "suspend", "forgetful", "--keep-memory")
+	if r.code != 1 || !strings.Contains(r.stderr, "sandbox forgetful is suspended without its memory") ||
+		!strings.Contains(r.stderr, "controllers.sandbox.memory.tokenFile") {
+		t.Errorf("kubox suspend --keep-memory exited %d with:\n%s\nwant 1 and the controller's reason", r.code, r.stderr)
+	}
+	got := framework.Read[sandboxv1beta1.Sandbox](t, env, f.ns, "forgetful")
+	if got.Spec.SuspendPolicy == nil || !got.Spec.SuspendPolicy.KeepMemory ||
+		!meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended) {
+		t.Errorf("after kubox suspend --keep-memory: suspendPolicy %+v, conditions %+v; want keepMemory and Suspended=True",
+			got.Spec.SuspendPolicy, got.Status.Conditions)
+	}
+}
+
 func TestResumeTimesOutWithTheReason(t *testing.T) {
 	f := setup(t)
 	sb := f.sandbox(t, "stuck")

@@ -246,3 +246,24 @@ func TestSuspendAndResume(t *testing.T) {
 		t.Errorf("Run after Resume = %+v, %v", res, err)
 	}
 }
+
+// TestSuspendKeepingMemoryWithoutANodeSaysSo: Suspend with KeepMemory against a controller that
+// cannot reach kubox-node (none is configured here) suspends the sandbox without its memory and
+// says so: ErrMemoryNotKept with the controller's reason, and MemoryKept=False on the Sandbox.
+func TestSuspendKeepingMemoryWithoutANodeSaysSo(t *testing.T) {
+	f := setup(t)
+	sb := claimWithAgent(t, f)
+	err := sb.Suspend(t.Context(), kubox.KeepMemory())
+	if !errors.Is(err, kubox.ErrMemoryNotKept) || !strings.Contains(err.Error(), "controllers.sandbox.memory.tokenFile") {
+		t.Fatalf("Suspend(KeepMemory) = %v; want ErrMemoryNotKept naming the missing configuration", err)
+	}
+	obj := framework.Read[sandboxv1beta1.Sandbox](t, env, f.ns, sb.Name())
+	c := meta.FindStatusCondition(obj.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+	if obj.Spec.SuspendPolicy == nil || !obj.Spec.SuspendPolicy.KeepMemory || c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != sandboxv1beta1.SandboxReasonCheckpointFailed || obj.Status.Memory != nil ||
+		!meta.IsStatusConditionTrue(obj.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended) {
+		t.Errorf("after Suspend(KeepMemory): suspendPolicy %+v, MemoryKept %+v, memory %+v; want keepMemory set, "+
+			"False/CheckpointFailed, no snapshot, and Suspended=True", obj.Spec.SuspendPolicy, c, obj.Status.Memory)
+	}
+	t.Logf("Suspend(KeepMemory): %v", err)
+}

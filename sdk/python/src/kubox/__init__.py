@@ -15,8 +15,8 @@ from ._sync import Client, Files, FileWatch, KeepAlive, Process, Sandbox
 from .aio import AsyncClient, AsyncFiles, AsyncKeepAlive, AsyncProcess, AsyncSandbox, ClaimToken
 from ._files import AsyncFileWatch
 from .errors import (APIError, ClaimFailedError, CommandError, ConfigError, ConflictError, ForbiddenError,
-                     KuboxError, NotFoundError, SandboxConnectionError, SandboxNotReadyError, SandboxTimeoutError,
-                     UnauthorizedError)
+                     KuboxError, MemoryNotKeptError, NotFoundError, SandboxConnectionError, SandboxNotReadyError,
+                     SandboxTimeoutError, UnauthorizedError)
 from .types import CommandResult, ExitEvent, FileEvent, FileInfo, OutputDropped, OutputEvent, ProcessEvent
 
 __version__ = "0.1.0"
@@ -27,5 +27,5 @@ __all__ = [
     "CommandResult", "OutputEvent", "OutputDropped", "ExitEvent", "ProcessEvent", "FileInfo", "FileEvent",
     "KuboxError", "ConfigError", "ClaimFailedError", "SandboxTimeoutError", "SandboxConnectionError",
     "CommandError", "APIError", "UnauthorizedError", "ForbiddenError", "NotFoundError", "ConflictError",
-    "SandboxNotReadyError",
+    "SandboxNotReadyError", "MemoryNotKeptError",
 ]

@@ -393,9 +393,11 @@ class Sandbox:
         activity; see :meth:`AsyncSandbox.keep_alive`."""
         return KeepAlive(self.aio.keep_alive(interval))
 
-    def suspend(self) -> None:
-        """Suspends the sandbox and waits until its Pod is gone (volumes and claim stay)."""
-        _run(self.aio.suspend())
+    def suspend(self, keep_memory: bool = False) -> None:
+        """Suspends the sandbox and waits until its Pod is gone (volumes and claim stay). With
+        ``keep_memory`` (gVisor), its memory too, or :class:`MemoryNotKeptError` says why not; see
+        :meth:`AsyncSandbox.suspend`."""
+        _run(self.aio.suspend(keep_memory))
 
     def resume(self) -> None:
         """Resumes the sandbox and waits until it is Ready."""

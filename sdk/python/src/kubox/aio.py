@@ -27,8 +27,8 @@ from ._kube import CLAIMS, SANDBOXES, SECRETS, Kube
 from ._process import (LIST, RUN, AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of,
                        seconds, start_process)
 from ._proto.kubox.agent.v1.process_pb2 import ListProcessesRequest, RunProcessRequest
-from .errors import (ClaimFailedError, CommandError, ConfigError, ForbiddenError, KuboxError, NotFoundError,
-                     SandboxNotReadyError, SandboxTimeoutError, UnauthorizedError, error_from_body)
+from .errors import (ClaimFailedError, CommandError, ConfigError, ForbiddenError, KuboxError, MemoryNotKeptError,
+                     NotFoundError, SandboxNotReadyError, SandboxTimeoutError, UnauthorizedError, error_from_body)
 from .types import CommandResult
 
 __all__ = ["AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncFiles", "AsyncKeepAlive", "ClaimToken", "Opening"]
@@ -477,18 +477,30 @@ class AsyncSandbox:
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    async def suspend(self) -> None:
+    async def suspend(self, keep_memory: bool = False) -> None:
         """Suspends the sandbox (spec.operatingMode=Suspended) and waits until its Pod is gone.
-        Volumes, the claim and the Service stay; :meth:`resume` brings it back."""
-        await self._set_mode("Suspended", _claims.sandbox_suspended)
+        Volumes, the claim and the Service stay; :meth:`resume` brings it back.
+
+        With ``keep_memory`` (gVisor sandboxes; spec.suspendPolicy.keepMemory) its memory is kept
+        too: its processes, their memory and open files continue after :meth:`resume`. When the
+        memory could not be kept the sandbox is suspended without it and :class:`MemoryNotKeptError`
+        says why."""
+        spec: Obj = {"suspendPolicy": {"keepMemory": True}} if keep_memory else {}
+        await self._set_mode("Suspended", _claims.sandbox_suspended, spec)
+        if keep_memory:
+            kept = _claims.current_condition(self._obj, "MemoryKept")
+            if kept is None or kept.get("status") != "True" or not self._obj.get("status", {}).get("memory"):
+                why = kept.get("message", "") if kept else "the controller did not say why"
+                raise MemoryNotKeptError(f"sandbox {self} is suspended without its memory: {why}")
 
     async def resume(self) -> None:
         """Resumes a suspended sandbox and waits until it is Ready (a new Pod, a new IP)."""
         await self._set_mode("Running", _claims.sandbox_ready)
 
-    async def _set_mode(self, mode: str, state: Callable[[Obj], bool]) -> None:
+    async def _set_mode(self, mode: str, state: Callable[[Obj], bool], spec: Obj | None = None) -> None:
         client = self._kube_client(f"set spec.operatingMode={mode}")
-        obj = await client._kube.merge_patch(SANDBOXES, self.namespace, self.name, {"spec": {"operatingMode": mode}})
+        patch = {"spec": {**(spec or {}), "operatingMode": mode}}
+        obj = await client._kube.merge_patch(SANDBOXES, self.namespace, self.name, patch)
         self._obj = await client._wait_sandbox(obj, state)
 
     def _kube_client(self, doing: str) -> AsyncClient:

@@ -141,6 +141,12 @@ class SandboxNotReadyError(APIError):
         super().__init__(status, message, object=object, code=code, hint=hint)
 
 
+class MemoryNotKeptError(KuboxError):
+    """``suspend(keep_memory=True)`` suspended the sandbox without its memory (not gVisor, or
+    kubox-node could not checkpoint it); the message is the controller's reason. The sandbox is
+    suspended; its volumes are kept."""
+
+
 # Hints for the statuses a caller can act on.
 _HINTS = {
     401: ("the router accepts a Kubernetes bearer token (the kubeconfig's token or exec plugin, "

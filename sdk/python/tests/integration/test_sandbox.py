@@ -179,6 +179,18 @@ def test_suspend_and_resume(env):
         assert sb.run("echo back").stdout == "back\n"
 
 
+def test_suspend_keep_memory_without_a_node_says_why(env):
+    # The controller here reaches no kubox-node: the sandbox is suspended without its memory, and
+    # the SDK says so with the controller's reason.
+    with Sandbox.claim(template=env.template) as sb:
+        with pytest.raises(kubox.MemoryNotKeptError, match="controllers.sandbox.memory.tokenFile"):
+            sb.suspend(keep_memory=True)
+        assert sb.object["spec"]["suspendPolicy"] == {"keepMemory": True}
+        assert not sb.object["status"].get("podIPs")
+        sb.resume()
+        assert sb.run("echo back").stdout == "back\n"
+
+
 @pytest.mark.asyncio
 async def test_async_claims_run_concurrently(env):
     async def one(i: int) -> str:
