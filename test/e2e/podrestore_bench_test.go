@@ -12,6 +12,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
@@ -166,6 +167,54 @@ func BenchmarkSandboxPauseResume(b *testing.B) {
 // reportPauseResume reports the pause and resume percentiles and the last snapshot's size.
 func reportPauseResume(b *testing.B, pause, resume []float64, size int64) {
 	reportPercentiles(b, "pause", pause)
+	reportPercentiles(b, "resume", resume)
+	b.ReportMetric(float64(size)/(1<<20), "snapshot-MiB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkSuspendResumeKeepingMemory is the user's view of BenchmarkSandboxPauseResume: a
+// Sandbox with suspendPolicy.keepMemory suspended and resumed through its spec, as `kubox suspend
+// --keep-memory` and `kubox resume` do. Suspend is from the patch until the Pod is gone with the
+// snapshot recorded (checkpoint-ms is the checkpoint itself, from status.memory.duration);
+// resume from the patch until the restored agent runs a process for the Sandbox's token.
+func BenchmarkSuspendResumeKeepingMemory(b *testing.B) {
+	requireController(b)
+	ns, name := benchNamespace(b), "kept"
+	createSandbox(b, ns, newSandbox(name, "gvisor", withCounter, withAgent, withKeepMemory))
+	waitSandboxReady(b, ns, name)
+	ip, tok := agentEndpoint(b, ns, name)
+	first := agentCounter(b, ip, tok, func(s counterState) bool { return s.n > 0 })
+	var suspend, resume, ckpt []float64
+	var size int64
+	for i := range b.N {
+		start := time.Now()
+		patchSandbox(b, ns, name, `{"spec":{"operatingMode":"Suspended"}}`)
+		waitPodGone(b, ns, name)
+		var m map[string]any
+		waitFor(b, "status.memory of a new snapshot", func(ctx context.Context) (bool, error) {
+			sb, err := dyn.Resource(sandboxes).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			m, _, _ = unstructured.NestedMap(sb.Object, "status", "memory")
+			return m != nil, nil
+		})
+		suspend = append(suspend, ms(time.Since(start)))
+		d, _ := time.ParseDuration(fmt.Sprint(m["duration"]))
+		ckpt, size = append(ckpt, ms(d)), m["sizeBytes"].(int64)
+
+		start = time.Now()
+		patchSandbox(b, ns, name, `{"spec":{"operatingMode":"Running"}}`)
+		waitSandboxReady(b, ns, name)
+		ip, _ = agentEndpoint(b, ns, name)
+		got := agentCounter(b, ip, tok, func(s counterState) bool { return s.n > 0 })
+		resume = append(resume, ms(time.Since(start)))
+		if got.secret != first.secret {
+			b.Fatalf("cycle %d: secret %d after the resume, %d at the start", i, got.secret, first.secret)
+		}
+	}
+	reportPercentiles(b, "checkpoint", ckpt)
+	reportPercentiles(b, "suspend", suspend)
 	reportPercentiles(b, "resume", resume)
 	b.ReportMetric(float64(size)/(1<<20), "snapshot-MiB")
 	b.ReportMetric(0, "ns/op")

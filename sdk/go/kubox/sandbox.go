@@ -108,7 +108,8 @@ type suspendOptions struct{ keepMemory bool }
 // ErrMemoryNotKept with the controller's reason.
 func KeepMemory() SuspendOption { return func(o *suspendOptions) { o.keepMemory = true } }
 
-// ErrMemoryNotKept: Suspend with KeepMemory suspended the sandbox without its memory.
+// ErrMemoryNotKept is returned by Suspend with KeepMemory when it suspended the sandbox without its
+// memory.
 var ErrMemoryNotKept = errors.New("the sandbox was suspended without its memory")
 
 // Suspend sets the Sandbox's spec.operatingMode to Suspended (a merge patch; RBAC patch on
