@@ -14,6 +14,7 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
 func TestTrimPod(t *testing.T) {
@@ -27,12 +28,14 @@ func TestTrimPod(t *testing.T) {
 			Conditions: []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
 				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "r", Message: "m"}},
+			HostIP:            "192.0.2.1",
 			PodIP:             "10.0.0.1",
 			PodIPs:            []corev1.PodIP{{IP: "10.0.0.1"}},
 			Message:           "msg",
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "c"}},
 		},
 	}
+	restored := pod.DeepCopy()
 	got, err := TrimPod(pod)
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +48,7 @@ func TestTrimPod(t *testing.T) {
 			Phase: corev1.PodRunning,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "r", Message: "m"}},
+			HostIP:  "192.0.2.1",
 			PodIP:   "10.0.0.1",
 			PodIPs:  []corev1.PodIP{{IP: "10.0.0.1"}},
 			Message: "msg",
@@ -52,6 +56,19 @@ func TestTrimPod(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("TrimPod (-want +got):\n%s", diff)
+	}
+
+	// A Pod restored from a memory snapshot keeps how its containers failed to start.
+	restored.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: "/s/image"}
+	restored.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "i", RestartCount: 2,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", Message: "restore failed", ExitCode: 128, ContainerID: "c1"}}}}
+	got, _ = TrimPod(restored)
+	wantStatuses := []corev1.ContainerStatus{{Name: "main",
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", Message: "restore failed", ExitCode: 128}}}}
+	if diff := cmp.Diff(wantStatuses, got.(*corev1.Pod).Status.ContainerStatuses); diff != "" {
+		t.Errorf("TrimPod of a restored Pod, container statuses (-want +got):\n%s", diff)
 	}
 	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
 	if got, _ := TrimPod(other); got != other {

@@ -9,6 +9,7 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
 // The cache transforms below decide what kubox-controller's memory holds per Sandbox: each
@@ -19,8 +20,9 @@ import (
 
 // TrimPod is the Pod informer's transform: it keeps the metadata, spec.nodeName, the command of
 // the container that runs kubox-agent (its flags are the agent's ports, which the Sandbox records
-// in status.agent) and the status fields the Sandbox status is computed from, and drops the rest
-// (other container specs, volumes, container statuses), which is most of a Pod's size. The
+// in status.agent), the status fields the Sandbox status is computed from and status.hostIP
+// (where the node's kubox-node is), and drops the rest (other container specs, volumes, container
+// statuses but a restored Pod's), which is most of a Pod's size. The
 // strings Pods share are interned, as in TrimSandbox.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
@@ -38,15 +40,44 @@ func TrimPod(obj any) (any, error) {
 		}
 	}
 	pod.Spec = spec
-	pod.Status = corev1.PodStatus{
+	status := corev1.PodStatus{
 		Phase:      corev1.PodPhase(intern(string(pod.Status.Phase))),
 		Conditions: podConditions(pod.Status.Conditions),
 		Message:    intern(pod.Status.Message),
 		Reason:     intern(pod.Status.Reason),
+		HostIP:     intern(pod.Status.HostIP),
 		PodIP:      pod.Status.PodIP,
 		PodIPs:     pod.Status.PodIPs,
 	}
+	if _, restoring := pod.Annotations[checkpoint.RestoreImageAnnotation]; restoring {
+		// A Pod restored from a memory snapshot: how its containers failed to start is how the
+		// Sandbox controller sees a failed restore (memory.go).
+		status.InitContainerStatuses = startStates(pod.Status.InitContainerStatuses)
+		status.ContainerStatuses = startStates(pod.Status.ContainerStatuses)
+	}
+	pod.Status = status
 	return pod, nil
+}
+
+// startStates keeps of each container status its name, readiness and why it waits or ended.
+func startStates(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	var kept []corev1.ContainerStatus
+	for _, c := range cs {
+		kept = append(kept, corev1.ContainerStatus{Name: c.Name, Ready: c.Ready,
+			State: stateReason(c.State), LastTerminationState: stateReason(c.LastTerminationState)})
+	}
+	return kept
+}
+
+func stateReason(s corev1.ContainerState) corev1.ContainerState {
+	var out corev1.ContainerState
+	if w := s.Waiting; w != nil {
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+	}
+	if t := s.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{Reason: t.Reason, Message: t.Message, ExitCode: t.ExitCode}
+	}
+	return out
 }
 
 // keptPodConditions are the Pod conditions the Sandbox status is computed from: Ready and
