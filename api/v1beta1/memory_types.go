@@ -64,3 +64,18 @@ const (
 	// suspended the sandbox again, with its snapshot and volumes.
 	SandboxReasonRestoreFailed = "RestoreFailed"
 )
+
+// MemoryNotKept returns why a Sandbox suspended with spec.suspendPolicy.keepMemory holds no
+// snapshot of its memory, or "" when its MemoryKept condition is True and status.memory is set.
+func MemoryNotKept(sb *Sandbox) string {
+	for _, c := range sb.Status.Conditions {
+		if c.Type != SandboxConditionMemoryKept {
+			continue
+		}
+		if c.Status == metav1.ConditionTrue && sb.Status.Memory != nil {
+			return ""
+		}
+		return c.Message
+	}
+	return "the controller did not say why (is it older than spec.suspendPolicy?)"
+}

@@ -121,15 +121,11 @@ func reportMemory(cmd *cobra.Command, c client.Client, sb *sandboxv1beta1.Sandbo
 	if err := c.Get(cmd.Context(), client.ObjectKeyFromObject(sb), sb); err != nil {
 		return apiError(err, "sandbox", sb.Namespace, sb.Name)
 	}
-	cond := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
-	if cond == nil || cond.Status != metav1.ConditionTrue || sb.Status.Memory == nil {
-		why := "the controller did not say why (is it older than spec.suspendPolicy?)"
-		if cond != nil {
-			why = cond.Message
-		}
+	if why := sandboxv1beta1.MemoryNotKept(sb); why != "" {
 		return fmt.Errorf("sandbox %s is suspended without its memory: %s", sb.Name, why)
 	}
-	cmd.Printf("sandbox %s suspended with its memory: %s\n", sb.Name, cond.Message)
+	kept := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+	cmd.Printf("sandbox %s suspended with its memory: %s\n", sb.Name, kept.Message)
 	return nil
 }
 

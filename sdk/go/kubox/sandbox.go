@@ -9,8 +9,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,12 +133,7 @@ func (s *Sandbox) Suspend(ctx context.Context, opts ...SuspendOption) error {
 	if !o.keepMemory {
 		return nil
 	}
-	c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
-	if c == nil || c.Status != metav1.ConditionTrue || sb.Status.Memory == nil {
-		why := "the controller did not say why (is it older than suspendPolicy?)"
-		if c != nil {
-			why = c.Message
-		}
+	if why := sandboxv1beta1.MemoryNotKept(sb); why != "" {
 		return fmt.Errorf("kubox: Sandbox %s: %w: %s", s.String(), ErrMemoryNotKept, why)
 	}
 	return nil
