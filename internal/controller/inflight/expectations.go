@@ -23,7 +23,9 @@ const DefaultExpectationsTimeout = 5 * time.Minute
 // and both create them. With expectations, a pass acts only when everything the previous passes
 // did has been observed:
 //
-//	if ok, _ := e.Satisfied(key); !ok { return } // wait for the informer
+//	ok, _ := e.Satisfied(key) // before reading the cache, never after
+//	list the children from the cache
+//	if !ok { return } // wait for the informer
 //	e.ExpectCreations(key, n)
 //	for each create: CreationSucceeded(key, uid) or CreationFailed(key)
 //	e.ExpectDeletion(key, uid); on a failed delete: DeletionObserved(key, uid)

@@ -155,11 +155,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The members go with the pool, through their owner references.
 		return ctrl.Result{}, nil
 	}
+	// The expectations are read before the cache: read after, they could count as observed a
+	// member the informer delivered between the two reads, that this pass's members lack, and
+	// the pass would create its replacement twice.
+	satisfied, expiresIn := r.expectations.Satisfied(poolKey(pool))
 	obs, err := r.observe(ctx, pool)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if ok, expiresIn := r.expectations.Satisfied(poolKey(pool)); !ok {
+	if !satisfied {
 		// Earlier creates or deletes are not in the cache yet: acting now would count them
 		// wrong. Their events bring the pool back; the timer is for an event that never comes.
 		obs.wakeIn(expiresIn)
