@@ -30,6 +30,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
+	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxtemplate"
@@ -125,9 +126,7 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 	r := sandbox.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(),
 		recorder, clock.RealClock{}, cfg.ClusterDomain, agent).
 		WithEgressProxy(cfg.NetworkPolicy.EgressProxy.ProxyURL(cfg.ClusterDomain)).
-		WithMemory(sandbox.NewNodeAPI(sandbox.MemoryOptions{TokenFile: cfg.Controllers.Sandbox.Memory.TokenFile,
-			NodeAPIPort: ptr.Deref(cfg.Controllers.Sandbox.Memory.NodeAPIPort, configv1alpha1.DefaultNodeAPIPort),
-			NodeAPIURL:  cfg.Controllers.Sandbox.Memory.NodeAPIURL}))
+		WithMemory(NodeAPI(cfg))
 	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
 	}
@@ -150,6 +149,14 @@ func setupExtensions(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurati
 		}
 	}
 	return nil
+}
+
+// NodeAPI is the client of kubox-node the configuration describes (controllers.sandbox.memory),
+// or nil when it has no token file.
+func NodeAPI(cfg *configv1alpha1.ControllerConfiguration) nodeapi.Client {
+	m := cfg.Controllers.Sandbox.Memory
+	return nodeapi.New(nodeapi.Options{TokenFile: m.TokenFile,
+		Port: ptr.Deref(m.NodeAPIPort, configv1alpha1.DefaultNodeAPIPort), URL: m.NodeAPIURL})
 }
 
 // inClusterNamespaceFile is where a Pod finds its namespace; controller-runtime reads it when

@@ -20,6 +20,7 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
+	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/metrics"
 )
@@ -57,7 +58,7 @@ type Reconciler struct {
 	status        *status.Writer
 	activity      ActivityReader // the idle policy's questions to the sandboxes' agents
 	egressProxy   string         // HTTP_PROXY of sandboxes with spec.egress
-	nodes         NodeAPI        // kubox-node, for spec.suspendPolicy.keepMemory (nil: not configured)
+	nodes         nodeapi.Client // kubox-node, for spec.suspendPolicy.keepMemory (nil: not configured)
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)

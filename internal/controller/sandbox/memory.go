@@ -2,27 +2,20 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
-	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
 )
 
 // Event reasons of memory-preserving suspend (spec.suspendPolicy.keepMemory).
@@ -35,72 +28,9 @@ const (
 	EventRestoreFailed = "RestoreFailed"
 )
 
-// NodeAPI is what the controller asks of kubox-node on a sandbox's node (docs/checkpoint.md).
-type NodeAPI interface {
-	// Checkpoint snapshots a Pod on the node at hostIP.
-	Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error)
-	// DeleteSnapshot removes a snapshot from the node at hostIP.
-	DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error
-}
-
-// MemoryOptions say how to reach kubox-node (controllers.sandbox.memory).
-type MemoryOptions struct {
-	// TokenFile holds the node token, read at each call.
-	TokenFile string
-	// NodeAPIPort is dialled at the node's address; NodeAPIURL, when set, replaces both.
-	NodeAPIPort int32
-	NodeAPIURL  string
-}
-
-// NewNodeAPI returns the NodeAPI of kubox-node's Connect API, or nil when o has no token file.
-func NewNodeAPI(o MemoryOptions) NodeAPI {
-	if o.TokenFile == "" {
-		return nil
-	}
-	return nodeClients(o)
-}
-
-type nodeClients MemoryOptions
-
-func (n nodeClients) client(hostIP string) (nodev1connect.SnapshotServiceClient, error) {
-	b, err := os.ReadFile(n.TokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the node token: %w", err)
-	}
-	url := n.NodeAPIURL
-	if url == "" {
-		if hostIP == "" {
-			return nil, errors.New("the Pod has no status.hostIP yet, so its node's kubox-node cannot be reached")
-		}
-		url = "http://" + net.JoinHostPort(hostIP, strconv.Itoa(int(n.NodeAPIPort)))
-	}
-	return nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(b))), url), nil
-}
-
-func (n nodeClients) Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error) {
-	c, err := n.client(hostIP)
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.Checkpoint(ctx, connect.NewRequest(req))
-	if err != nil {
-		return nil, err
-	}
-	return res.Msg.GetSnapshot(), nil
-}
-
-func (n nodeClients) DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error {
-	c, err := n.client(hostIP)
-	if err != nil {
-		return err
-	}
-	_, err = c.DeleteSnapshot(ctx, connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: namespace, Snapshot: snapshot}))
-	return err
-}
-
 // WithMemory lets the controller keep sandboxes' memory across a suspend through nodes (nil: it
 // cannot, and says so on the sandboxes that ask).
-func (r *Reconciler) WithMemory(nodes NodeAPI) *Reconciler {
+func (r *Reconciler) WithMemory(nodes nodeapi.Client) *Reconciler {
 	r.nodes = nodes
 	return r
 }
@@ -133,7 +63,7 @@ func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 		cond.Status, cond.Reason = metav1.ConditionTrue, sandboxv1beta1.SandboxReasonCheckpointed
 		cond.Message = fmt.Sprintf("Checkpointed Pod %s on node %s: %.1f MiB in %.2f s; the next Pod resumes from it",
 			pod.Name, pod.Spec.NodeName, float64(snap.GetSizeBytes())/(1<<20), snap.GetDuration().AsDuration().Seconds())
-		sb.Status.Memory = memoryStatus(pod, snap)
+		sb.Status.Memory = nodeapi.Status(pod.Spec.NodeName, snap)
 	}
 	meta.SetStatusCondition(&sb.Status.Conditions, cond)
 	base := sb.ResourceVersion
@@ -156,7 +86,7 @@ func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 func (r *Reconciler) checkpoint(ctx context.Context, pod *corev1.Pod) (*nodev1.Snapshot, error) {
 	switch {
 	case r.nodes == nil:
-		return nil, errors.New("kubox-controller has no controllers.sandbox.memory.tokenFile, so it cannot reach kubox-node")
+		return nil, nodeapi.ErrNotConfigured
 	case pod.Status.Phase != corev1.PodRunning:
 		return nil, fmt.Errorf("the Pod is %s, not Running: nothing runs to keep", pod.Status.Phase)
 	}
@@ -174,15 +104,6 @@ func (r *Reconciler) deleteSnapshot(ctx context.Context, sb *sandboxv1beta1.Sand
 	}
 	if err := r.nodes.DeleteSnapshot(ctx, hostIP, sb.Namespace, m.Snapshot); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Deleting a memory snapshot no Pod resumes from", "snapshot", m.Snapshot, "node", m.NodeName)
-	}
-}
-
-func memoryStatus(pod *corev1.Pod, s *nodev1.Snapshot) *sandboxv1beta1.MemoryStatus {
-	return &sandboxv1beta1.MemoryStatus{
-		Snapshot: s.GetName(), NodeName: pod.Spec.NodeName, Image: s.GetImage(),
-		SizeBytes: s.GetSizeBytes(), SHA256: s.GetSha256(),
-		Duration: &metav1.Duration{Duration: s.GetDuration().AsDuration()},
-		TakenAt:  &metav1.Time{Time: s.GetCreateTime().AsTime()},
 	}
 }
 

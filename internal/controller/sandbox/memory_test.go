@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,11 +20,9 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
+	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
-
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // fakeNodes is kubox-node answering with fail, or with a snapshot named as asked.
@@ -49,7 +49,7 @@ func (f *fakeNodes) DeleteSnapshot(_ context.Context, _, namespace, snapshot str
 
 // memoryReconciler is a Reconciler on a fake API holding a Sandbox that keeps its memory, and its
 // running Pod on node-a.
-func memoryReconciler(t *testing.T, nodes NodeAPI) (*Reconciler, client.Client, *events.FakeRecorder, *sandboxv1beta1.Sandbox, *corev1.Pod) {
+func memoryReconciler(t *testing.T, nodes nodeapi.Client) (*Reconciler, client.Client, *events.FakeRecorder, *sandboxv1beta1.Sandbox, *corev1.Pod) {
 	t.Helper()
 	sb := withMeta(testSandbox().Obj())
 	sb.Spec.SuspendPolicy = &sandboxv1beta1.SuspendPolicy{KeepMemory: true}
@@ -111,7 +111,7 @@ func TestKeepMemoryRecordsTheSnapshotBeforeTheSuspend(t *testing.T) {
 
 func TestKeepMemoryFailsOverToAPlainSuspend(t *testing.T) {
 	for name, tc := range map[string]struct {
-		nodes NodeAPI
+		nodes nodeapi.Client
 		phase corev1.PodPhase
 		want  string
 	}{

@@ -1,0 +1,98 @@
+// Package nodeapi is the controllers' client of kubox-node, the snapshot API on each node
+// (docs/checkpoint.md): the Sandbox controller keeps a suspended sandbox's memory through it, the
+// SandboxSnapshot controller takes snapshots of running sandboxes.
+package nodeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
+)
+
+// Client is what the controllers ask of kubox-node on a node.
+type Client interface {
+	// Checkpoint snapshots a Pod on the node at hostIP.
+	Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error)
+	// DeleteSnapshot removes a snapshot from the node at hostIP.
+	DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error
+}
+
+// Options say how to reach kubox-node (controllers.sandbox.memory).
+type Options struct {
+	// TokenFile holds the node token, read at each call.
+	TokenFile string
+	// Port is dialled at the node's address; URL, when set, replaces both.
+	Port int32
+	URL  string
+}
+
+// New returns the Client of kubox-node's Connect API, or nil when o has no token file.
+func New(o Options) Client {
+	if o.TokenFile == "" {
+		return nil
+	}
+	return clients(o)
+}
+
+// ErrNotConfigured is the error of a controller asked to reach kubox-node without a Client.
+var ErrNotConfigured = errors.New("kubox-controller has no controllers.sandbox.memory.tokenFile, so it cannot reach kubox-node")
+
+type clients Options
+
+func (n clients) client(hostIP string) (nodev1connect.SnapshotServiceClient, error) {
+	b, err := os.ReadFile(n.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the node token: %w", err)
+	}
+	url := n.URL
+	if url == "" {
+		if hostIP == "" {
+			return nil, errors.New("the Pod has no status.hostIP yet, so its node's kubox-node cannot be reached")
+		}
+		url = "http://" + net.JoinHostPort(hostIP, strconv.Itoa(int(n.Port)))
+	}
+	return nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(b))), url), nil
+}
+
+func (n clients) Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error) {
+	c, err := n.client(hostIP)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Checkpoint(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg.GetSnapshot(), nil
+}
+
+func (n clients) DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error {
+	c, err := n.client(hostIP)
+	if err != nil {
+		return err
+	}
+	_, err = c.DeleteSnapshot(ctx, connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: namespace, Snapshot: snapshot}))
+	return err
+}
+
+// Status is the API's record of s, taken on node.
+func Status(node string, s *nodev1.Snapshot) *sandboxv1beta1.MemoryStatus {
+	return &sandboxv1beta1.MemoryStatus{
+		Snapshot: s.GetName(), NodeName: node, Image: s.GetImage(),
+		SizeBytes: s.GetSizeBytes(), SHA256: s.GetSha256(),
+		Duration: &metav1.Duration{Duration: s.GetDuration().AsDuration()},
+		TakenAt:  &metav1.Time{Time: s.GetCreateTime().AsTime()},
+	}
+}
