@@ -35,6 +35,9 @@ const (
 	// SandboxReasonInvalidConfiguration: the API server refused one of the sandbox's children as
 	// invalid, a permanent error until the spec changes; the message names the field.
 	SandboxReasonInvalidConfiguration = "InvalidConfiguration"
+	// SandboxReasonSnapshotNotReady: the SandboxSnapshot spec.snapshotRef names does not exist or
+	// is not Ready, so the Pod that starts from it is not created yet. kubox addition.
+	SandboxReasonSnapshotNotReady = "SnapshotNotReady"
 )
 
 // Reasons of the Suspended condition.

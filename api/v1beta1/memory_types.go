@@ -15,8 +15,19 @@ type SuspendPolicy struct {
 	KeepMemory bool `json:"keepMemory,omitempty"`
 }
 
-// MemoryStatus is the snapshot holding a suspended sandbox's memory, which its next Pod resumes
-// from. kubox addition.
+// SnapshotReference names a SandboxSnapshot (extensions.agents.x-k8s.io) in the same namespace.
+// kubox addition.
+type SnapshotReference struct {
+	// name of the SandboxSnapshot.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// MemoryStatus is a snapshot of a sandbox's memory on its node: the one a suspended sandbox's
+// next Pod resumes from, or a SandboxSnapshot's. kubox addition.
 type MemoryStatus struct {
 	// snapshot is the snapshot's name on its node (the UID of the Pod it was taken of).
 	// +required
@@ -78,4 +89,22 @@ func MemoryNotKept(sb *Sandbox) string {
 		return c.Message
 	}
 	return "the controller did not say why (is it older than spec.suspendPolicy?)"
+}
+
+// forkPrefixMax keeps a fork's generated name (prefix and five random characters) within a
+// Sandbox name's 63 characters.
+const forkPrefixMax = 63 - 5
+
+// ForkOf returns a new Sandbox that starts from the SandboxSnapshot snapshot, taken of src: src's
+// spec, running, with spec.snapshotRef; a name the API server generates from src's; the label
+// ForkOfLabel. Its agent token, Service and Pod IP are its own. kubox addition.
+func ForkOf(src *Sandbox, snapshot string) *Sandbox {
+	prefix := src.Name[:min(len(src.Name), forkPrefixMax-len("-fork-"))] + "-fork-"
+	spec := *src.Spec.DeepCopy()
+	spec.OperatingMode = SandboxOperatingModeRunning
+	spec.SnapshotRef = &SnapshotReference{Name: snapshot}
+	return &Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, GenerateName: prefix, Labels: map[string]string{ForkOfLabel: src.Name}},
+		Spec:       spec,
+	}
 }

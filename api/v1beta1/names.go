@@ -50,6 +50,9 @@ const (
 	// SandboxNameLabel is set on a sandbox's Pod to the full sandbox name. The headless Service
 	// selects by it, because a 32-bit name hash can collide within a namespace.
 	SandboxNameLabel = "kubox.dev/sandbox-name"
+	// ForkOfLabel is on a Sandbox forked from another (the kubox SDKs' and CLI's fork): the source
+	// Sandbox's name. kubox addition.
+	ForkOfLabel = "kubox.dev/fork-of"
 )
 
 // Reserved key prefixes: keys under them in a user's podTemplate.metadata are ignored.

@@ -59,6 +59,7 @@ func TestWireKeys(t *testing.T) {
 		"PropagatedAnnotationsAnnotation": {PropagatedAnnotationsAnnotation, "agents.x-k8s.io/propagated-annotations"},
 		"TraceContextAnnotation":          {TraceContextAnnotation, "opentelemetry.io/trace-context"},
 		"SandboxNameLabel":                {SandboxNameLabel, "kubox.dev/sandbox-name"},
+		"ForkOfLabel":                     {ForkOfLabel, "kubox.dev/fork-of"},
 		"AgentsPrefix":                    {AgentsPrefix, "agents.x-k8s.io/"},
 		"ExtensionsPrefix":                {ExtensionsPrefix, "extensions.agents.x-k8s.io/"},
 	}

@@ -107,6 +107,15 @@ type SandboxBlueprint struct {
 	// sandbox's memory (gVisor only). kubox addition.
 	// +optional
 	SuspendPolicy *SuspendPolicy `json:"suspendPolicy,omitempty"`
+
+	// snapshotRef names a Ready SandboxSnapshot in the same namespace that the sandbox's Pods
+	// start from instead of from their images: its processes continue from the snapshot's memory,
+	// on the snapshot's node (gVisor only). The Pod template must have the containers of the
+	// Sandbox the snapshot was taken of: a fork copies it. Set in a SandboxTemplate, it makes a
+	// warm pool of restores. A Pod resuming from status.memory (suspendPolicy.keepMemory) takes
+	// that instead. kubox addition.
+	// +optional
+	SnapshotRef *SnapshotReference `json:"snapshotRef,omitempty"`
 }
 
 // ShutdownPolicy says what happens to a sandbox when its shutdownTime passes.

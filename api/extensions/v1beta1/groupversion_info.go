@@ -23,6 +23,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&SandboxTemplate{}, &SandboxTemplateList{},
 		&SandboxWarmPool{}, &SandboxWarmPoolList{},
 		&SandboxClaim{}, &SandboxClaimList{},
+		&SandboxSnapshot{}, &SandboxSnapshotList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

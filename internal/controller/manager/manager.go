@@ -33,6 +33,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxclaim"
+	"github.com/kubox-dev/kubox/internal/controller/sandboxsnapshot"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxtemplate"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxwarmpool"
 	"github.com/kubox-dev/kubox/internal/controller/status"
@@ -126,7 +127,7 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 	r := sandbox.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(),
 		recorder, clock.RealClock{}, cfg.ClusterDomain, agent).
 		WithEgressProxy(cfg.NetworkPolicy.EgressProxy.ProxyURL(cfg.ClusterDomain)).
-		WithMemory(NodeAPI(cfg))
+		WithMemory(nodeapi.FromConfig(cfg.Controllers.Sandbox.Memory))
 	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
 	}
@@ -136,27 +137,21 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 	return setupExtensions(mgr, cfg, opts)
 }
 
-// setupExtensions registers the SandboxTemplate, SandboxWarmPool and SandboxClaim reconcilers.
+// setupExtensions registers the SandboxTemplate, SandboxWarmPool, SandboxClaim and
+// SandboxSnapshot reconcilers.
 func setupExtensions(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
 	for _, setup := range []func(ctrl.Manager, *configv1alpha1.ControllerConfiguration, controller.Options) error{
 		// One entry per extension controller package: <package>.Setup.
 		sandboxtemplate.Setup,
 		sandboxwarmpool.Setup,
 		sandboxclaim.Setup,
+		sandboxsnapshot.Setup,
 	} {
 		if err := setup(mgr, cfg, opts); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// NodeAPI is the client of kubox-node the configuration describes (controllers.sandbox.memory),
-// or nil when it has no token file.
-func NodeAPI(cfg *configv1alpha1.ControllerConfiguration) nodeapi.Client {
-	m := cfg.Controllers.Sandbox.Memory
-	return nodeapi.New(nodeapi.Options{TokenFile: m.TokenFile,
-		Port: ptr.Deref(m.NodeAPIPort, configv1alpha1.DefaultNodeAPIPort), URL: m.NodeAPIURL})
 }
 
 // inClusterNamespaceFile is where a Pod finds its namespace; controller-runtime reads it when

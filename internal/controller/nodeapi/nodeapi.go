@@ -14,7 +14,9 @@ import (
 
 	"connectrpc.com/connect"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
@@ -44,6 +46,12 @@ func New(o Options) Client {
 		return nil
 	}
 	return clients(o)
+}
+
+// FromConfig is the Client the controller configuration's controllers.sandbox.memory describes,
+// or nil when it has no token file.
+func FromConfig(m configv1alpha1.MemorySettings) Client {
+	return New(Options{TokenFile: m.TokenFile, Port: ptr.Deref(m.NodeAPIPort, configv1alpha1.DefaultNodeAPIPort), URL: m.NodeAPIURL})
 }
 
 // ErrNotConfigured is the error of a controller asked to reach kubox-node without a Client.

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
@@ -108,11 +110,36 @@ func (r *Reconciler) deleteSnapshot(ctx context.Context, sb *sandboxv1beta1.Sand
 }
 
 // resumeFromMemory shapes the new Pod of a sandbox whose memory was kept so that it continues from
-// the snapshot, on the snapshot's node (checkpoint.ShapeForRestore).
-func resumeFromMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) {
-	if m := sb.Status.Memory; m != nil && keepsMemory(sb) {
-		checkpoint.ShapeForRestore(pod, m.NodeName, m.Image)
+// the snapshot, on the snapshot's node (checkpoint.ShapeForRestore), and reports whether it did.
+func resumeFromMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
+	m := sb.Status.Memory
+	if m == nil || !keepsMemory(sb) {
+		return false
 	}
+	checkpoint.ShapeForRestore(pod, m.NodeName, m.Image)
+	return true
+}
+
+// snapshotRetry is how soon a sandbox waiting for its spec.snapshotRef to be Ready looks again.
+const snapshotRetry = 2 * time.Second
+
+// startFromSnapshot shapes the new Pod of a sandbox with spec.snapshotRef to start from that
+// SandboxSnapshot, on its node. It returns why the Pod cannot be created yet, or "".
+func (r *Reconciler) startFromSnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) (string, error) {
+	name := sb.Spec.SnapshotRef.Name
+	snap := &extv1beta1.SandboxSnapshot{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: name}, snap); {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("SandboxSnapshot %s, which spec.snapshotRef names, does not exist", name), nil
+	case err != nil:
+		return "", fmt.Errorf("reading SandboxSnapshot %s: %w", name, err)
+	}
+	s, why := extv1beta1.SnapshotReady(snap)
+	if s == nil {
+		return fmt.Sprintf("SandboxSnapshot %s, which spec.snapshotRef names, is not Ready: %s", name, why), nil
+	}
+	checkpoint.ShapeForRestore(pod, s.NodeName, s.Image)
+	return "", nil
 }
 
 // restoredCondition is MemoryKept=True/Restored once the Pod restored from status.memory is

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
@@ -267,5 +268,62 @@ func TestFailRestoreSuspendsAgainWithTheSnapshot(t *testing.T) {
 	}
 	if ev := <-rec.Events; !strings.Contains(ev, "Warning RestoreFailed") {
 		t.Errorf("event %q, want Warning RestoreFailed", ev)
+	}
+}
+
+// TestStartFromSnapshot checks that a Sandbox with spec.snapshotRef waits, saying why, while the
+// SandboxSnapshot is missing or not Ready, and that its Pod then starts from it, on its node.
+func TestStartFromSnapshot(t *testing.T) {
+	sb := withMeta(testSandbox().Obj())
+	sb.Spec.SnapshotRef = &sandboxv1beta1.SnapshotReference{Name: "warm"}
+	snap := &extv1beta1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "warm"}}
+	for name, tc := range map[string]struct {
+		snap      *extv1beta1.SandboxSnapshot
+		wantWait  string
+		wantImage string
+	}{
+		"missing": {wantWait: "SandboxSnapshot warm, which spec.snapshotRef names, does not exist"},
+		"failed": {
+			snap: func() *extv1beta1.SandboxSnapshot {
+				s := snap.DeepCopy()
+				s.Status.Conditions = []metav1.Condition{{Type: extv1beta1.SnapshotConditionReady, Status: metav1.ConditionFalse,
+					Reason: extv1beta1.SnapshotReasonCheckpointFailed, Message: "not gVisor"}}
+				return s
+			}(),
+			wantWait: "SandboxSnapshot warm, which spec.snapshotRef names, is not Ready: not gVisor",
+		},
+		"ready": {
+			snap: func() *extv1beta1.SandboxSnapshot {
+				s := snap.DeepCopy()
+				s.Status.Conditions = []metav1.Condition{{Type: extv1beta1.SnapshotConditionReady, Status: metav1.ConditionTrue, Reason: extv1beta1.SnapshotReasonTaken}}
+				s.Status.Snapshot = &sandboxv1beta1.MemoryStatus{Snapshot: "snap-uid", NodeName: "node-b", Image: "/snapshots/team-a/snap-uid/image"}
+				return s
+			}(),
+			wantImage: "/snapshots/team-a/snap-uid/image",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(testScheme(t))
+			if tc.snap != nil {
+				b = b.WithObjects(tc.snap)
+			}
+			r := &Reconciler{client: b.Build()}
+			pod := testPod().Obj()
+			pod.Spec.InitContainers = []corev1.Container{{Name: AgentInitContainerName}}
+			why, err := r.startFromSnapshot(t.Context(), sb, pod)
+			if err != nil || why != tc.wantWait {
+				t.Fatalf("startFromSnapshot() = %q, %v; want %q", why, err, tc.wantWait)
+			}
+			if got := pod.Annotations[checkpoint.RestoreImageAnnotation]; got != tc.wantImage {
+				t.Errorf("restore image %q, want %q", got, tc.wantImage)
+			}
+			if tc.wantImage != "" && (pod.Spec.NodeName != "node-b" || len(pod.Spec.InitContainers) != 0) {
+				t.Errorf("Pod on %q with init containers %v; want node-b, without the finished agent install", pod.Spec.NodeName, pod.Spec.InitContainers)
+			}
+			obs := &observed{snapshotWait: why}
+			if c := readyCondition(sb, obs); why != "" && (c.Reason != sandboxv1beta1.SandboxReasonSnapshotNotReady || c.Message != why) {
+				t.Errorf("Ready = %+v while waiting; want SnapshotNotReady saying why", c)
+			}
+		})
 	}
 }

@@ -115,7 +115,13 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	if err != nil {
 		return err
 	}
-	resumeFromMemory(sb, pod)
+	if !resumeFromMemory(sb, pod) && sb.Spec.SnapshotRef != nil {
+		why, err := r.startFromSnapshot(ctx, sb, pod)
+		if err != nil || why != "" {
+			obs.snapshotWait, obs.requeueAfter = why, snapshotRetry
+			return err
+		}
+	}
 	if sb.Spec.Agent != nil {
 		if err := r.ensureAgentSecret(ctx, sb); err != nil {
 			return err

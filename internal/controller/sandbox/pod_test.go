@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/testutil"
@@ -27,6 +28,9 @@ func testScheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	if err := sandboxv1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := extv1beta1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s

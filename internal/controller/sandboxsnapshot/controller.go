@@ -1,0 +1,227 @@
+package sandboxsnapshot
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
+	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
+)
+
+// Name is the controller's name in logs, metrics and events.
+const Name = "sandboxsnapshot"
+
+// FieldManager is the field manager of every write of the controller.
+const FieldManager = "kubox-sandboxsnapshot-controller"
+
+// Finalizer keeps a SandboxSnapshot until its files are deleted from its node.
+const Finalizer = "extensions.agents.x-k8s.io/sandboxsnapshot-files"
+
+// Event reasons.
+const (
+	EventTaken            = "SnapshotTaken"
+	EventCheckpointFailed = "CheckpointFailed"
+)
+
+// notRunningRetry is how soon a snapshot of a Sandbox that is not running yet is looked at again.
+const notRunningRetry = 2 * time.Second
+
+// checkpointTimeout bounds one checkpoint: a sandbox holding GiBs takes seconds.
+const checkpointTimeout = 2 * time.Minute
+
+// Reconciler reconciles SandboxSnapshots.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader // Nodes, which the controller does not cache
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+	nodes     nodeapi.Client // nil: kubox-node is not configured
+}
+
+// NewReconciler returns a Reconciler taking snapshots through nodes (nil: it cannot, and says so).
+func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, clk clock.PassiveClock, nodes nodeapi.Client) *Reconciler {
+	return &Reconciler{client: c, apiReader: apiReader, recorder: recorder, clock: clk, nodes: nodes}
+}
+
+// Setup registers the controller with mgr.
+func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name), clock.RealClock{},
+		nodeapi.FromConfig(cfg.Controllers.Sandbox.Memory))
+	if err := ctrl.NewControllerManagedBy(mgr).Named(Name).For(&extv1beta1.SandboxSnapshot{}).WithOptions(opts).Complete(r); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+
+// Reconcile takes one snapshot, or deletes its files once it is deleted.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	snap := &extv1beta1.SandboxSnapshot{}
+	if err := r.client.Get(ctx, req.NamespacedName, snap); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if snap.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.finalize(ctx, snap)
+	}
+	if c := meta.FindStatusCondition(snap.Status.Conditions, extv1beta1.SnapshotConditionReady); c != nil &&
+		(c.Status == metav1.ConditionTrue || c.Reason == extv1beta1.SnapshotReasonCheckpointFailed) {
+		return ctrl.Result{}, nil // taken once, or failed for good
+	}
+	if !controllerutil.ContainsFinalizer(snap, Finalizer) {
+		base := snap.DeepCopy()
+		controllerutil.AddFinalizer(snap, Finalizer)
+		if err := r.client.Patch(ctx, snap, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer of SandboxSnapshot %s: %w", snap.Name, err)
+		}
+	}
+	pod, why, err := r.runningPod(ctx, snap)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if pod == nil {
+		return ctrl.Result{RequeueAfter: notRunningRetry}, r.setReady(ctx, snap, metav1.ConditionFalse, extv1beta1.SnapshotReasonSandboxNotRunning, why)
+	}
+	return ctrl.Result{}, r.take(ctx, snap, pod)
+}
+
+// runningPod returns the Running Pod of the snapshot's Sandbox, or nil and why there is none.
+func (r *Reconciler) runningPod(ctx context.Context, snap *extv1beta1.SandboxSnapshot) (*corev1.Pod, string, error) {
+	name := snap.Spec.SandboxRef.Name
+	sb := &sandboxv1beta1.Sandbox{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: name}, sb); {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Sprintf("Sandbox %s does not exist", name), nil
+	case err != nil:
+		return nil, "", fmt.Errorf("reading Sandbox %s: %w", name, err)
+	}
+	podName := sb.Annotations[sandboxv1beta1.PodNameAnnotation]
+	if podName == "" {
+		podName = sb.Name
+	}
+	pod := &corev1.Pod{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: podName}, pod); {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Sprintf("Sandbox %s has no Pod (is it suspended?)", name), nil
+	case err != nil:
+		return nil, "", fmt.Errorf("reading Pod %s of Sandbox %s: %w", podName, name, err)
+	}
+	if !metav1.IsControlledBy(pod, sb) {
+		return nil, fmt.Sprintf("Pod %s is not Sandbox %s's", podName, name), nil
+	}
+	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+		return nil, fmt.Sprintf("Pod %s of Sandbox %s is %s, not Running", podName, name, pod.Status.Phase), nil
+	}
+	return pod, "", nil
+}
+
+// take asks kubox-node to checkpoint pod without stopping it, and records the outcome.
+func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot, pod *corev1.Pod) error {
+	if r.nodes == nil {
+		return r.fail(ctx, snap, pod, nodeapi.ErrNotConfigured)
+	}
+	cctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	s, err := r.nodes.Checkpoint(cctx, pod.Status.HostIP, &nodev1.CheckpointRequest{Namespace: pod.Namespace, Pod: pod.Name,
+		PodUid: string(pod.UID), Snapshot: string(snap.UID), LeaveRunning: true})
+	if err != nil {
+		return r.fail(ctx, snap, pod, err)
+	}
+	snap.Status.Snapshot = nodeapi.Status(pod.Spec.NodeName, s)
+	snap.Status.SourcePodUID = string(pod.UID)
+	msg := fmt.Sprintf("Checkpointed Pod %s of Sandbox %s on node %s: %.1f MiB in %.2f s, verified; it kept running",
+		pod.Name, snap.Spec.SandboxRef.Name, pod.Spec.NodeName, float64(s.GetSizeBytes())/(1<<20), s.GetDuration().AsDuration().Seconds())
+	if err := r.setReady(ctx, snap, metav1.ConditionTrue, extv1beta1.SnapshotReasonTaken, msg); err != nil {
+		return err
+	}
+	r.recorder.Eventf(snap, pod, corev1.EventTypeNormal, EventTaken, "Checkpoint", "%s", msg)
+	return nil
+}
+
+// fail records a checkpoint that will not be tried again.
+func (r *Reconciler) fail(ctx context.Context, snap *extv1beta1.SandboxSnapshot, pod *corev1.Pod, err error) error {
+	msg := fmt.Sprintf("Pod %s of Sandbox %s could not be checkpointed: %v. Delete this SandboxSnapshot and create another to try again",
+		pod.Name, snap.Spec.SandboxRef.Name, err)
+	if err := r.setReady(ctx, snap, metav1.ConditionFalse, extv1beta1.SnapshotReasonCheckpointFailed, msg); err != nil {
+		return err
+	}
+	r.recorder.Eventf(snap, pod, corev1.EventTypeWarning, EventCheckpointFailed, "Checkpoint", "%s", msg)
+	return nil
+}
+
+// setReady writes the Ready condition, with the rest of the status as it is in snap.
+func (r *Reconciler) setReady(ctx context.Context, snap *extv1beta1.SandboxSnapshot, st metav1.ConditionStatus, reason, msg string) error {
+	if c := meta.FindStatusCondition(snap.Status.Conditions, extv1beta1.SnapshotConditionReady); c != nil &&
+		c.Status == st && c.Reason == reason && c.Message == msg {
+		return nil
+	}
+	meta.SetStatusCondition(&snap.Status.Conditions, metav1.Condition{Type: extv1beta1.SnapshotConditionReady, Status: st,
+		Reason: reason, Message: msg, ObservedGeneration: snap.Generation, LastTransitionTime: metav1.NewTime(r.clock.Now())})
+	if err := r.client.Status().Update(ctx, snap, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("writing the status of SandboxSnapshot %s: %w", snap.Name, err)
+	}
+	return nil
+}
+
+// finalize deletes the snapshot's files from its node, then lets the SandboxSnapshot go.
+func (r *Reconciler) finalize(ctx context.Context, snap *extv1beta1.SandboxSnapshot) error {
+	if !controllerutil.ContainsFinalizer(snap, Finalizer) {
+		return nil
+	}
+	if s := snap.Status.Snapshot; s != nil {
+		if err := r.deleteFiles(ctx, snap, s); err != nil {
+			return err
+		}
+	}
+	base := snap.DeepCopy()
+	controllerutil.RemoveFinalizer(snap, Finalizer)
+	if err := r.client.Patch(ctx, snap, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("removing the finalizer of SandboxSnapshot %s: %w", snap.Name, err)
+	}
+	return nil
+}
+
+// deleteFiles asks the snapshot's node to delete its files; a node that is gone took them along.
+func (r *Reconciler) deleteFiles(ctx context.Context, snap *extv1beta1.SandboxSnapshot, s *sandboxv1beta1.MemoryStatus) error {
+	node := &corev1.Node{}
+	switch err := r.apiReader.Get(ctx, client.ObjectKey{Name: s.NodeName}, node); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading node %s, which holds SandboxSnapshot %s: %w", s.NodeName, snap.Name, err)
+	case r.nodes == nil:
+		return fmt.Errorf("deleting the files of SandboxSnapshot %s from node %s: %w", snap.Name, s.NodeName, nodeapi.ErrNotConfigured)
+	}
+	if err := r.nodes.DeleteSnapshot(ctx, nodeIP(node), snap.Namespace, s.Snapshot); err != nil {
+		return fmt.Errorf("deleting the files of SandboxSnapshot %s from node %s: %w", snap.Name, s.NodeName, err)
+	}
+	return nil
+}
+
+// nodeIP is the node's internal address, where kubox-node listens.
+func nodeIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}

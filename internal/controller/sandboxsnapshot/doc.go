@@ -1,0 +1,18 @@
+// Package sandboxsnapshot implements the SandboxSnapshot controller (a kubox addition).
+//
+// A SandboxSnapshot names a running Sandbox; the controller asks kubox-node on the Sandbox's node
+// to checkpoint its Pod without stopping it (runsc checkpoint --leave-running), under the
+// snapshot's UID, and records what kubox-node verified — the image folder, size, SHA-256, how
+// long the sandbox was paused — in status.snapshot with Ready=True/Taken. A snapshot is taken once:
+// the spec is immutable, and a checkpoint kubox-node refuses (the Pod is not gVisor's, the node
+// has no kubox-node) ends in Ready=False/CheckpointFailed, which the controller does not retry.
+// While the Sandbox or its running Pod is missing it says so (SandboxNotRunning) and looks again.
+//
+// A finalizer deletes the snapshot's files from its node when the SandboxSnapshot is deleted;
+// when that node is gone, so are the files, and the finalizer goes without asking.
+//
+// kubox-node retries are idempotent: asked again for the same snapshot name and Pod UID after
+// a crash between the checkpoint and the status write, it answers with the snapshot it took.
+//
+// Sandboxes start from a Ready snapshot through spec.snapshotRef (package sandbox).
+package sandboxsnapshot
