@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -217,5 +218,27 @@ func TestGetUnknownNamesSaysWhatToDo(t *testing.T) {
 	r = f.mustRun(t, "ls")
 	if r.stdout != "" || !strings.Contains(r.stderr, "No sandboxes or claims in namespace "+f.ns) {
 		t.Errorf("kubox ls of an empty namespace printed %q / %q", r.stdout, r.stderr)
+	}
+}
+
+// TestSnapshotAndForkFailWithTheReason: kubox snapshot and kubox fork against a controller that
+// cannot reach kubox-node (none here) fail naming why, and fork starts no sandbox; fork refuses a
+// count below 1 before it touches anything.
+func TestSnapshotAndForkFailWithTheReason(t *testing.T) {
+	f := setup(t)
+	sb := f.sandbox(t, "origin")
+	framework.WaitForObject(t, env, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: sb.Name}}, nil)
+	for _, args := range [][]string{{"snapshot", "origin"}, {"fork", "origin", "--count", "2"}} {
+		r := f.run(t, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "the snapshot could not be taken") || !strings.Contains(r.stderr, "controllers.sandbox.memory.tokenFile") {
+			t.Errorf("kubox %s exited %d with:\n%s\nwant 1 and the controller's reason", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	if r := f.run(t, "fork", "origin", "--count", "0"); r.code != 1 || !strings.Contains(r.stderr, "--count is 0") {
+		t.Errorf("kubox fork --count 0 exited %d with %q; want 1 and the fix", r.code, r.stderr)
+	}
+	sbs := &sandboxv1beta1.SandboxList{}
+	if err := env.Client.List(t.Context(), sbs, client.InNamespace(f.ns), client.HasLabels{sandboxv1beta1.ForkOfLabel}); err != nil || len(sbs.Items) != 0 {
+		t.Errorf("forks after failed snapshots: %d, %v; want none", len(sbs.Items), err)
 	}
 }
