@@ -50,7 +50,7 @@ const checkpointTimeout = 2 * time.Minute
 // since kubox-node answers the same request (the Pod's UID) with the snapshot it took. When the
 // memory cannot be kept, MemoryKept=False says why and the suspend goes on without it.
 func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) error {
-	if m := sb.Status.Memory; m != nil && (m.Snapshot == string(pod.UID) || restoring(sb, pod)) {
+	if m := sb.Status.Memory; m != nil && (m.Snapshot == string(pod.UID) || restoringMemory(sb, pod)) {
 		return nil // this Pod's snapshot is recorded, or the Pod, not yet restored from it, holds nothing newer
 	}
 	old := sb.Status.Memory
@@ -154,21 +154,27 @@ func restoredCondition(sb *sandboxv1beta1.Sandbox, obs *observed) *metav1.Condit
 		Message: fmt.Sprintf("Pod %s resumed from the memory snapshot %s taken %s", obs.pod.Name, m.Snapshot, m.TakenAt.UTC().Format(time.RFC3339))}
 }
 
-// restoring reports whether pod is being restored from sb's snapshot and has not been Ready yet.
-func restoring(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
-	m := sb.Status.Memory
-	return m != nil && pod.Annotations[checkpoint.RestoreImageAnnotation] == m.Image && !podConditionTrue(pod, corev1.PodReady) &&
+// restoring reports whether pod is being restored from a snapshot (status.memory, or the
+// SandboxSnapshot of spec.snapshotRef) and has not been Ready yet.
+func restoring(pod *corev1.Pod) bool {
+	return pod.Annotations[checkpoint.RestoreImageAnnotation] != "" && !podConditionTrue(pod, corev1.PodReady) &&
 		!slices.ContainsFunc(pod.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool { return c.Ready })
+}
+
+// restoringMemory reports whether pod is being restored from sb's status.memory.
+func restoringMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
+	m := sb.Status.Memory
+	return m != nil && pod.Annotations[checkpoint.RestoreImageAnnotation] == m.Image && restoring(pod)
 }
 
 // restoreDeadline is how long a Pod restored from a snapshot may stay Pending: a sandbox the shim
 // cannot restore is retried by the kubelet for ever (FailedCreatePodSandBox).
 const restoreDeadline = 90 * time.Second
 
-// restoreFailure says why the Pod being restored from sb's snapshot failed, or "" while it has
-// not, with how long until its deadline.
-func restoreFailure(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, now time.Time) (string, time.Duration) {
-	if !restoring(sb, pod) || pod.DeletionTimestamp != nil {
+// restoreFailure says why the Pod being restored from a snapshot failed, or "" while it has not,
+// with how long until its deadline.
+func restoreFailure(pod *corev1.Pod, now time.Time) (string, time.Duration) {
+	if !restoring(pod) || pod.DeletionTimestamp != nil {
 		return "", 0
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
@@ -188,6 +194,15 @@ func restoreFailure(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, now time.Time) 
 		return "", restoreDeadline - age
 	}
 	return fmt.Sprintf("the Pod did not start within %s (its events say why, such as FailedCreatePodSandBox)", restoreDeadline), 0
+}
+
+// snapshotRestoreFailure is the Ready message of a sandbox whose Pod could not start from the
+// SandboxSnapshot of spec.snapshotRef. The Pod stays (a warm pool replaces its member after the
+// readiness grace period); the spec must change for another try.
+func snapshotRestoreFailure(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, why string) string {
+	return fmt.Sprintf("Pod %s could not start from SandboxSnapshot %s: %s. A Sandbox that starts from a snapshot needs the "+
+		"containers, volumes and mounts of the Sandbox it was taken of: a fork copies them; for a template, snapshot a sandbox "+
+		"made from that template", pod.Name, sb.Spec.SnapshotRef.Name, why)
 }
 
 // failRestore suspends again a sandbox whose Pod could not be restored from its snapshot, keeping

@@ -188,9 +188,6 @@ func TestResumeFromMemory(t *testing.T) {
 }
 
 func TestRestoreFailure(t *testing.T) {
-	sb := withMeta(testSandbox().Obj())
-	sb.Spec.SuspendPolicy = &sandboxv1beta1.SuspendPolicy{KeepMemory: true}
-	sb.Status.Memory = &sandboxv1beta1.MemoryStatus{Snapshot: "pod-uid-1", NodeName: "node-a", Image: "/s/image"}
 	created := testNow.Add(-time.Minute)
 	restoring := func(mutate func(*corev1.Pod)) *corev1.Pod {
 		p := testPod().Obj()
@@ -220,7 +217,7 @@ func TestRestoreFailure(t *testing.T) {
 		"not a restore": {restoring(func(p *corev1.Pod) { p.Annotations = nil }), "", 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			why, wait := restoreFailure(sb, tc.pod, testNow.Time)
+			why, wait := restoreFailure(tc.pod, testNow.Time)
 			if (tc.want == "") != (why == "") || !strings.Contains(why, tc.want) || wait != tc.wantWait {
 				t.Errorf("restoreFailure = %q, %v; want %q, %v", why, wait, tc.want, tc.wantWait)
 			}

@@ -41,9 +41,13 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *sandboxv1beta1.Sandbo
 	if obs.pod == nil {
 		return r.createPod(ctx, sb, obs)
 	}
-	if why, wait := restoreFailure(sb, obs.pod, r.clock.Now()); why != "" {
+	why, wait := restoreFailure(obs.pod, r.clock.Now())
+	switch {
+	case why != "" && restoringMemory(sb, obs.pod):
 		return r.failRestore(ctx, sb, obs, why)
-	} else if wait > 0 {
+	case why != "" && sb.Spec.SnapshotRef != nil:
+		obs.restoreFailed = snapshotRestoreFailure(sb, obs.pod, why)
+	case wait > 0:
 		obs.requeueAfter = wait
 	}
 	return r.patchPodMetadata(ctx, sb, obs.pod)

@@ -37,8 +37,9 @@ type observed struct {
 	idle *sandboxv1beta1.IdleStatus
 	// requeueAfter, when not 0, is when a pass must look again (a restore's deadline).
 	requeueAfter time.Duration
-	// snapshotWait says why the Pod that starts from spec.snapshotRef is not created yet.
-	snapshotWait string
+	// snapshotWait says why the Pod that starts from spec.snapshotRef is not created yet;
+	// restoreFailed, why it could not start from it.
+	snapshotWait, restoreFailed string
 }
 
 // record adds an event about the Sandbox, and related when not nil, to emit once the status is
@@ -135,6 +136,8 @@ func readyCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condition 
 		return notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended")
 	case obs.snapshotWait != "":
 		return notReady(sandboxv1beta1.SandboxReasonSnapshotNotReady, obs.snapshotWait)
+	case obs.restoreFailed != "":
+		return notReady(sandboxv1beta1.SandboxReasonRestoreFailed, obs.restoreFailed)
 	case obs.pod != nil && obs.pod.Status.Phase == corev1.PodSucceeded:
 		return notReady(sandboxv1beta1.SandboxReasonPodSucceeded, podSucceededMessage)
 	case obs.pod != nil && obs.pod.Status.Phase == corev1.PodFailed:
