@@ -185,13 +185,7 @@ func createTemplate(t *testing.T, ns, name string, egress map[string]any) {
 	if egress != nil {
 		spec["egress"] = egress
 	}
-	tpl := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
-		"metadata": map[string]any{"name": name}, "spec": spec,
-	}}
-	if _, err := dyn.Resource(templates).Namespace(ns).Create(context.Background(), tpl, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create SandboxTemplate %s/%s: %v", ns, name, err)
-	}
+	createTemplateWith(t, ns, name, spec)
 }
 
 // claimFromTemplate claims a cold sandbox named name from the template.

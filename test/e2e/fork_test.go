@@ -1,0 +1,183 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
+)
+
+var snapshots = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxsnapshots"}
+
+// sdkClient is a Go SDK client on the e2e cluster that reaches sandboxes at their Pod IPs.
+func sdkClient(t *testing.T, ns string) *kubox.Client {
+	t.Helper()
+	c, err := kubox.New(restConfig, kubox.Options{Namespace: ns, Connection: kubox.ConnectDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// countingSource starts a gVisor Sandbox whose Python under kubox-agent keeps a random secret and
+// counts, and returns its handle and the counter once it has counted a little.
+func countingSource(t *testing.T, c *kubox.Client, ns, name string) (*kubox.Sandbox, counterState) {
+	t.Helper()
+	createSandbox(t, ns, newSandbox(name, "gvisor", withCounter, withAgent))
+	waitSandboxReady(t, ns, name)
+	ip, tok := agentEndpoint(t, ns, name)
+	before := agentCounter(t, ip, tok, func(s counterState) bool { return s.n > 3 })
+	src, err := c.Open(t.Context(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, before
+}
+
+// TestForkContinuesFromTheSameMemory forks a running gVisor Sandbox three times through the Go
+// SDK (a SandboxSnapshot taken while it runs, then three Sandboxes with spec.snapshotRef): every
+// fork's Python has the source's secret and counts on from where the source was, each answers to
+// its own agent token only, a file one fork writes is not in the others, and the source keeps
+// counting.
+func TestForkContinuesFromTheSameMemory(t *testing.T) {
+	requireController(t)
+	ns := namespace(t)
+	c := sdkClient(t, ns)
+	src, before := countingSource(t, c, ns, "source")
+	forks, err := src.Fork(t.Context(), 3)
+	if err != nil {
+		t.Fatalf("Fork(3): %v", err)
+	}
+	snaps, err := dyn.Resource(snapshots).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(snaps.Items) != 1 {
+		t.Fatalf("SandboxSnapshots after the fork: %v, %v; want one", snaps, err)
+	}
+	st, _, _ := unstructured.NestedMap(snaps.Items[0].Object, "status", "snapshot")
+	if st["sha256"] == nil || st["sizeBytes"] == nil || st["duration"] == nil {
+		t.Errorf("status.snapshot = %v; want its checksum, size and duration", st)
+	}
+	t.Logf("snapshot %s: %v", snaps.Items[0].GetName(), st)
+
+	srcIP, srcTok := agentEndpoint(t, ns, "source")
+	for i, f := range forks {
+		if f.Object().Labels["kubox.dev/fork-of"] != "source" {
+			t.Errorf("fork %s has labels %v; want kubox.dev/fork-of=source", f.Name(), f.Object().Labels)
+		}
+		ip, tok := agentEndpoint(t, ns, f.Name())
+		if ip == srcIP || tok == srcTok {
+			t.Fatalf("fork %s at %s shares the source's address or token", f.Name(), ip)
+		}
+		got := agentCounter(t, ip, tok, func(s counterState) bool { return s.n > 0 })
+		if got.secret != before.secret || got.n < before.n {
+			t.Fatalf("fork %s: secret %d, counter %d; the source had %d, %d before the fork: it did not continue from its memory",
+				f.Name(), got.secret, got.n, before.secret, before.n)
+		}
+		if _, err := agentRun(ip, srcTok, "true"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("fork %s with the source's token: %v; want Unauthenticated", f.Name(), err)
+		}
+		if _, err := f.Run(t.Context(), "sh", "-c", "echo "+f.Name()+" > /tmp/who"); err != nil {
+			t.Fatalf("fork %d: writing /tmp/who through the SDK: %v", i, err)
+		}
+	}
+	for _, f := range forks {
+		res, err := f.Run(t.Context(), "cat", "/tmp/who")
+		if err != nil || strings.TrimSpace(string(res.Stdout)) != f.Name() {
+			t.Errorf("fork %s reads /tmp/who = %q, %v; want its own name only", f.Name(), res.Stdout, err)
+		}
+		ip, tok := agentEndpoint(t, ns, f.Name())
+		later := agentCounter(t, ip, tok, func(s counterState) bool { return s.n > before.n+3 })
+		t.Logf("fork %s: secret %d, counter %d (source at the fork: %d)", f.Name(), later.secret, later.n, before.n)
+	}
+	if res, err := src.Run(t.Context(), "true"); err != nil || res.ExitCode != 0 {
+		t.Errorf("the source after the fork: %+v, %v; want it still answering", res, err)
+	}
+	agentCounter(t, srcIP, srcTok, func(s counterState) bool { return s.n > before.n+3 })
+	for _, f := range forks {
+		if err := f.Delete(t.Context()); err != nil {
+			t.Errorf("Delete(%s): %v", f.Name(), err)
+		}
+	}
+}
+
+// agentRun runs argv through the agent at ip with tok.
+func agentRun(ip, tok string, argv ...string) (*agentv1.RunProcessResponse, error) {
+	procs := agentv1connect.NewProcessServiceClient(contract.BearerClient(tok), "http://"+ip+":7070")
+	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{Spec: &agentv1.ProcessSpec{Argv: argv}}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg, nil
+}
+
+// createTemplateWith creates the SandboxTemplate name with spec.
+func createTemplateWith(t *testing.T, ns, name string, spec map[string]any) {
+	t.Helper()
+	tpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
+		"metadata": map[string]any{"name": name}, "spec": spec}}
+	if _, err := dyn.Resource(templates).Namespace(ns).Create(context.Background(), tpl, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create SandboxTemplate %s/%s: %v", ns, name, err)
+	}
+}
+
+// TestSnapshotBackedWarmPool: a snapshot of a sandbox claimed from a template, named by the
+// snapshotRef of a template with the same spec, makes a warm pool of restores; a claim from that
+// pool gets a sandbox whose Python is the snapshot's process, with everything it had imported and
+// its secret, counting on.
+func TestSnapshotBackedWarmPool(t *testing.T) {
+	requireController(t)
+	ns := namespace(t)
+	c := sdkClient(t, ns)
+	spec := newSandbox("x", "gvisor", withCounter, withAgent).Object["spec"].(map[string]any)
+	createTemplateWith(t, ns, "counter", spec)
+	src, err := c.Claim(t.Context(), kubox.FromTemplate("counter"))
+	if err != nil {
+		t.Fatalf("Claim from the template: %v", err)
+	}
+	defer func() { _ = src.Close(context.Background()) }()
+	srcIP, srcTok := agentEndpoint(t, ns, src.Name())
+	before := agentCounter(t, srcIP, srcTok, func(s counterState) bool { return s.n > 3 })
+	snap, err := src.Snapshot(t.Context())
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+
+	restored := newSandbox("x", "gvisor", withCounter, withAgent).Object["spec"].(map[string]any)
+	restored["snapshotRef"] = map[string]any{"name": snap.Name}
+	createTemplateWith(t, ns, "restored", restored)
+	pool := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",
+		"metadata": map[string]any{"name": "restored"},
+		"spec":     map[string]any{"replicas": int64(1), "sandboxTemplateRef": map[string]any{"name": "restored"}}}}
+	if _, err := dyn.Resource(pools).Namespace(ns).Create(t.Context(), pool, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPoolReady(t, ns, "restored", 1)
+	sb, err := c.Claim(t.Context(), kubox.FromPool("restored"))
+	if err != nil {
+		t.Fatalf("Claim from the snapshot-backed pool: %v", err)
+	}
+	defer func() { _ = sb.Close(context.Background()) }()
+	if sb.Object().Labels["agents.x-k8s.io/launch-type"] != "warm" || !strings.HasPrefix(sb.Name(), "restored-") {
+		t.Errorf("the claim's sandbox %s did not come from the pool: labels %v", sb.Name(), sb.Object().Labels)
+	}
+	ip, tok := agentEndpoint(t, ns, sb.Name())
+	got := agentCounter(t, ip, tok, func(s counterState) bool { return s.n > before.n })
+	if got.secret != before.secret {
+		t.Fatalf("claimed sandbox %s: secret %d, counter %d; the snapshot's process had %d, %d", sb.Name(), got.secret, got.n, before.secret, before.n)
+	}
+	t.Logf("claimed %s from the pool: secret %d and counter %d from the snapshot's process (%d, %d when taken)",
+		sb.Name(), got.secret, got.n, before.secret, before.n)
+}
