@@ -148,7 +148,8 @@ func (e *Env) template(name string) *testutil.TemplateWrapper {
 }
 
 // serviceAccount creates ServiceAccount name and returns its token. RBAC allows it to claim
-// sandboxes, read and patch them and read Secrets (the SDK's direct mode) and, with connect,
+// sandboxes, read and patch them, snapshot and fork them (docs/sdk-go.md#rbac) and read Secrets
+// (the SDK's direct mode) and, with connect,
 // to connect to claims and sandboxes through the router, also through a port-forward.
 func (e *Env) serviceAccount(t *testing.T, name string, connect bool) string {
 	t.Helper()
@@ -157,7 +158,9 @@ func (e *Env) serviceAccount(t *testing.T, name string, connect bool) string {
 		{APIGroups: []string{extv1beta1.GroupVersion.Group}, Resources: []string{"sandboxclaims"},
 			Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{sandboxv1beta1.GroupVersion.Group}, Resources: []string{"sandboxes"},
-			Verbs: []string{"get", "list", "watch", "patch"}},
+			Verbs: []string{"get", "list", "watch", "patch", "create", "delete"}},
+		{APIGroups: []string{extv1beta1.GroupVersion.Group}, Resources: []string{"sandboxsnapshots"},
+			Verbs: []string{"create", "get", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	}
 	if connect {

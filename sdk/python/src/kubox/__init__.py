@@ -16,7 +16,7 @@ from .aio import AsyncClient, AsyncFiles, AsyncKeepAlive, AsyncProcess, AsyncSan
 from ._files import AsyncFileWatch
 from .errors import (APIError, ClaimFailedError, CommandError, ConfigError, ConflictError, ForbiddenError,
                      KuboxError, MemoryNotKeptError, NotFoundError, SandboxConnectionError, SandboxNotReadyError,
-                     SandboxTimeoutError, UnauthorizedError)
+                     SandboxTimeoutError, SnapshotFailedError, UnauthorizedError)
 from .types import CommandResult, ExitEvent, FileEvent, FileInfo, OutputDropped, OutputEvent, ProcessEvent
 
 __version__ = "0.1.0"
@@ -27,5 +27,5 @@ __all__ = [
     "CommandResult", "OutputEvent", "OutputDropped", "ExitEvent", "ProcessEvent", "FileInfo", "FileEvent",
     "KuboxError", "ConfigError", "ClaimFailedError", "SandboxTimeoutError", "SandboxConnectionError",
     "CommandError", "APIError", "UnauthorizedError", "ForbiddenError", "NotFoundError", "ConflictError",
-    "SandboxNotReadyError", "MemoryNotKeptError",
+    "SandboxNotReadyError", "MemoryNotKeptError", "SnapshotFailedError",
 ]

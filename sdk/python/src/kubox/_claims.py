@@ -3,12 +3,13 @@ functions over the objects' JSON, shared by the sync and asyncio clients."""
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import ipaddress
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from .errors import ClaimFailedError, ConfigError, SandboxNotReadyError
+from .errors import ClaimFailedError, ConfigError, SandboxNotReadyError, SnapshotFailedError
 
 Obj = Dict[str, Any]
 
@@ -306,3 +307,48 @@ def parse_time(value: Optional[str]) -> Optional[_dt.datetime]:
     # Python keeps microseconds: drop the digits below them.
     value = re.sub(r"(\.\d{6})\d+", r"\1", value.replace("Z", "+00:00"))
     return _dt.datetime.fromisoformat(value).astimezone(_dt.timezone.utc)
+
+
+#: The label on a fork: the source Sandbox's name (Go: sandboxv1beta1.ForkOfLabel).
+FORK_OF_LABEL = "kubox.dev/fork-of"
+
+# A generated name is the prefix and five random characters, within a name's 63.
+_GENERATED_PREFIX_MAX = 63 - 5
+
+
+def generated_prefix(name: str, suffix: str) -> str:
+    """``name`` cut so that ``name + suffix`` and five random characters fit in 63 characters."""
+    return name[:_GENERATED_PREFIX_MAX - len(suffix)] + suffix
+
+
+def snapshot_of(sandbox: str, namespace: str) -> Obj:
+    """A SandboxSnapshot of the Sandbox ``sandbox``, named after it by the API server."""
+    return {"apiVersion": f"{EXTENSIONS_GROUP}/{VERSION}", "kind": "SandboxSnapshot",
+            "metadata": {"namespace": namespace, "generateName": generated_prefix(sandbox, "-snap-")},
+            "spec": {"sandboxRef": {"name": sandbox}}}
+
+
+def snapshot_taken(snap: Obj) -> bool:
+    """True once the SandboxSnapshot is Ready; SnapshotFailedError when it failed for good."""
+    r = condition(snap, "Ready")
+    if r is None:
+        return False
+    if r.get("status") == "True":
+        return bool(snap.get("status", {}).get("snapshot"))
+    if r.get("reason") == "CheckpointFailed":
+        raise SnapshotFailedError(f"SandboxSnapshot {name_of(snap)}: the snapshot could not be taken: {r.get('message', '')}")
+    return False
+
+
+def fork_of(src: Obj, snapshot: str) -> Obj:
+    """A new Sandbox that starts from the SandboxSnapshot ``snapshot`` taken of ``src``: src's
+    spec, running, with spec.snapshotRef, a generated name and the fork-of label (Go:
+    sandboxv1beta1.ForkOf)."""
+    meta = src["metadata"]
+    spec = copy.deepcopy(src["spec"])
+    spec["operatingMode"] = "Running"
+    spec["snapshotRef"] = {"name": snapshot}
+    return {"apiVersion": f"{SANDBOX_GROUP}/{VERSION}", "kind": "Sandbox",
+            "metadata": {"namespace": meta["namespace"], "generateName": generated_prefix(meta["name"], "-fork-"),
+                         "labels": {FORK_OF_LABEL: meta["name"]}},
+            "spec": spec}

@@ -41,6 +41,7 @@ class Resource:
 CLAIMS = Resource(EXTENSIONS_GROUP, VERSION, "sandboxclaims", "SandboxClaim")
 SANDBOXES = Resource(SANDBOX_GROUP, VERSION, "sandboxes", "Sandbox")
 SECRETS = Resource("", "v1", "secrets", "Secret")
+SNAPSHOTS = Resource(EXTENSIONS_GROUP, VERSION, "sandboxsnapshots", "SandboxSnapshot")
 
 # A watch asks the server to end it after about this long (jittered), and is then reopened from
 # the last version seen, so that a connection a proxy silently dropped does not hang a wait.

@@ -97,6 +97,10 @@ class Client:
         """The Sandbox ``sandbox`` by name; see :meth:`Sandbox.open`."""
         return Sandbox.open(sandbox, client=self, namespace=namespace)
 
+    def fork_from(self, snapshot: Obj, n: int) -> List["Sandbox"]:
+        """``n`` Sandboxes started from a Ready SandboxSnapshot; see :meth:`AsyncClient.fork_from`."""
+        return [Sandbox(f) for f in _run(self.aio.fork_from(snapshot, n))]
+
     def mint_claim_token(self, claim: str, *, namespace: Optional[str] = None, ttl: Seconds = 3600) -> ClaimToken:
         """A token that opens only the claim's sandbox through kubox-router, for ``ttl`` seconds."""
         return _run(self.aio.mint_claim_token(claim, namespace=namespace, ttl=ttl))
@@ -392,6 +396,21 @@ class Sandbox:
         seconds (below half of suspendAfter), which kubox-router and kubox-agent both count as
         activity; see :meth:`AsyncSandbox.keep_alive`."""
         return KeepAlive(self.aio.keep_alive(interval))
+
+    def snapshot(self) -> Obj:
+        """Snapshots the running sandbox without stopping it (gVisor) and returns the Ready
+        SandboxSnapshot, or :class:`SnapshotFailedError` says why not; see
+        :meth:`AsyncSandbox.snapshot`."""
+        return _run(self.aio.snapshot())
+
+    def fork(self, n: int = 1) -> List["Sandbox"]:
+        """Snapshots the sandbox and starts ``n`` Sandboxes that continue from its memory, once
+        all are Ready; see :meth:`AsyncSandbox.fork`."""
+        return [Sandbox(f) for f in _run(self.aio.fork(n))]
+
+    def delete(self) -> None:
+        """Deletes the Sandbox itself (a fork); see :meth:`AsyncSandbox.delete`."""
+        _run(self.aio.delete())
 
     def suspend(self, keep_memory: bool = False) -> None:
         """Suspends the sandbox and waits until its Pod is gone (volumes and claim stay). With

@@ -23,12 +23,13 @@ from . import _claims, _kubeconfig
 from ._agent import Agent
 from ._claims import Obj
 from ._files import AsyncFiles
-from ._kube import CLAIMS, SANDBOXES, SECRETS, Kube
+from ._kube import CLAIMS, SANDBOXES, SECRETS, SNAPSHOTS, Kube
 from ._process import (LIST, RUN, AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of,
                        seconds, start_process)
 from ._proto.kubox.agent.v1.process_pb2 import ListProcessesRequest, RunProcessRequest
 from .errors import (ClaimFailedError, CommandError, ConfigError, ForbiddenError, KuboxError, MemoryNotKeptError,
-                     NotFoundError, SandboxNotReadyError, SandboxTimeoutError, UnauthorizedError, error_from_body)
+                     NotFoundError, SandboxNotReadyError, SandboxTimeoutError, SnapshotFailedError, UnauthorizedError,
+                     error_from_body)
 from .types import CommandResult
 
 __all__ = ["AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncFiles", "AsyncKeepAlive", "ClaimToken", "Opening"]
@@ -233,6 +234,34 @@ class AsyncClient:
         if not _claims.is_suspended(obj):
             obj = await self._wait_sandbox(obj, _claims.sandbox_ready)
         return AsyncSandbox(self, obj)
+
+    async def fork_from(self, snapshot: Obj, n: int) -> List["AsyncSandbox"]:
+        """Starts ``n`` Sandboxes from the Ready SandboxSnapshot ``snapshot`` (as
+        :meth:`AsyncSandbox.snapshot` returns it), each with the spec of the Sandbox it was taken
+        of (which must still exist), and returns them once all are Ready. Forks that started stay
+        when one fails; the error names the source."""
+        if n < 1:
+            raise ConfigError(f"fork: n is {n}; want at least 1")
+        ns = snapshot["metadata"]["namespace"]
+        src = await self._kube.get(SANDBOXES, ns, snapshot["spec"]["sandboxRef"]["name"])
+
+        async def one() -> AsyncSandbox:
+            obj = await self._kube.create(SANDBOXES, ns, _claims.fork_of(src, snapshot["metadata"]["name"]))
+            return AsyncSandbox(self, await self._wait_sandbox(obj, _claims.sandbox_ready))
+
+        return list(await asyncio.gather(*(one() for _ in range(n))))
+
+    async def _wait_snapshot(self, snap: Obj) -> Obj:
+        last = [snap]
+
+        def check(obj: Obj, deleted: bool) -> bool:
+            last[0] = obj
+            if deleted:
+                raise SnapshotFailedError(f"SandboxSnapshot {_claims.name_of(obj)} was deleted while waiting for it")
+            return _claims.snapshot_taken(obj)
+
+        return await self._within_timeout(self._kube.watch_until(SNAPSHOTS, snap, check),
+                                          "SandboxSnapshot " + _claims.name_of(snap), last, None)
 
     async def _wait_claim(self, claim: Obj, on_progress: Optional[ProgressCallback],
                           pool: Optional[str] = None) -> "AsyncSandbox":
@@ -496,6 +525,33 @@ class AsyncSandbox:
     async def resume(self) -> None:
         """Resumes a suspended sandbox and waits until it is Ready (a new Pod, a new IP)."""
         await self._set_mode("Running", _claims.sandbox_ready)
+
+    async def snapshot(self) -> Obj:
+        """Snapshots the running sandbox — its processes, their memory, open files and root
+        filesystem writes — without stopping it (gVisor and kubox-node): creates a SandboxSnapshot
+        and returns it (a dict) once it is Ready. :meth:`fork`, :meth:`AsyncClient.fork_from` and a
+        SandboxTemplate's ``snapshotRef`` start sandboxes from it. :class:`SnapshotFailedError`
+        says why it could not be taken."""
+        client = self._kube_client("snapshot")
+        snap = await client._kube.create(SNAPSHOTS, self.namespace, _claims.snapshot_of(self.name, self.namespace))
+        return await client._wait_snapshot(snap)
+
+    async def fork(self, n: int = 1) -> List["AsyncSandbox"]:
+        """Snapshots the sandbox (:meth:`snapshot`) and starts ``n`` Sandboxes from it, returned
+        once all are Ready: each continues from the same memory with its own name
+        (``<name>-fork-xxxxx``), agent token and address; this one keeps running. Delete them with
+        :meth:`delete`."""
+        if n < 1:
+            raise ConfigError(f"fork: n is {n}; want at least 1")
+        client = self._kube_client("fork")
+        return await client.fork_from(await self.snapshot(), n)
+
+    async def delete(self) -> None:
+        """Deletes the Sandbox itself (a fork, or one opened by name); a sandbox from a claim is
+        released with :meth:`close`. A Sandbox already gone is fine."""
+        if self.claim_name:
+            raise ConfigError(f"sandbox {self} belongs to claim {self.claim_name}: release it with close()")
+        await self._kube_client("delete")._kube.delete(SANDBOXES, self.namespace, self.name)
 
     async def _set_mode(self, mode: str, state: Callable[[Obj], bool], spec: Obj | None = None) -> None:
         client = self._kube_client(f"set spec.operatingMode={mode}")

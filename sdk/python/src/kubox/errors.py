@@ -147,6 +147,11 @@ class MemoryNotKeptError(KuboxError):
     suspended; its volumes are kept."""
 
 
+class SnapshotFailedError(KuboxError):
+    """``snapshot()`` or ``fork()`` could not snapshot the sandbox (not gVisor, or kubox-node is
+    not configured or refused); the message is the controller's reason. No fork was started."""
+
+
 # Hints for the statuses a caller can act on.
 _HINTS = {
     401: ("the router accepts a Kubernetes bearer token (the kubeconfig's token or exec plugin, "

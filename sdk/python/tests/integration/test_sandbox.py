@@ -239,3 +239,16 @@ def test_env_the_template_does_not_allow_fails_the_claim(env):
         Sandbox.claim(template=env.template, env={"MODE": "test"}, labels={"case": "env-rejected"})
     assert e.value.reason == "EnvVarsInjectionRejected" and "envVarsInjectionPolicy" in str(e.value)
     assert env.being_deleted_or_gone(e.value.claim)
+
+
+def test_snapshot_and_fork_without_a_node_say_why(env):
+    # The controller here reaches no kubox-node: the snapshot fails with the controller's reason,
+    # and fork starts no sandbox.
+    with Sandbox.claim(template=env.template) as sb:
+        with pytest.raises(kubox.SnapshotFailedError, match="controllers.sandbox.memory.tokenFile"):
+            sb.snapshot()
+        with pytest.raises(kubox.SnapshotFailedError):
+            sb.fork(2)
+        with pytest.raises(kubox.ConfigError, match="at least 1"):
+            sb.fork(0)
+        assert sb.run("echo still").stdout == "still\n"

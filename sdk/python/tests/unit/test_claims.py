@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from kubox import AsyncClient, AsyncSandbox, ClaimFailedError, Client, ConfigError, Sandbox, SandboxNotReadyError
+import kubox
 from kubox import _claims
 
 NOW = dt.datetime(2026, 12, 4, 8, 0, 0, 123456, tzinfo=dt.timezone.utc)
@@ -241,3 +242,30 @@ async def test_every_async_claim_entry_point_sends_the_egress(kubeconfig):
         with pytest.raises(ConfigError, match="'PyPI.org' is not a domain"):
             await c.claim(pool="p", allow_domains=["PyPI.org"])
         assert len(created) == 3
+
+
+def test_fork_of_copies_the_spec_and_points_at_the_snapshot():
+    src = {"metadata": {"namespace": "team-a", "name": "py", "uid": "u", "labels": {"agents.x-k8s.io/claim-uid": "c"}},
+           "spec": {"operatingMode": "Suspended", "podTemplate": {"spec": {"containers": [{"name": "main"}]}}},
+           "status": {"memory": {"snapshot": "own"}}}
+    f = _claims.fork_of(src, "snap")
+    assert f["metadata"] == {"namespace": "team-a", "generateName": "py-fork-", "labels": {"kubox.dev/fork-of": "py"}}
+    assert f["spec"]["operatingMode"] == "Running" and f["spec"]["snapshotRef"] == {"name": "snap"}
+    assert "status" not in f
+    f["spec"]["podTemplate"]["spec"]["containers"][0]["name"] = "changed"
+    assert src["spec"]["podTemplate"]["spec"]["containers"][0]["name"] == "main", "the fork shares the source's spec"
+    long = "a" + "b" * 62
+    assert len(_claims.generated_prefix(long, "-fork-")) == 58 and _claims.generated_prefix(long, "-fork-").startswith("ab")
+
+
+def test_snapshot_taken():
+    snap = {"metadata": {"namespace": "n", "name": "s"}, "status": {}}
+    assert not _claims.snapshot_taken(snap)
+    snap["status"] = {"conditions": [{"type": "Ready", "status": "False", "reason": "SandboxNotRunning", "message": "later"}]}
+    assert not _claims.snapshot_taken(snap)
+    snap["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "Taken"}], "snapshot": {"sizeBytes": 1}}
+    assert _claims.snapshot_taken(snap)
+    snap["status"] = {"conditions": [{"type": "Ready", "status": "False", "reason": "CheckpointFailed", "message": "not gVisor"}]}
+    with pytest.raises(kubox.SnapshotFailedError, match="SandboxSnapshot n/s: the snapshot could not be taken: not gVisor"):
+        _claims.snapshot_taken(snap)
+    assert _claims.snapshot_of("py", "n")["metadata"]["generateName"] == "py-snap-"
