@@ -13,8 +13,11 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	"github.com/kubox-dev/kubox/api/contract"
@@ -103,4 +106,22 @@ func Status(node string, s *nodev1.Snapshot) *sandboxv1beta1.MemoryStatus {
 		Duration: &metav1.Duration{Duration: s.GetDuration().AsDuration()},
 		TakenAt:  &metav1.Time{Time: s.GetCreateTime().AsTime()},
 	}
+}
+
+// NodeIP returns the InternalIP of node, where kubox-node listens; found is false when the node
+// is gone (and the snapshots it held with it).
+func NodeIP(ctx context.Context, r client.Reader, node string) (ip string, found bool, err error) {
+	n := &corev1.Node{}
+	switch err := r.Get(ctx, client.ObjectKey{Name: node}, n); {
+	case apierrors.IsNotFound(err):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("reading node %s: %w", node, err)
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address, true, nil
+		}
+	}
+	return "", true, nil
 }

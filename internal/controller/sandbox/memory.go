@@ -42,6 +42,33 @@ func keepsMemory(sb *sandboxv1beta1.Sandbox) bool {
 	return sb.Spec.SuspendPolicy != nil && sb.Spec.SuspendPolicy.KeepMemory
 }
 
+// MemorySnapshotFinalizer holds a Sandbox that keeps a memory snapshot (status.memory) until the
+// snapshot is deleted from its node.
+const MemorySnapshotFinalizer = "kubox.dev/memory-snapshot"
+
+// syncMemoryFinalizer keeps MemorySnapshotFinalizer on a Sandbox exactly while it holds
+// status.memory (keepMemory adds it before the checkpoint). Others never get it: no write.
+func (r *Reconciler) syncMemoryFinalizer(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
+	return r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, sb.Status.Memory != nil)
+}
+
+// deleteMemorySnapshot deletes the snapshot of a Sandbox being deleted from its node, then
+// removes the finalizer; a node that is gone took the snapshot along.
+func (r *Reconciler) deleteMemorySnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
+	if m := sb.Status.Memory; m != nil && r.nodes != nil {
+		ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, m.NodeName)
+		if err != nil {
+			return fmt.Errorf("deleting the memory snapshot of Sandbox %s: %w", sb.Name, err)
+		}
+		if found {
+			if err := r.nodes.DeleteSnapshot(ctx, ip, sb.Namespace, m.Snapshot); err != nil {
+				return fmt.Errorf("deleting the memory snapshot %s of Sandbox %s from node %s: %w", m.Snapshot, sb.Name, m.NodeName, err)
+			}
+		}
+	}
+	return r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, false)
+}
+
 // checkpointTimeout bounds one checkpoint: a sandbox holding GiBs takes seconds.
 const checkpointTimeout = 2 * time.Minute
 
@@ -52,6 +79,12 @@ const checkpointTimeout = 2 * time.Minute
 func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) error {
 	if m := sb.Status.Memory; m != nil && (m.Snapshot == string(pod.UID) || restoringMemory(sb, pod)) {
 		return nil // this Pod's snapshot is recorded, or the Pod, not yet restored from it, holds nothing newer
+	}
+	if r.nodes != nil {
+		// Before the snapshot exists, so a deletion that follows always finds the finalizer.
+		if err := r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, true); err != nil {
+			return err
+		}
 	}
 	old := sb.Status.Memory
 	cond := metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept, ObservedGeneration: sb.Generation,

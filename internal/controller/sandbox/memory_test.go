@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -322,5 +324,44 @@ func TestStartFromSnapshot(t *testing.T) {
 				t.Errorf("Ready = %+v while waiting; want SnapshotNotReady saying why", c)
 			}
 		})
+	}
+}
+
+// TestDeletedSandboxDeletesItsMemorySnapshot checks that keepMemory puts the finalizer on before
+// the snapshot exists, and that the deletion of the Sandbox deletes the snapshot from its node
+// (found by the Node's InternalIP) before the finalizer goes.
+func TestDeletedSandboxDeletesItsMemorySnapshot(t *testing.T) {
+	nodes := &fakeNodes{}
+	r, c, _, sb, pod := memoryReconciler(t, nodes)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}}}}
+	if err := c.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	r.apiReader = c
+	if err := r.keepMemory(t.Context(), sb, pod); err != nil {
+		t.Fatal(err)
+	}
+	stored := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(stored.Finalizers, MemorySnapshotFinalizer) || stored.Status.Memory == nil {
+		t.Fatalf("after the checkpoint: finalizers %v, memory %+v; want the finalizer and the snapshot", stored.Finalizers, stored.Status.Memory)
+	}
+	if err := c.Delete(t.Context(), stored); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.finalize(t.Context(), stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.deleted) != 1 || nodes.deleted[0] != "team-a/pod-uid-1" {
+		t.Errorf("deleted %v; want the snapshot team-a/pod-uid-1", nodes.deleted)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); !apierrors.IsNotFound(err) {
+		t.Errorf("the Sandbox after its snapshot was deleted: %v, finalizers %v; want it gone", err, stored.Finalizers)
 	}
 }

@@ -26,24 +26,35 @@ func retainPVCsWhenDeleted(sb *sandboxv1beta1.Sandbox) bool {
 // syncRetentionFinalizer adds the finalizer when the policy asks to retain PVCs and removes it
 // when it no longer does. Sandboxes without that policy never get it, so they cost no write.
 func (r *Reconciler) syncRetentionFinalizer(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
-	want := retainPVCsWhenDeleted(sb)
-	if want == controllerutil.ContainsFinalizer(sb, RetainPVCsFinalizer) {
+	return r.setFinalizer(ctx, sb, RetainPVCsFinalizer, retainPVCsWhenDeleted(sb))
+}
+
+// setFinalizer adds finalizer to sb, or removes it, with one patch when that changes anything.
+func (r *Reconciler) setFinalizer(ctx context.Context, sb *sandboxv1beta1.Sandbox, finalizer string, want bool) error {
+	if want == controllerutil.ContainsFinalizer(sb, finalizer) {
 		return nil
 	}
 	base := sb.DeepCopy()
 	if want {
-		controllerutil.AddFinalizer(sb, RetainPVCsFinalizer)
+		controllerutil.AddFinalizer(sb, finalizer)
 	} else {
-		controllerutil.RemoveFinalizer(sb, RetainPVCsFinalizer)
+		controllerutil.RemoveFinalizer(sb, finalizer)
 	}
-	if err := r.client.Patch(ctx, sb, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.client.Patch(ctx, sb, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("updating the finalizers of Sandbox %s: %w", sb.Name, err)
 	}
+	r.sandboxes.Wrote(sb.UID, base.ResourceVersion)
 	return nil
 }
 
-// finalize runs while sb is being deleted: it releases the PVCs to retain, then lets sb go.
+// finalize runs while sb is being deleted: it deletes its memory snapshot and releases the PVCs
+// to retain, then lets sb go.
 func (r *Reconciler) finalize(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
+	if controllerutil.ContainsFinalizer(sb, MemorySnapshotFinalizer) {
+		if err := r.deleteMemorySnapshot(ctx, sb); err != nil {
+			return err
+		}
+	}
 	if !controllerutil.ContainsFinalizer(sb, RetainPVCsFinalizer) {
 		return nil
 	}
@@ -58,12 +69,7 @@ func (r *Reconciler) finalize(ctx context.Context, sb *sandboxv1beta1.Sandbox) e
 			return fmt.Errorf("releasing PersistentVolumeClaim %s of Sandbox %s: %w", pvc.Name, sb.Name, err)
 		}
 	}
-	base := sb.DeepCopy()
-	controllerutil.RemoveFinalizer(sb, RetainPVCsFinalizer)
-	if err := r.client.Patch(ctx, sb, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing the finalizer of Sandbox %s: %w", sb.Name, err)
-	}
-	return nil
+	return r.setFinalizer(ctx, sb, RetainPVCsFinalizer, false)
 }
 
 func withoutOwner(refs []metav1.OwnerReference, owner metav1.Object) []metav1.OwnerReference {

@@ -201,27 +201,17 @@ func (r *Reconciler) finalize(ctx context.Context, snap *extv1beta1.SandboxSnaps
 
 // deleteFiles asks the snapshot's node to delete its files; a node that is gone took them along.
 func (r *Reconciler) deleteFiles(ctx context.Context, snap *extv1beta1.SandboxSnapshot, s *sandboxv1beta1.MemoryStatus) error {
-	node := &corev1.Node{}
-	switch err := r.apiReader.Get(ctx, client.ObjectKey{Name: s.NodeName}, node); {
-	case apierrors.IsNotFound(err):
-		return nil
+	ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, s.NodeName)
+	switch {
 	case err != nil:
-		return fmt.Errorf("reading node %s, which holds SandboxSnapshot %s: %w", s.NodeName, snap.Name, err)
+		return fmt.Errorf("deleting the files of SandboxSnapshot %s: %w", snap.Name, err)
+	case !found:
+		return nil
 	case r.nodes == nil:
 		return fmt.Errorf("deleting the files of SandboxSnapshot %s from node %s: %w", snap.Name, s.NodeName, nodeapi.ErrNotConfigured)
 	}
-	if err := r.nodes.DeleteSnapshot(ctx, nodeIP(node), snap.Namespace, s.Snapshot); err != nil {
+	if err := r.nodes.DeleteSnapshot(ctx, ip, snap.Namespace, s.Snapshot); err != nil {
 		return fmt.Errorf("deleting the files of SandboxSnapshot %s from node %s: %w", snap.Name, s.NodeName, err)
 	}
 	return nil
-}
-
-// nodeIP is the node's internal address, where kubox-node listens.
-func nodeIP(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
 }
