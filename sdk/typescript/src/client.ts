@@ -8,8 +8,9 @@ import { isIPv4, isIPv6 } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { load as loadYAML } from "js-yaml";
 
-import { ClaimFailedError, ConfigError, errorFromBody, SandboxNotReadyError, SandboxTimeoutError, UnauthorizedError } from "./errors.js";
-import { claims, Kube, type KubeObject, sandboxes } from "./kube.js";
+import { ClaimFailedError, ConfigError, errorFromBody, MemoryNotKeptError, SandboxNotReadyError, SandboxTimeoutError, SnapshotFailedError,
+  UnauthorizedError } from "./errors.js";
+import { claims, Kube, type KubeObject, sandboxes, snapshots } from "./kube.js";
 import { RouterForward } from "./portforward.js";
 import { Sandbox } from "./sandbox-node.js";
 import { nodeDialer } from "./transport-node.js";
@@ -278,10 +279,54 @@ export class Client {
    * @internal setOperatingMode sets the Sandbox's spec.operatingMode (RBAC patch on sandboxes)
    * and waits until it is in that mode (Sandbox.suspend, resume); link.obj follows it.
    */
-  async setOperatingMode(link: { obj: KubeObject }, mode: "Suspended" | "Running"): Promise<void> {
+  async setOperatingMode(link: { obj: KubeObject }, mode: "Suspended" | "Running", spec: Record<string, unknown> = {}): Promise<void> {
     const { namespace = "", name = "" } = link.obj.metadata;
-    link.obj = await this.kube.mergePatch(sandboxes, namespace, name, { spec: { operatingMode: mode } });
+    link.obj = await this.kube.mergePatch(sandboxes, namespace, name, { spec: { ...spec, operatingMode: mode } });
     link.obj = await this.waitSandbox(link.obj, mode === "Suspended" ? sandboxSuspended : sandboxReady);
+  }
+
+  /**
+   * @internal suspend suspends the Sandbox (Sandbox.suspend), with keepMemory setting
+   * spec.suspendPolicy.keepMemory too and throwing MemoryNotKeptError when the memory was not kept.
+   */
+  async suspend(link: { obj: KubeObject }, keepMemory: boolean, what: string): Promise<void> {
+    await this.setOperatingMode(link, "Suspended", keepMemory ? { suspendPolicy: { keepMemory: true } } : {});
+    const why = keepMemory ? memoryNotKept(link.obj) : "";
+    if (why) throw new MemoryNotKeptError(`${what} is suspended without its memory: ${why}`);
+  }
+
+  /** @internal snapshot creates a SandboxSnapshot of Sandbox ns/name and waits until it is Ready (Sandbox.snapshot). */
+  async snapshot(ns: string, name: string): Promise<KubeObject> {
+    const snap = await this.kube.create(snapshots, ns, snapshotOf(ns, name));
+    let last = snap;
+    const what = `SandboxSnapshot ${nameOf(snap)}`;
+    return this.#withinTimeout(what, () => last, undefined, (signal) =>
+      this.kube.watchUntil(snapshots, snap, (obj, deleted) => {
+        last = obj;
+        if (deleted) throw new SnapshotFailedError(`${what} was deleted while waiting for it`);
+        return snapshotTaken(obj);
+      }, signal));
+  }
+
+  /**
+   * forkFrom starts n Sandboxes from the Ready SandboxSnapshot snapshot (as Sandbox.snapshot
+   * returns it), each with the spec of the Sandbox it was taken of, and returns them once all are
+   * Ready (RBAC get, create and watch on sandboxes). Delete them with Sandbox.delete.
+   */
+  async forkFrom(snapshot: KubeObject, n: number): Promise<Sandbox[]> {
+    if (!(n >= 1)) throw new ConfigError(`fork: n is ${n}; want at least 1`);
+    const ns = snapshot.metadata.namespace ?? "";
+    const source = (snapshot.spec?.sandboxRef as { name?: string } | undefined)?.name ?? "";
+    const src = await this.kube.get(sandboxes, ns, source);
+    return Promise.all(Array.from({ length: n }, async () => {
+      const obj = await this.kube.create(sandboxes, ns, forkOf(src, snapshot.metadata.name ?? ""));
+      return this.#sandbox(await this.waitSandbox(obj, sandboxReady), "");
+    }));
+  }
+
+  /** @internal deleteSandbox deletes Sandbox ns/name (Sandbox.delete of a fork). */
+  async deleteSandbox(ns: string, name: string): Promise<void> {
+    await this.kube.delete(sandboxes, ns, name);
   }
 
   /** @internal deleteClaim deletes claim ns/name (Sandbox.close of a claim Client.claim made). */
@@ -611,4 +656,49 @@ function seenReady(sb: KubeObject): boolean {
 /** isSuspended says whether the Sandbox's spec asks for it to be suspended. */
 export function isSuspended(sb: KubeObject): boolean {
   return sb.spec?.operatingMode === "Suspended";
+}
+
+/** forkOfLabel is on a fork: the source Sandbox's name (Go: sandboxv1beta1.ForkOfLabel). */
+export const forkOfLabel = "kubox.dev/fork-of";
+
+/** generatedPrefix cuts name so that name + suffix and five random characters fit in 63 characters. */
+export function generatedPrefix(name: string, suffix: string): string {
+  return name.slice(0, 63 - 5 - suffix.length) + suffix;
+}
+
+/** snapshotOf is a SandboxSnapshot of Sandbox ns/name, named after it by the API server. */
+export function snapshotOf(ns: string, name: string): KubeObject {
+  return { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxSnapshot",
+    metadata: { namespace: ns, generateName: generatedPrefix(name, "-snap-") }, spec: { sandboxRef: { name } } };
+}
+
+/** snapshotTaken says whether the SandboxSnapshot is Ready; it throws SnapshotFailedError when it failed for good. */
+export function snapshotTaken(snap: KubeObject): boolean {
+  const r = condition(snap, "Ready");
+  if (r?.status === "True") return snap.status?.snapshot !== undefined;
+  if (r?.reason === "CheckpointFailed") {
+    throw new SnapshotFailedError(`SandboxSnapshot ${nameOf(snap)}: the snapshot could not be taken: ${r.message ?? ""}`);
+  }
+  return false;
+}
+
+/**
+ * forkOf is a new Sandbox that starts from the SandboxSnapshot snapshot taken of src: src's spec,
+ * running, with spec.snapshotRef, a generated name and the fork-of label (Go: sandboxv1beta1.ForkOf).
+ */
+export function forkOf(src: KubeObject, snapshot: string): KubeObject {
+  const name = src.metadata.name ?? "";
+  const spec = structuredClone(src.spec ?? {});
+  spec.operatingMode = "Running";
+  spec.snapshotRef = { name: snapshot };
+  return { apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox",
+    metadata: { namespace: src.metadata.namespace, generateName: generatedPrefix(name, "-fork-"), labels: { [forkOfLabel]: name } }, spec };
+}
+
+/** memoryNotKept says why a Sandbox suspended with keepMemory holds no snapshot of its memory, or "" (Go: sandboxv1beta1.MemoryNotKept). */
+export function memoryNotKept(sb: KubeObject): string {
+  const c = condition(sb, "MemoryKept");
+  if (!c) return "the controller did not say why (is it older than spec.suspendPolicy?)";
+  if (c.status === "True" && sb.status?.memory) return "";
+  return c.message ?? "";
 }

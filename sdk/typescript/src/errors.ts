@@ -19,6 +19,12 @@ export class ConfigError extends KuboxError {}
 /** SandboxConnectionError: the router or the sandbox's agent could not be reached (refused, reset, DNS). */
 export class SandboxConnectionError extends KuboxError {}
 
+/** suspend({keepMemory: true}) suspended the sandbox without its memory; the message says why. */
+export class MemoryNotKeptError extends KuboxError {}
+
+/** snapshot() or fork() could not snapshot the sandbox; the message is the controller's reason. */
+export class SnapshotFailedError extends KuboxError {}
+
 /**
  * SandboxTimeoutError: a wait did not end in time, the router answered 504 (its X-Sandbox-Timeout
  * passed), or the caller's AbortSignal ended the call.

@@ -13,6 +13,7 @@ export {
   type ClientOptions,
   createdBy,
   createdByLabel,
+  forkOf,
   type IdlePolicy,
 } from "./client.js";
 export { ClaimFailedError } from "./errors.js";

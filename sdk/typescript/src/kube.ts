@@ -39,6 +39,7 @@ export interface Resource {
 
 export const sandboxes: Resource = { group: "agents.x-k8s.io", version: "v1beta1", plural: "sandboxes", kind: "Sandbox" };
 export const claims: Resource = { group: "extensions.agents.x-k8s.io", version: "v1beta1", plural: "sandboxclaims", kind: "SandboxClaim" };
+export const snapshots: Resource = { group: "extensions.agents.x-k8s.io", version: "v1beta1", plural: "sandboxsnapshots", kind: "SandboxSnapshot" };
 
 function path(res: Resource, ns: string, name = ""): string {
   const base = `/apis/${res.group}/${res.version}/namespaces/${encodeURIComponent(ns)}/${res.plural}`;

@@ -249,9 +249,42 @@ export class Sandbox {
   /**
    * suspend sets the Sandbox's spec.operatingMode to Suspended (RBAC patch on sandboxes) and
    * waits, with one watch, until its Pod is gone (Suspended=True). Volumes, Service and claim stay.
+   * With keepMemory (gVisor; spec.suspendPolicy.keepMemory) its memory is kept too, and resume
+   * continues its processes; when it could not be kept, the sandbox is suspended without it and
+   * MemoryNotKeptError gives the controller's reason.
    */
-  async suspend(): Promise<void> {
-    await this.#setMode("Suspended");
+  async suspend(opts: { keepMemory?: boolean } = {}): Promise<void> {
+    const kube = this.#kubeLink("set spec.operatingMode=Suspended");
+    await kube.client.suspend(kube, opts.keepMemory ?? false, this.#object());
+  }
+
+  /**
+   * snapshot checkpoints the running sandbox — processes, memory, open files, root filesystem
+   * writes — without stopping it (gVisor and kubox-node): it creates a SandboxSnapshot and
+   * returns it once Ready (RBAC create and watch on sandboxsnapshots). SnapshotFailedError gives
+   * the controller's reason when it cannot be taken.
+   */
+  async snapshot(): Promise<KubeObject> {
+    const kube = this.#kubeLink("snapshot");
+    return kube.client.snapshot(this.namespace, this.name);
+  }
+
+  /**
+   * fork snapshots the sandbox and starts n Sandboxes from the snapshot, returned once all are
+   * Ready: each continues from the same memory with its own name (<name>-fork-xxxxx), agent
+   * token and address; this one keeps running. Delete them with delete().
+   */
+  async fork(n = 1): Promise<Sandbox[]> {
+    const kube = this.#kubeLink("fork");
+    if (!(n >= 1)) throw new ConfigError(`fork: n is ${n}; want at least 1`);
+    return kube.client.forkFrom(await this.snapshot(), n);
+  }
+
+  /** delete deletes the Sandbox itself (a fork); a sandbox from a claim is released with close(). */
+  async delete(): Promise<void> {
+    const kube = this.#kubeLink("delete");
+    if (this.claimName) throw new ConfigError(`${this.#object()} belongs to claim ${this.claimName}: release it with close()`);
+    await kube.client.deleteSandbox(this.namespace, this.name);
   }
 
   /** resume sets spec.operatingMode to Running and waits until the sandbox is Ready again. */

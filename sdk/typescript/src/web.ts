@@ -12,10 +12,12 @@ export {
   ConflictError,
   ForbiddenError,
   KuboxError,
+  MemoryNotKeptError,
   NotFoundError,
   SandboxConnectionError,
   SandboxNotReadyError,
   SandboxTimeoutError,
+  SnapshotFailedError,
   UnauthorizedError,
 } from "./errors.js";
 export { type CallOptions, type FileEvent, type FileInfo, Files, FileWatch, type WriteData } from "./files.js";

@@ -10,9 +10,9 @@ import { after, before, beforeEach, describe, test } from "node:test";
 
 import { KubeConfig } from "@kubernetes/client-node";
 
-import { egressSpec } from "../client.js";
-import { buildClaim, ClaimFailedError, type ClaimOptions, Client, ConfigError, createdBy, createdByLabel, type KubeObject, Sandbox, SandboxNotReadyError,
-  SandboxTimeoutError } from "../index.js";
+import { egressSpec, generatedPrefix, memoryNotKept, snapshotOf, snapshotTaken } from "../client.js";
+import { buildClaim, ClaimFailedError, type ClaimOptions, Client, ConfigError, createdBy, createdByLabel, forkOf, type KubeObject, Sandbox,
+  SandboxNotReadyError, SandboxTimeoutError, SnapshotFailedError } from "../index.js";
 import { freePort, LocalAgent } from "./agent.js";
 
 type Obj = KubeObject & { status?: Record<string, unknown> };
@@ -412,5 +412,39 @@ describe("claim options (no server)", () => {
       /denyDomains has 65 entries; a claim may give at most 64/);
     assert.throws(() => egressSpec({ denyCIDRs: Array.from({ length: 33 }, (_, i) => `10.0.${i}.0/24`) }),
       /denyCIDRs has 33 entries; a claim may give at most 32/);
+  });
+});
+
+describe("snapshots and forks (no server)", () => {
+  test("a fork copies the source's spec and starts from the snapshot", () => {
+    const src: KubeObject = { metadata: { namespace: "team-a", name: "py", labels: { "agents.x-k8s.io/claim-uid": "c" } },
+      spec: { operatingMode: "Suspended", podTemplate: { spec: { containers: [{ name: "main" }] } } }, status: { memory: { snapshot: "own" } } };
+    const f = forkOf(src, "snap");
+    assert.deepEqual(f.metadata, { namespace: "team-a", generateName: "py-fork-", labels: { "kubox.dev/fork-of": "py" } });
+    assert.equal(f.spec?.operatingMode, "Running");
+    assert.deepEqual(f.spec?.snapshotRef, { name: "snap" });
+    assert.equal(f.status, undefined);
+    ((f.spec?.podTemplate as { spec: { containers: { name: string }[] } }).spec.containers[0]).name = "changed";
+    assert.equal(((src.spec?.podTemplate as { spec: { containers: { name: string }[] } }).spec.containers[0]).name, "main");
+    const long = "a" + "b".repeat(62);
+    assert.equal(generatedPrefix(long, "-fork-").length, 58);
+  });
+
+  test("a snapshot is taken, waited for, or failed for good", () => {
+    const snap: KubeObject = { metadata: { namespace: "n", name: "s" }, status: {} };
+    assert.equal(snapshotTaken(snap), false);
+    snap.status = { conditions: [{ type: "Ready", status: "True", reason: "Taken" }], snapshot: { sizeBytes: 1 } };
+    assert.equal(snapshotTaken(snap), true);
+    snap.status = { conditions: [{ type: "Ready", status: "False", reason: "CheckpointFailed", message: "not gVisor" }] };
+    assert.throws(() => snapshotTaken(snap), (e: unknown) => e instanceof SnapshotFailedError && /n\/s: the snapshot could not be taken: not gVisor/.test((e).message));
+    assert.deepEqual(snapshotOf("n", "py").metadata, { namespace: "n", generateName: "py-snap-" });
+  });
+
+  test("whether a suspend kept the memory", () => {
+    const sb: KubeObject = { metadata: {}, status: { conditions: [{ type: "MemoryKept", status: "False", reason: "CheckpointFailed", message: "not gVisor" }] } };
+    assert.equal(memoryNotKept(sb), "not gVisor");
+    sb.status = { conditions: [{ type: "MemoryKept", status: "True", reason: "Checkpointed", message: "kept" }], memory: { snapshot: "s" } };
+    assert.equal(memoryNotKept(sb), "");
+    assert.match(memoryNotKept({ metadata: {}, status: {} }), /did not say why/);
   });
 });

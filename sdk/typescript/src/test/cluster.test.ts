@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { ClaimFailedError, Client, ForbiddenError, NotFoundError, Sandbox, SandboxNotReadyError, SandboxTimeoutError } from "../index.js";
+import { ClaimFailedError, Client, ConfigError, ForbiddenError, MemoryNotKeptError, NotFoundError, Sandbox, SandboxNotReadyError, SandboxTimeoutError,
+  SnapshotFailedError } from "../index.js";
 
 const env = {
   namespace: process.env.KUBOX_TEST_NAMESPACE ?? "",
@@ -44,6 +45,21 @@ describe("a real cluster: API server, controllers, router, agents", { skip }, ()
       await sb.suspend();
       await sb.resume();
       assert.equal((await sb.run(["true"])).exitCode, 0);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  test("without kubox-node, snapshot, fork and a suspend keeping memory say why", async () => {
+    const sb = await client().claim({ template: env.template });
+    try {
+      await assert.rejects(sb.snapshot(), (e: unknown) => e instanceof SnapshotFailedError && /controllers\.sandbox\.memory\.tokenFile/.test((e).message));
+      await assert.rejects(sb.fork(2), SnapshotFailedError);
+      await assert.rejects(sb.fork(0), ConfigError);
+      await assert.rejects(sb.suspend({ keepMemory: true }),
+        (e: unknown) => e instanceof MemoryNotKeptError && /suspended without its memory: .*tokenFile/.test((e).message));
+      assert.deepEqual(sb.object?.spec?.suspendPolicy, { keepMemory: true });
+      await sb.resume();
     } finally {
       await sb.close();
     }
