@@ -21,7 +21,7 @@ import (
 var snapshots = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxsnapshots"}
 
 // sdkClient is a Go SDK client on the e2e cluster that reaches sandboxes at their Pod IPs.
-func sdkClient(t *testing.T, ns string) *kubox.Client {
+func sdkClient(t testing.TB, ns string) *kubox.Client {
 	t.Helper()
 	c, err := kubox.New(restConfig, kubox.Options{Namespace: ns, Connection: kubox.ConnectDirect})
 	if err != nil {
@@ -33,13 +33,13 @@ func sdkClient(t *testing.T, ns string) *kubox.Client {
 
 // countingSource starts a gVisor Sandbox whose Python under kubox-agent keeps a random secret and
 // counts, and returns its handle and the counter once it has counted a little.
-func countingSource(t *testing.T, c *kubox.Client, ns, name string) (*kubox.Sandbox, counterState) {
+func countingSource(t testing.TB, c *kubox.Client, ns, name string) (*kubox.Sandbox, counterState) {
 	t.Helper()
 	createSandbox(t, ns, newSandbox(name, "gvisor", withCounter, withAgent))
 	waitSandboxReady(t, ns, name)
 	ip, tok := agentEndpoint(t, ns, name)
 	before := agentCounter(t, ip, tok, func(s counterState) bool { return s.n > 3 })
-	src, err := c.Open(t.Context(), ns, name)
+	src, err := c.Open(context.Background(), ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func agentRun(ip, tok string, argv ...string) (*agentv1.RunProcessResponse, erro
 }
 
 // createTemplateWith creates the SandboxTemplate name with spec.
-func createTemplateWith(t *testing.T, ns, name string, spec map[string]any) {
+func createTemplateWith(t testing.TB, ns, name string, spec map[string]any) {
 	t.Helper()
 	tpl := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
