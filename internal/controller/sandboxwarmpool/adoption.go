@@ -21,9 +21,11 @@ import (
 // controller owns is never touched (the index only holds unowned ones, and the optimistically
 // locked patch fails if that changed). Adopted Sandboxes count as members in this same pass, so
 // they are not created twice; the update strategy and spec.replicas then apply to them as to any
-// member.
+// member. An adoption is expected like a creation: until the cache shows the member as the pool's,
+// a later pass would see it still orphaned, fail to adopt it again, and create its replacement.
 func (r *Reconciler) adoptOrphans(ctx context.Context, pool *extv1beta1.SandboxWarmPool, obs *observed) error {
 	var errs []error
+	key := poolKey(pool)
 	for _, sb := range obs.orphans {
 		if !adoptable(sb) {
 			continue
@@ -33,8 +35,10 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, pool *extv1beta1.SandboxW
 			errs = append(errs, fmt.Errorf("adopting Sandbox %s: %w", sb.Name, err))
 			continue
 		}
+		r.expectations.ExpectCreations(key, 1)
 		if err := r.client.Patch(ctx, sb, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}),
 			client.FieldOwner(FieldManager)); err != nil {
+			r.expectations.CreationFailed(key)
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// Changed or gone since the cache showed it; its own event brings the pool back.
 				continue
@@ -42,6 +46,7 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, pool *extv1beta1.SandboxW
 			errs = append(errs, fmt.Errorf("adopting Sandbox %s: %w", sb.Name, err))
 			continue
 		}
+		r.expectations.CreationSucceeded(key, sb.UID)
 		obs.members = append(obs.members, obs.newMember(pool, sb))
 		obs.recordAction(corev1.EventTypeNormal, EventAdopted, "Adopt", fmt.Sprintf("Adopted orphaned member %s", sb.Name))
 	}
