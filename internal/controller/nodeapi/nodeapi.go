@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,7 @@ import (
 
 // Client is what the controllers ask of kubox-node on a node.
 type Client interface {
-	// Checkpoint snapshots a Pod on the node at hostIP.
+	// Checkpoint snapshots a Pod on the node at hostIP, within CheckpointTimeout.
 	Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error)
 	// DeleteSnapshot removes a snapshot from the node at hostIP.
 	DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error
@@ -62,6 +63,9 @@ var ErrNotConfigured = errors.New("kubox-controller has no controllers.sandbox.m
 
 type clients Options
 
+// CheckpointTimeout bounds one checkpoint: a sandbox holding GiBs takes seconds.
+const CheckpointTimeout = 2 * time.Minute
+
 func (n clients) client(hostIP string) (nodev1connect.SnapshotServiceClient, error) {
 	b, err := os.ReadFile(n.TokenFile)
 	if err != nil {
@@ -82,6 +86,8 @@ func (n clients) Checkpoint(ctx context.Context, hostIP string, req *nodev1.Chec
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, CheckpointTimeout)
+	defer cancel()
 	res, err := c.Checkpoint(ctx, connect.NewRequest(req))
 	if err != nil {
 		return nil, err

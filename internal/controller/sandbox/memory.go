@@ -69,9 +69,6 @@ func (r *Reconciler) deleteMemorySnapshot(ctx context.Context, sb *sandboxv1beta
 	return r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, false)
 }
 
-// checkpointTimeout bounds one checkpoint: a sandbox holding GiBs takes seconds.
-const checkpointTimeout = 2 * time.Minute
-
 // keepMemory checkpoints the running Pod of a sandbox being suspended and records the snapshot in
 // status.memory, with MemoryKept, before the Pod is deleted: a crash in between loses nothing,
 // since kubox-node answers the same request (the Pod's UID) with the snapshot it took. When the
@@ -125,8 +122,6 @@ func (r *Reconciler) checkpoint(ctx context.Context, pod *corev1.Pod) (*nodev1.S
 	case pod.Status.Phase != corev1.PodRunning:
 		return nil, fmt.Errorf("the Pod is %s, not Running: nothing runs to keep", pod.Status.Phase)
 	}
-	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
-	defer cancel()
 	return r.nodes.Checkpoint(ctx, pod.Status.HostIP, &nodev1.CheckpointRequest{
 		Namespace: pod.Namespace, Pod: pod.Name, PodUid: string(pod.UID), Snapshot: string(pod.UID)})
 }

@@ -41,9 +41,6 @@ const (
 // notRunningRetry is how soon a snapshot of a Sandbox that is not running yet is looked at again.
 const notRunningRetry = 2 * time.Second
 
-// checkpointTimeout bounds one checkpoint: a sandbox holding GiBs takes seconds.
-const checkpointTimeout = 2 * time.Minute
-
 // Reconciler reconciles SandboxSnapshots.
 type Reconciler struct {
 	client    client.Client
@@ -138,9 +135,7 @@ func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot,
 	if r.nodes == nil {
 		return r.fail(ctx, snap, pod, nodeapi.ErrNotConfigured)
 	}
-	cctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
-	defer cancel()
-	s, err := r.nodes.Checkpoint(cctx, pod.Status.HostIP, &nodev1.CheckpointRequest{Namespace: pod.Namespace, Pod: pod.Name,
+	s, err := r.nodes.Checkpoint(ctx, pod.Status.HostIP, &nodev1.CheckpointRequest{Namespace: pod.Namespace, Pod: pod.Name,
 		PodUid: string(pod.UID), Snapshot: string(snap.UID), LeaveRunning: true})
 	if err != nil {
 		return r.fail(ctx, snap, pod, err)
