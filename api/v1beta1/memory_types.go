@@ -91,15 +91,17 @@ func MemoryNotKept(sb *Sandbox) string {
 	return "the controller did not say why (is it older than spec.suspendPolicy?)"
 }
 
-// forkPrefixMax keeps a fork's generated name (prefix and five random characters) within a
-// Sandbox name's 63 characters.
-const forkPrefixMax = 63 - 5
+// GeneratedNamePrefix is name cut so that name + suffix, with the five random characters the API
+// server adds to a generateName, fits in 63 characters (a Sandbox's or a SandboxSnapshot's).
+func GeneratedNamePrefix(name, suffix string) string {
+	return name[:min(len(name), 63-5-len(suffix))] + suffix
+}
 
 // ForkOf returns a new Sandbox that starts from the SandboxSnapshot snapshot, taken of src: src's
 // spec, running, with spec.snapshotRef; a name the API server generates from src's; the label
 // ForkOfLabel. Its agent token, Service and Pod IP are its own. kubox addition.
 func ForkOf(src *Sandbox, snapshot string) *Sandbox {
-	prefix := src.Name[:min(len(src.Name), forkPrefixMax-len("-fork-"))] + "-fork-"
+	prefix := GeneratedNamePrefix(src.Name, "-fork-")
 	spec := *src.Spec.DeepCopy()
 	spec.OperatingMode = SandboxOperatingModeRunning
 	spec.SnapshotRef = &SnapshotReference{Name: snapshot}

@@ -30,7 +30,7 @@ func (s *Sandbox) Snapshot(ctx context.Context) (*extv1beta1.SandboxSnapshot, er
 		return nil, err
 	}
 	snap := &extv1beta1.SandboxSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, GenerateName: snapshotPrefix(s.name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, GenerateName: sandboxv1beta1.GeneratedNamePrefix(s.name, "-snap-")},
 		Spec:       extv1beta1.SandboxSnapshotSpec{SandboxRef: extv1beta1.SnapshotSourceReference{Name: s.name}},
 	}
 	if err := s.c.kube.Create(ctx, snap); err != nil {
@@ -38,11 +38,6 @@ func (s *Sandbox) Snapshot(ctx context.Context) (*extv1beta1.SandboxSnapshot, er
 			"create on sandboxsnapshots (extensions.agents.x-k8s.io) in "+s.ns)
 	}
 	return s.c.waitSnapshot(ctx, snap)
-}
-
-// snapshotPrefix is the generateName of a sandbox's snapshots, within 63 characters.
-func snapshotPrefix(name string) string {
-	return name[:min(len(name), 63-5-len("-snap-"))] + "-snap-"
 }
 
 // waitSnapshot waits, for at most Options.ReadyTimeout, until snap is Ready or failed for good.
