@@ -138,7 +138,7 @@ func BenchmarkClaimToFirstOutput(b *testing.B) {
 }
 
 // createPool creates a one-member pool of template.
-func createPool(b *testing.B, ns, name, template string) {
+func createPool(b testing.TB, ns, name, template string) {
 	b.Helper()
 	pool := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",

@@ -157,13 +157,7 @@ func TestSnapshotBackedWarmPool(t *testing.T) {
 	restored := newSandbox("x", "gvisor", withCounter, withAgent).Object["spec"].(map[string]any)
 	restored["snapshotRef"] = map[string]any{"name": snap.Name}
 	createTemplateWith(t, ns, "restored", restored)
-	pool := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",
-		"metadata": map[string]any{"name": "restored"},
-		"spec":     map[string]any{"replicas": int64(1), "sandboxTemplateRef": map[string]any{"name": "restored"}}}}
-	if _, err := dyn.Resource(pools).Namespace(ns).Create(t.Context(), pool, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPool(t, ns, "restored", "restored")
 	waitPoolReady(t, ns, "restored", 1)
 	sb, err := c.Claim(t.Context(), kubox.FromPool("restored"))
 	if err != nil {

@@ -9,12 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"connectrpc.com/connect"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kubox-dev/kubox/api/contract"
-	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
-	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 )
 
 // withKeepMemory asks for the sandbox's memory to be kept across a suspend.
@@ -154,13 +149,12 @@ func TestFailedRestoreSuspendsAgain(t *testing.T) {
 // runThroughAgent runs argv through the sandbox's agent at ip and returns its stdout.
 func runThroughAgent(t testing.TB, ip, tok string, argv ...string) string {
 	t.Helper()
-	procs := agentv1connect.NewProcessServiceClient(contract.BearerClient(tok), "http://"+ip+":7070")
-	res, err := procs.RunProcess(context.Background(), connect.NewRequest(&agentv1.RunProcessRequest{Spec: &agentv1.ProcessSpec{Argv: argv}}))
+	res, err := agentRun(ip, tok, argv...)
 	if err != nil {
 		t.Fatalf("%v through the agent at %s: %v", argv, ip, err)
 	}
-	if res.Msg.GetExit().GetExitCode() != 0 {
-		t.Fatalf("%v through the agent at %s exited %d: %s", argv, ip, res.Msg.GetExit().GetExitCode(), res.Msg.GetStderr())
+	if res.GetExit().GetExitCode() != 0 {
+		t.Fatalf("%v through the agent at %s exited %d: %s", argv, ip, res.GetExit().GetExitCode(), res.GetStderr())
 	}
-	return string(res.Msg.GetStdout())
+	return string(res.GetStdout())
 }
