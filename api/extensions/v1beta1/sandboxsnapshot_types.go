@@ -105,11 +105,13 @@ type SandboxSnapshotList struct {
 // SnapshotReady returns the snapshot a Sandbox can start from, or nil and why it cannot.
 func SnapshotReady(s *SandboxSnapshot) (*sandboxv1beta1.MemoryStatus, string) {
 	for _, c := range s.Status.Conditions {
-		if c.Type == SnapshotConditionReady && c.Status == metav1.ConditionTrue && s.Status.Snapshot != nil {
-			return s.Status.Snapshot, ""
-		} else if c.Type == SnapshotConditionReady {
-			return nil, c.Message
+		if c.Type != SnapshotConditionReady {
+			continue
 		}
+		if c.Status == metav1.ConditionTrue && s.Status.Snapshot != nil {
+			return s.Status.Snapshot, ""
+		}
+		return nil, c.Message
 	}
 	return nil, "it is not taken yet"
 }
