@@ -25,7 +25,17 @@ func TestNotReadyMemberIsReplaced(t *testing.T) {
 	env.Create(t, testutil.MakePool("pool", ns, "tpl").Replicas(1).Obj())
 	pool := waitForPool(t, ns, "pool", poolState{Replicas: 1, Updated: 1,
 		ReadyReason: extv1beta1.WarmPoolReasonReplicasNotReady, ProgressReason: extv1beta1.WarmPoolReasonReplicasUpdating})
-	stuck := members(t, ns, pool)[0]
+	// The pool's status may still count a member the grace period already took (creation times
+	// are whole seconds, so a member can be "2s" old after one): take whichever member exists now.
+	var stuck sandboxv1beta1.Sandbox
+	framework.Eventually(t, func() (bool, string) {
+		ms := members(t, ns, pool)
+		if len(ms) == 0 {
+			return false, "the pool has no member yet"
+		}
+		stuck = ms[0]
+		return true, ""
+	})
 
 	// From now on Pods start, but the stuck one stays Pending: only its replacement gets Ready.
 	k.SetFate(func(pod *corev1.Pod) framework.Fate {
