@@ -28,6 +28,7 @@ type claimFlags struct {
 	allowDomains []string
 	denyDomains  []string
 	denyCIDRs    []string
+	snapshot     string
 }
 
 // domainPattern is the form of an egress domain, as the API validates it.
@@ -49,6 +50,7 @@ func (f *claimFlags) addFlags(cmd *cobra.Command, g *globalOptions) {
 	cmd.Flags().StringSliceVar(&f.allowDomains, "allow-domain", nil, "let the sandbox reach only these names (or *.wildcards) of those its template's egress allows (repeatable or comma-separated)")
 	cmd.Flags().StringSliceVar(&f.denyDomains, "deny-domain", nil, "refuse these names (or *.wildcards) besides those the template's egress denies (repeatable or comma-separated)")
 	cmd.Flags().StringSliceVar(&f.denyCIDRs, "deny-cidr", nil, "refuse these addresses (CIDRs such as 203.0.113.0/24), whatever name resolves to them, besides those the template's egress denies (repeatable or comma-separated)")
+	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "start the sandbox from this SandboxSnapshot (kubox snapshot), its processes and memory as they were; it must be of a sandbox of the same template")
 }
 
 // check validates the flags before kubox talks to the cluster.
@@ -100,6 +102,9 @@ func (f *claimFlags) options(name, ns string) []kubox.ClaimOption {
 	if len(f.allowDomains) > 0 || len(f.denyDomains) > 0 || len(f.denyCIDRs) > 0 {
 		opts = append(opts, kubox.WithEgress(sandboxv1beta1.EgressRestriction{
 			AllowDomains: f.allowDomains, DenyDomains: f.denyDomains, DenyCIDRs: f.denyCIDRs}))
+	}
+	if f.snapshot != "" {
+		opts = append(opts, kubox.WithSnapshot(f.snapshot))
 	}
 	return opts
 }

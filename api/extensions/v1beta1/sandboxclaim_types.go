@@ -178,6 +178,15 @@ type SandboxClaimSpec struct {
 	// does not, gets Ready=False with reason EgressRejected. kubox addition.
 	// +optional
 	Egress *sandboxv1beta1.EgressRestriction `json:"egress,omitempty"`
+
+	// snapshotRef starts the claim's sandbox from a SandboxSnapshot in the claim's namespace:
+	// its processes, memory and files as they were when the snapshot was taken, in a Pod built
+	// from the template. The snapshot must be of a sandbox with the template's Pod (the runtime
+	// refuses other mounts or containers). A warm pool member serves the claim only when the
+	// pool's template starts from the same snapshot; otherwise the sandbox starts cold, once the
+	// snapshot is Ready. kubox addition.
+	// +optional
+	SnapshotRef *sandboxv1beta1.SnapshotReference `json:"snapshotRef,omitempty"`
 }
 
 // SecretFile writes the keys of a Secret as files into a claim's sandbox. kubox addition.

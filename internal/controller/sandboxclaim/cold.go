@@ -115,6 +115,9 @@ func buildColdSandbox(claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTem
 		bp.IdlePolicy = claim.Spec.IdlePolicy.DeepCopy()
 	}
 	bp.Egress = effectiveEgress(claim, tpl)
+	if claim.Spec.SnapshotRef != nil {
+		bp.SnapshotRef = claim.Spec.SnapshotRef.DeepCopy()
+	}
 	// The Pod takes the Sandbox's name: the pod-name annotation comes with the creation rather
 	// than in a patch of the Sandbox controller once the Pod exists.
 	annotations := map[string]string{sandboxv1beta1.SandboxTemplateRefAnnotation: tpl.Name, sandboxv1beta1.PodNameAnnotation: claim.Name}
@@ -135,4 +138,10 @@ func buildColdSandbox(claim *extv1beta1.SandboxClaim, tpl *extv1beta1.SandboxTem
 		},
 		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: bp},
 	}, nil
+}
+
+// snapshotFitsWarm reports whether a warm member of a pool of tpl can serve a claim naming
+// snapshot: only when it names none, or the one the template's members start from.
+func snapshotFitsWarm(snapshot *sandboxv1beta1.SnapshotReference, tpl *extv1beta1.SandboxTemplate) bool {
+	return snapshot == nil || (tpl.Spec.SnapshotRef != nil && tpl.Spec.SnapshotRef.Name == snapshot.Name)
 }

@@ -78,6 +78,41 @@ func TestBuildColdSandboxTakesTheClaimsIdlePolicy(t *testing.T) {
 	}
 }
 
+// TestClaimSnapshot: a claim's snapshotRef replaces the template's in the cold Sandbox, and a warm
+// member serves it only when its template starts from that same snapshot.
+func TestClaimSnapshot(t *testing.T) {
+	tpl := makeTemplate().Obj()
+	tpl.Spec.SnapshotRef = &sandboxv1beta1.SnapshotReference{Name: "from-template"}
+	claim := makeClaim().Obj()
+	claim.Spec.SnapshotRef = &sandboxv1beta1.SnapshotReference{Name: "numpy-loaded"}
+	sb, f := buildColdSandbox(claim, tpl)
+	if f != nil {
+		t.Fatal(f)
+	}
+	if sb.Spec.SnapshotRef == nil || sb.Spec.SnapshotRef.Name != "numpy-loaded" || tpl.Spec.SnapshotRef.Name != "from-template" {
+		t.Errorf("the Sandbox starts from %+v (template's now %+v); want the claim's numpy-loaded, the template unchanged", sb.Spec.SnapshotRef, tpl.Spec.SnapshotRef)
+	}
+	sb, _ = buildColdSandbox(makeClaim().Obj(), tpl)
+	if sb.Spec.SnapshotRef == nil || sb.Spec.SnapshotRef.Name != "from-template" {
+		t.Errorf("without the claim's, the Sandbox starts from %+v; want the template's", sb.Spec.SnapshotRef)
+	}
+	plain := makeTemplate().Obj()
+	for name, tc := range map[string]struct {
+		snapshot *sandboxv1beta1.SnapshotReference
+		tpl      *extv1beta1.SandboxTemplate
+		want     bool
+	}{
+		"no snapshot":                    {nil, plain, true},
+		"a snapshot, a plain pool":       {claim.Spec.SnapshotRef, plain, false},
+		"another snapshot than the pool": {claim.Spec.SnapshotRef, tpl, false},
+		"the pool's snapshot":            {&sandboxv1beta1.SnapshotReference{Name: "from-template"}, tpl, true},
+	} {
+		if got := snapshotFitsWarm(tc.snapshot, tc.tpl); got != tc.want {
+			t.Errorf("%s: snapshotFitsWarm = %t, want %t", name, got, tc.want)
+		}
+	}
+}
+
 func TestBuildColdSandboxFailures(t *testing.T) {
 	cases := map[string]struct {
 		claim      *extv1beta1.SandboxClaim

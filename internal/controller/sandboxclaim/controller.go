@@ -163,8 +163,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // acquireSandbox gives a claim that has none, and may have one, a sandbox: a warm pool member
 // when the claim names a pool, sets no volume claim templates, only env its agent can take
-// (envFitsWarm) and only credentials its egress CA covers (egressFitsWarm), and one created cold
-// otherwise, or when the pool has no ready fresh member.
+// (envFitsWarm), only credentials its egress CA covers (egressFitsWarm) and no snapshot other
+// than the one the pool's members start from (snapshotFitsWarm), and one created cold otherwise,
+// or when the pool has no ready fresh member.
 func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) error {
 	if obs.state != stateUnbound {
 		return nil
@@ -190,7 +191,7 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		return nil
 	}
 	if src.pool != nil && len(claim.Spec.VolumeClaimTemplates) == 0 && envFitsWarm(claim.Spec.Env, src.template) &&
-		egressFitsWarm(claim.Spec.Egress, src.template) {
+		egressFitsWarm(claim.Spec.Egress, src.template) && snapshotFitsWarm(claim.Spec.SnapshotRef, src.template) {
 		if settled, err := r.acquireWarm(ctx, claim, src, obs); err != nil || settled {
 			return err
 		}

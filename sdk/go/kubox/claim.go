@@ -57,6 +57,7 @@ type claimConfig struct {
 	podAnnotations map[string]string
 	idlePolicy     *sandboxv1beta1.IdlePolicy
 	egress         *sandboxv1beta1.EgressRestriction
+	snapshot       string
 	progress       func(*extv1beta1.SandboxClaim)
 }
 
@@ -115,6 +116,12 @@ func WithAllowDomains(domains ...string) ClaimOption {
 func WithSuspendAfter(d time.Duration) ClaimOption {
 	return WithIdlePolicy(sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: d}})
 }
+
+// WithSnapshot starts the claim's sandbox from the SandboxSnapshot name (spec.snapshotRef): its
+// processes, memory and files as they were when Sandbox.Snapshot took it. The snapshot must be of
+// a sandbox built from the claim's template. A pool serves the claim warm only when its template
+// starts from the same snapshot; otherwise the sandbox starts cold, once the snapshot is Ready.
+func WithSnapshot(name string) ClaimOption { return func(c *claimConfig) { c.snapshot = name } }
 
 // WithLabels adds labels to the claim itself (not its Pod; see WithPodLabels).
 func WithLabels(l map[string]string) ClaimOption {
@@ -188,6 +195,9 @@ func buildClaim(src ClaimSource, cfg claimConfig, now time.Time) *extv1beta1.San
 	}
 	if cfg.egress != nil {
 		claim.Spec.Egress = cfg.egress.DeepCopy()
+	}
+	if cfg.snapshot != "" {
+		claim.Spec.SnapshotRef = &sandboxv1beta1.SnapshotReference{Name: cfg.snapshot}
 	}
 	claim.Spec.AdditionalPodMetadata = extv1beta1.AdditionalPodMetadata{
 		Labels: maps.Clone(cfg.podLabels), Annotations: maps.Clone(cfg.podAnnotations)}

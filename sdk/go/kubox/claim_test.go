@@ -44,6 +44,12 @@ func TestBuildClaim(t *testing.T) {
 				AdditionalPodMetadata: extv1beta1.AdditionalPodMetadata{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "hi"}},
 			},
 		}},
+		"snapshot": {src: FromTemplate("py"), opts: []ClaimOption{WithSnapshot("numpy-loaded")},
+			want: &extv1beta1.SandboxClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},
+				Spec: extv1beta1.SandboxClaimSpec{SandboxTemplateRef: &extv1beta1.SandboxTemplateReference{Name: "py"},
+					SnapshotRef: &sandboxv1beta1.SnapshotReference{Name: "numpy-loaded"}},
+			}},
 		"idle policy": {src: FromPool("p"), opts: []ClaimOption{WithSuspendAfter(10 * time.Minute)},
 			want: &extv1beta1.SandboxClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kubox-", Labels: createdBy, Annotations: requested},

@@ -103,6 +103,13 @@ export interface ClaimOptions {
   denyDomains?: string[];
   /** spec.egress.denyCIDRs: address ranges ("192.0.2.0/24", "2001:db8::/32") refused besides the template's. */
   denyCIDRs?: string[];
+  /**
+   * spec.snapshotRef: start the sandbox from this SandboxSnapshot (its name, or the object
+   * Sandbox.snapshot returns), its processes, memory and files as they were. It must be of a
+   * sandbox of the same template; a pool serves such a claim warm only when its template starts
+   * from that snapshot, otherwise the sandbox starts cold.
+   */
+  snapshot?: string | KubeObject;
   /** Called with every version of the claim seen while waiting (from the one watch). */
   onProgress?: (claim: KubeObject) => void;
 }
@@ -473,6 +480,7 @@ export function buildClaim(source: ClaimSource, opts: ClaimOptions & { namespace
   if (policy) spec.idlePolicy = policy;
   const egress = egressSpec(opts);
   if (egress) spec.egress = egress;
+  if (opts.snapshot) spec.snapshotRef = { name: snapshotName(opts.snapshot) };
   const meta: Record<string, Record<string, string>> = {};
   if (opts.podLabels && Object.keys(opts.podLabels).length) meta.labels = { ...opts.podLabels };
   if (opts.podAnnotations && Object.keys(opts.podAnnotations).length) meta.annotations = { ...opts.podAnnotations };
@@ -488,6 +496,16 @@ export function buildClaim(source: ClaimSource, opts: ClaimOptions & { namespace
     },
     spec,
   };
+}
+
+/** snapshotName is the name of a SandboxSnapshot given by name or as the object. */
+export function snapshotName(snapshot: string | KubeObject): string {
+  if (typeof snapshot === "string") return snapshot;
+  const name = snapshot.metadata.name;
+  if (!name) {
+    throw new ConfigError("snapshot must be a SandboxSnapshot's name or the object Sandbox.snapshot() returns; this one has no metadata.name");
+  }
+  return name;
 }
 
 const suspendAfterMinMs = 30_000;

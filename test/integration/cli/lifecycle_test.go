@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -224,6 +225,21 @@ func TestGetUnknownNamesSaysWhatToDo(t *testing.T) {
 // TestSnapshotAndForkFailWithTheReason: kubox snapshot and kubox fork against a controller that
 // cannot reach kubox-node (none here) fail naming why, and fork starts no sandbox; fork refuses a
 // count below 1 before it touches anything.
+// TestClaimFromASnapshot: --snapshot reaches the claim's sandbox, which waits for the snapshot
+// (here one that does not exist) and says so, through the CLI, the SDK and both controllers.
+func TestClaimFromASnapshot(t *testing.T) {
+	f := setup(t)
+	env.Create(t, f.template("python").Obj())
+	f.mustRun(t, "claim", "--template", "python", "--name", "restored", "--snapshot", "numpy-loaded", "--wait=false")
+	framework.WaitForObject(t, env, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "restored"}},
+		func(sb *sandboxv1beta1.Sandbox) (bool, string) {
+			c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
+			ok := sb.Spec.SnapshotRef != nil && sb.Spec.SnapshotRef.Name == "numpy-loaded" && c != nil &&
+				c.Reason == sandboxv1beta1.SandboxReasonSnapshotNotReady && strings.Contains(c.Message, "numpy-loaded")
+			return ok, fmt.Sprintf("snapshotRef %+v, Ready %+v; want numpy-loaded and SnapshotNotReady naming it", sb.Spec.SnapshotRef, c)
+		})
+}
+
 func TestSnapshotAndForkFailWithTheReason(t *testing.T) {
 	f := setup(t)
 	sb := f.sandbox(t, "origin")

@@ -7,7 +7,7 @@ import copy
 import datetime as _dt
 import ipaddress
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .errors import ClaimFailedError, ConfigError, SandboxNotReadyError, SnapshotFailedError
 
@@ -58,11 +58,13 @@ def build_claim(*, namespace: str, pool: Optional[str] = None, template: Optiona
                 pod_annotations: Optional[Mapping[str, str]] = None,
                 suspend_after: Optional[float] = None, idle_policy: Optional[Mapping[str, str]] = None,
                 allow_domains: Optional[Sequence[str]] = None, deny_domains: Optional[Sequence[str]] = None,
-                deny_cidrs: Optional[Sequence[str]] = None, now: Optional[_dt.datetime] = None) -> Obj:
+                deny_cidrs: Optional[Sequence[str]] = None, snapshot: Optional[SnapshotRef] = None,
+                now: Optional[_dt.datetime] = None) -> Obj:
     """The SandboxClaim to create: from ``pool`` (spec.warmPoolRef) or ``template``
     (spec.sandboxTemplateRef), expiring ``ttl`` seconds from ``now`` (shutdownPolicy Delete),
-    with spec.idlePolicy from ``suspend_after`` and ``idle_policy`` (see :func:`idle_policy_spec`)
-    and spec.egress from the egress lists (see :func:`egress_spec`)."""
+    with spec.idlePolicy from ``suspend_after`` and ``idle_policy`` (see :func:`idle_policy_spec`),
+    spec.egress from the egress lists (see :func:`egress_spec`) and spec.snapshotRef from
+    ``snapshot`` (a SandboxSnapshot's name, or the object :meth:`Sandbox.snapshot` returns)."""
     if bool(pool) == bool(template):
         raise ConfigError("a claim needs exactly one source: pool=\"name\" (a SandboxWarmPool) or "
                           "template=\"name\" (a SandboxTemplate)")
@@ -94,11 +96,28 @@ def build_claim(*, namespace: str, pool: Optional[str] = None, template: Optiona
     egress = egress_spec(allow_domains, deny_domains, deny_cidrs)
     if egress:
         spec["egress"] = egress
+    if snapshot:
+        spec["snapshotRef"] = {"name": snapshot_name(snapshot)}
     if pod_labels or pod_annotations:
         spec["additionalPodMetadata"] = {k: dict(v) for k, v in
                                          (("labels", pod_labels), ("annotations", pod_annotations)) if v}
     return {"apiVersion": f"{EXTENSIONS_GROUP}/{VERSION}", "kind": "SandboxClaim",
             "metadata": meta, "spec": spec}
+
+
+#: A SandboxSnapshot as claims and forks take it: its name, or the object itself.
+SnapshotRef = Union[str, Mapping[str, Any]]
+
+
+def snapshot_name(snapshot: SnapshotRef) -> str:
+    """The name of ``snapshot``, given by name or as the SandboxSnapshot object."""
+    if isinstance(snapshot, str):
+        return snapshot
+    name = (snapshot.get("metadata") or {}).get("name")
+    if not name:
+        raise ConfigError("snapshot must be a SandboxSnapshot's name or the object Sandbox.snapshot() returns; "
+                          f"this one has no metadata.name: {snapshot!r:.200}")
+    return str(name)
 
 
 #: The fields of spec.idlePolicy, and the bounds of its suspendAfter in seconds (the API's).

@@ -7,7 +7,7 @@ import os
 from typing import Any, BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _runner
-from ._claims import Obj
+from ._claims import Obj, SnapshotRef
 from ._files import AsyncFiles, AsyncFileWatch
 from ._process import AsyncProcess, Command, OutputCallback, Seconds, Stdin
 from .aio import DEFAULT_KEEP_ALIVE_INTERVAL, DEFAULT_READY_TIMEOUT, DEFAULT_ROUTER_NAMESPACE, DEFAULT_ROUTER_SERVICE, \
@@ -65,12 +65,13 @@ class Client:
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
               on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
               idle_policy: Optional[Mapping[str, str]] = None, allow_domains: Optional[Sequence[str]] = None,
-              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None) -> "Sandbox":
+              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None,
+        snapshot: Optional[SnapshotRef] = None) -> "Sandbox":
         """Claims a sandbox and waits until it is Ready; see :meth:`Sandbox.claim`."""
         return Sandbox.claim(pool, template, client=self, namespace=namespace, ttl=ttl, env=env, labels=labels,
                              pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
                              on_progress=on_progress, suspend_after=suspend_after, idle_policy=idle_policy,
-                             allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)
+                             allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs, snapshot=snapshot)
 
     def create_claim(self, pool: Optional[str] = None, template: Optional[str] = None, *,
                      namespace: Optional[str] = None, ttl: Optional[Seconds] = None,
@@ -79,14 +80,15 @@ class Client:
                      pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
                      suspend_after: Optional[Seconds] = None, idle_policy: Optional[Mapping[str, str]] = None,
                      allow_domains: Optional[Sequence[str]] = None, deny_domains: Optional[Sequence[str]] = None,
-                     deny_cidrs: Optional[Sequence[str]] = None) -> Obj:
+                     deny_cidrs: Optional[Sequence[str]] = None,
+        snapshot: Optional[SnapshotRef] = None) -> Obj:
         """Creates the SandboxClaim :meth:`claim` would create and returns it (a dict) at once,
         without waiting and without ever deleting it; :meth:`connect` waits for it later."""
         return _run(self.aio.create_claim(pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels,
                                           pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
                                           suspend_after=suspend_after, idle_policy=idle_policy,
                                           allow_domains=allow_domains, deny_domains=deny_domains,
-                                          deny_cidrs=deny_cidrs))
+                                          deny_cidrs=deny_cidrs, snapshot=snapshot))
 
     def connect(self, claim: str, *, namespace: Optional[str] = None,
                 on_progress: Optional[ProgressCallback] = None) -> "Sandbox":
@@ -313,7 +315,8 @@ class Sandbox:
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
               on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
               idle_policy: Optional[Mapping[str, str]] = None, allow_domains: Optional[Sequence[str]] = None,
-              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None) -> "Sandbox":
+              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None,
+        snapshot: Optional[SnapshotRef] = None) -> "Sandbox":
         """Claims a sandbox from the SandboxWarmPool ``pool`` or, without a pool, a new one from
         the SandboxTemplate ``template``, and waits until it is Ready (one watch, no polling).
 
@@ -327,6 +330,10 @@ class Sandbox:
         sandbox (the claim's spec.egress): it may reach only the allowed names among those the
         template allows, never the denied ones. A name the template does not allow fails the claim
         with reason ``EgressRejected``.
+
+        ``snapshot`` (a SandboxSnapshot's name, or what :meth:`snapshot` returns) starts the
+        sandbox from that snapshot, its processes and memory as they were (a snapshot of a
+        sandbox of the same template).
 
         ``ttl`` (seconds or a timedelta) makes the claim expire even if this program dies;
         ``env`` sets environment variables (the template must allow them); ``labels`` label the
@@ -342,7 +349,7 @@ class Sandbox:
             pool, template, client=client.aio if client else None, namespace=namespace, ttl=ttl, env=env,
             labels=labels, pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
             on_progress=on_progress, suspend_after=suspend_after, idle_policy=idle_policy,
-            allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)))
+            allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs, snapshot=snapshot)))
 
     @classmethod
     def connect(cls, claim: str, *, client: Optional[Client] = None, namespace: Optional[str] = None,

@@ -21,7 +21,7 @@ import httpx
 
 from . import _claims, _kubeconfig
 from ._agent import Agent
-from ._claims import Obj
+from ._claims import Obj, SnapshotRef
 from ._files import AsyncFiles
 from ._kube import CLAIMS, SANDBOXES, SECRETS, SNAPSHOTS, Kube
 from ._process import (LIST, RUN, AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of,
@@ -155,14 +155,15 @@ class AsyncClient:
                            suspend_after: Optional[Seconds] = None,
                            idle_policy: Optional[Mapping[str, str]] = None,
                            allow_domains: Optional[Sequence[str]] = None, deny_domains: Optional[Sequence[str]] = None,
-                           deny_cidrs: Optional[Sequence[str]] = None) -> Obj:
+                           deny_cidrs: Optional[Sequence[str]] = None,
+        snapshot: Optional[SnapshotRef] = None) -> Obj:
         """Creates the SandboxClaim :meth:`claim` would create and returns it at once, without
         waiting and without ever deleting it (:meth:`connect` waits for it later)."""
         ns = namespace or self.namespace
         body = _claims.build_claim(namespace=ns, pool=pool, template=template, name=name, ttl=seconds(ttl, "ttl"),
                                    env=env, labels=labels, pod_labels=pod_labels, pod_annotations=pod_annotations,
                                    suspend_after=seconds(suspend_after, "suspend_after"), idle_policy=idle_policy,
-                                   allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)
+                                   allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs, snapshot=snapshot)
         return await self._kube.create(CLAIMS, ns, body)
 
     async def claim(self, pool: Optional[str] = None, template: Optional[str] = None, *,
@@ -173,7 +174,8 @@ class AsyncClient:
                     suspend_after: Optional[Seconds] = None,
                     idle_policy: Optional[Mapping[str, str]] = None,
                     allow_domains: Optional[Sequence[str]] = None, deny_domains: Optional[Sequence[str]] = None,
-                    deny_cidrs: Optional[Sequence[str]] = None) -> "AsyncSandbox":
+                    deny_cidrs: Optional[Sequence[str]] = None,
+        snapshot: Optional[SnapshotRef] = None) -> "AsyncSandbox":
         """Claims a sandbox from the SandboxWarmPool ``pool`` or, without a pool, a new one from
         the SandboxTemplate ``template``, and waits until it is Ready (one watch, no polling).
 
@@ -197,6 +199,11 @@ class AsyncClient:
         the template does not allow, or egress on a template without it, fails the claim with
         reason ``EgressRejected``.
 
+        ``snapshot`` (a SandboxSnapshot's name, or what :meth:`AsyncSandbox.snapshot` returns)
+        starts the sandbox from that snapshot: its processes, memory and files as they were. It
+        must be of a sandbox built from the same template; a pool serves such a claim warm only
+        when its template starts from that snapshot, otherwise the sandbox starts cold.
+
         Raises :class:`ClaimFailedError` when the claim fails for good (its pool does not exist,
         ...) and :class:`SandboxTimeoutError` after ``ready_timeout``; the claim is deleted then.
         Closing the sandbox deletes the claim.
@@ -204,7 +211,7 @@ class AsyncClient:
         claim = await self.create_claim(pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels,
                                         pod_labels=pod_labels, pod_annotations=pod_annotations, name=name,
                                         suspend_after=suspend_after, idle_policy=idle_policy,
-                                        allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)
+                                        allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs, snapshot=snapshot)
         try:
             sb = await self._wait_claim(claim, on_progress, pool=pool)
         except BaseException as e:
@@ -413,14 +420,15 @@ class AsyncSandbox:
               pod_annotations: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
               on_progress: Optional[ProgressCallback] = None, suspend_after: Optional[Seconds] = None,
               idle_policy: Optional[Mapping[str, str]] = None, allow_domains: Optional[Sequence[str]] = None,
-              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None) -> "Opening":
+              deny_domains: Optional[Sequence[str]] = None, deny_cidrs: Optional[Sequence[str]] = None,
+        snapshot: Optional[SnapshotRef] = None) -> "Opening":
         """Claims a sandbox (see :meth:`AsyncClient.claim`), with ``client`` or a client of the
         default settings (kubeconfig, ``$KUBOX_ROUTER_URL``) that closes with the sandbox. Await
         it, or use it as ``async with AsyncSandbox.claim(...) as sb:``."""
         return Opening(_with_client(client, lambda c: c.claim(
             pool, template, namespace=namespace, ttl=ttl, env=env, labels=labels, pod_labels=pod_labels,
             pod_annotations=pod_annotations, name=name, on_progress=on_progress, suspend_after=suspend_after,
-            idle_policy=idle_policy, allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs)))
+            idle_policy=idle_policy, allow_domains=allow_domains, deny_domains=deny_domains, deny_cidrs=deny_cidrs, snapshot=snapshot)))
 
     @classmethod
     def connect(cls, claim: str, *, client: Optional[AsyncClient] = None, namespace: Optional[str] = None,

@@ -134,6 +134,17 @@ def test_claim_with_egress():
         assert "egress" not in _claims.build_claim(namespace="ns", pool="p", now=NOW, **kw)["spec"]
 
 
+def test_claim_from_a_snapshot():
+    by_name = _claims.build_claim(namespace="ns", template="python", snapshot="numpy-loaded", now=NOW)
+    assert by_name["spec"]["snapshotRef"] == {"name": "numpy-loaded"}
+    snap = {"kind": "SandboxSnapshot", "metadata": {"name": "py-snap-x2k9q", "namespace": "ns"}}
+    assert _claims.build_claim(namespace="ns", pool="p", snapshot=snap, now=NOW)["spec"]["snapshotRef"] == \
+        {"name": "py-snap-x2k9q"}
+    assert "snapshotRef" not in _claims.build_claim(namespace="ns", pool="p", now=NOW)["spec"]
+    with pytest.raises(ConfigError, match="has no metadata.name"):
+        _claims.build_claim(namespace="ns", pool="p", snapshot={"kind": "SandboxSnapshot"}, now=NOW)
+
+
 @pytest.mark.parametrize("kw, bad", [
     ({"allow_domains": ["PyPI.org"]}, "'PyPI.org' is not a domain"),
     ({"allow_domains": ["https://pypi.org"]}, "'https://pypi.org' is not a domain"),

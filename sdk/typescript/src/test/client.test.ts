@@ -367,6 +367,14 @@ describe("claim options (no server)", () => {
     assert.equal(build({ allowDomains: [], denyCIDRs: [] }).spec?.egress, undefined);
   });
 
+  test("a snapshot, by name or as the object, becomes spec.snapshotRef", () => {
+    assert.deepEqual(build({ snapshot: "numpy-loaded" }).spec?.snapshotRef, { name: "numpy-loaded" });
+    const snap = { kind: "SandboxSnapshot", metadata: { name: "py-snap-x2k9q", namespace: "ns" } };
+    assert.deepEqual(build({ snapshot: snap }).spec?.snapshotRef, { name: "py-snap-x2k9q" });
+    assert.equal(build({}).spec?.snapshotRef, undefined);
+    assert.throws(() => build({ snapshot: { metadata: {} } }), /has no metadata.name/);
+  });
+
   test("a value the API would refuse throws ConfigError naming it and the form to use", () => {
     const domain = "such as pypi.org, or *.pythonhosted.org";
     const cidr = "such as 203.0.113.0/24 or 2001:db8::/32";
