@@ -69,6 +69,34 @@ func (r *Reconciler) deleteMemorySnapshot(ctx context.Context, sb *sandboxv1beta
 	return r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, false)
 }
 
+// dropMemory discards the memory snapshot of a sandbox that starts a fresh Pod although it holds
+// one (resumed with keepMemory turned off): the snapshot is deleted from its node, then
+// status.memory and MemoryKept are cleared (the finalizer goes on the next pass). A snapshot that
+// cannot be deleted keeps them, and the Pod waits, since nothing else would delete it later.
+func (r *Reconciler) dropMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
+	m := sb.Status.Memory
+	if r.nodes != nil {
+		ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, m.NodeName)
+		if err != nil {
+			return fmt.Errorf("discarding the memory snapshot of Sandbox %s: %w", sb.Name, err)
+		}
+		if found {
+			if err := r.nodes.DeleteSnapshot(ctx, ip, sb.Namespace, m.Snapshot); err != nil {
+				return fmt.Errorf("discarding the memory snapshot %s of Sandbox %s (keepMemory is off) from node %s: %w",
+					m.Snapshot, sb.Name, m.NodeName, err)
+			}
+		}
+	}
+	sb.Status.Memory = nil
+	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+	base := sb.ResourceVersion
+	if err := r.client.Status().Update(ctx, sb, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("clearing the discarded memory snapshot of Sandbox %s: %w", sb.Name, err)
+	}
+	r.sandboxes.Wrote(sb.UID, base)
+	return nil
+}
+
 // keepMemory checkpoints the running Pod of a sandbox being suspended and records the snapshot in
 // status.memory, with MemoryKept, before the Pod is deleted: a crash in between loses nothing,
 // since kubox-node answers the same request (the Pod's UID) with the snapshot it took. When the

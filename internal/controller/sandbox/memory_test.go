@@ -365,3 +365,53 @@ func TestDeletedSandboxDeletesItsMemorySnapshot(t *testing.T) {
 		t.Errorf("the Sandbox after its snapshot was deleted: %v, finalizers %v; want it gone", err, stored.Finalizers)
 	}
 }
+
+// TestResumeWithoutKeepMemoryDiscardsTheSnapshot: a Sandbox holding a memory snapshot that resumes
+// with keepMemory turned off deletes the snapshot from its node and clears status.memory and
+// MemoryKept before its fresh Pod; a node that refuses the delete keeps both.
+func TestResumeWithoutKeepMemoryDiscardsTheSnapshot(t *testing.T) {
+	nodes := &fakeNodes{}
+	r, c, _, sb, pod := memoryReconciler(t, nodes)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}}}}
+	if err := c.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	r.apiReader = c
+	if err := r.keepMemory(t.Context(), sb, pod); err != nil {
+		t.Fatal(err)
+	}
+	stored := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Spec.SuspendPolicy.KeepMemory = false
+	if fresh := testPod().Obj(); resumeFromMemory(stored, fresh) {
+		t.Fatal("resumeFromMemory with keepMemory off shaped the Pod for a restore")
+	}
+	refusing := &refusingDeletes{fakeNodes: nodes}
+	r.nodes = refusing
+	if err := r.dropMemory(t.Context(), stored); err == nil || stored.Status.Memory == nil {
+		t.Fatalf("dropMemory with the node refusing: %v, memory %+v; want an error and the snapshot kept", err, stored.Status.Memory)
+	}
+	r.nodes = nodes
+	if err := r.dropMemory(t.Context(), stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.deleted) != 1 || nodes.deleted[0] != "team-a/pod-uid-1" {
+		t.Errorf("deleted %v; want the snapshot team-a/pod-uid-1", nodes.deleted)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.Memory != nil || meta.FindStatusCondition(stored.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept) != nil {
+		t.Errorf("status after the discard: memory %+v, conditions %+v; want neither", stored.Status.Memory, stored.Status.Conditions)
+	}
+}
+
+// refusingDeletes is kubox-node failing every delete.
+type refusingDeletes struct{ *fakeNodes }
+
+func (refusingDeletes) DeleteSnapshot(context.Context, string, string, string) error {
+	return errors.New("connection refused")
+}

@@ -119,7 +119,13 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	if err != nil {
 		return err
 	}
-	if !resumeFromMemory(sb, pod) && sb.Spec.SnapshotRef != nil {
+	fromMemory := resumeFromMemory(sb, pod)
+	if !fromMemory && sb.Status.Memory != nil {
+		if err := r.dropMemory(ctx, sb); err != nil {
+			return err
+		}
+	}
+	if !fromMemory && sb.Spec.SnapshotRef != nil {
 		why, err := r.startFromSnapshot(ctx, sb, pod)
 		if err != nil || why != "" {
 			obs.snapshotWait, obs.requeueAfter = why, snapshotRetry
