@@ -28,6 +28,9 @@ const (
 	// EventRestoreFailed: the Pod could not be restored from the snapshot; the sandbox was
 	// suspended again.
 	EventRestoreFailed = "RestoreFailed"
+	// EventSnapshotNotDeleted: a memory snapshot the sandbox no longer uses could not be deleted
+	// from its node; its files are left there.
+	EventSnapshotNotDeleted = "SnapshotNotDeleted"
 )
 
 // WithMemory lets the controller keep sandboxes' memory across a suspend through nodes (nil: it
@@ -56,14 +59,8 @@ func (r *Reconciler) syncMemoryFinalizer(ctx context.Context, sb *sandboxv1beta1
 // removes the finalizer; a node that is gone took the snapshot along.
 func (r *Reconciler) deleteMemorySnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
 	if m := sb.Status.Memory; m != nil && r.nodes != nil {
-		ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, m.NodeName)
-		if err != nil {
-			return fmt.Errorf("deleting the memory snapshot of Sandbox %s: %w", sb.Name, err)
-		}
-		if found {
-			if err := r.nodes.DeleteSnapshot(ctx, ip, sb.Namespace, m.Snapshot); err != nil {
-				return fmt.Errorf("deleting the memory snapshot %s of Sandbox %s from node %s: %w", m.Snapshot, sb.Name, m.NodeName, err)
-			}
+		if err := r.deleteFromNode(ctx, sb.Namespace, m); err != nil {
+			return fmt.Errorf("Sandbox %s: %w", sb.Name, err)
 		}
 	}
 	return r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, false)
@@ -71,21 +68,15 @@ func (r *Reconciler) deleteMemorySnapshot(ctx context.Context, sb *sandboxv1beta
 
 // dropMemory discards the memory snapshot of a sandbox that starts a fresh Pod although it holds
 // one (resumed with keepMemory turned off): the snapshot is deleted from its node, then
-// status.memory and MemoryKept are cleared (the finalizer goes on the next pass). A snapshot that
-// cannot be deleted keeps them, and the Pod waits, since nothing else would delete it later.
+// status.memory and MemoryKept are cleared (the finalizer goes on the next pass). A node that
+// cannot delete it (kubox-node down or gone) does not hold the sandbox back: a Warning event
+// names the files left behind.
 func (r *Reconciler) dropMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
 	m := sb.Status.Memory
-	if r.nodes != nil {
-		ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, m.NodeName)
-		if err != nil {
-			return fmt.Errorf("discarding the memory snapshot of Sandbox %s: %w", sb.Name, err)
-		}
-		if found {
-			if err := r.nodes.DeleteSnapshot(ctx, ip, sb.Namespace, m.Snapshot); err != nil {
-				return fmt.Errorf("discarding the memory snapshot %s of Sandbox %s (keepMemory is off) from node %s: %w",
-					m.Snapshot, sb.Name, m.NodeName, err)
-			}
-		}
+	if err := r.deleteFromNode(ctx, sb.Namespace, m); err != nil {
+		r.recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventSnapshotNotDeleted, "Resume",
+			"Started afresh (keepMemory is off), but the memory snapshot %s could not be deleted from node %s: %v; "+
+				"its files stay in kubox-node's snapshot folder %s/%s there", m.Snapshot, m.NodeName, err, sb.Namespace, m.Snapshot)
 	}
 	sb.Status.Memory = nil
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
@@ -94,6 +85,22 @@ func (r *Reconciler) dropMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox)
 		return fmt.Errorf("clearing the discarded memory snapshot of Sandbox %s: %w", sb.Name, err)
 	}
 	r.sandboxes.Wrote(sb.UID, base)
+	return nil
+}
+
+// deleteFromNode deletes the memory snapshot m from the node that holds it (kubox-node at the
+// Node's InternalIP); a node that is gone took it along.
+func (r *Reconciler) deleteFromNode(ctx context.Context, ns string, m *sandboxv1beta1.MemoryStatus) error {
+	if r.nodes == nil {
+		return nodeapi.ErrNotConfigured
+	}
+	ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, m.NodeName)
+	if err != nil || !found {
+		return err
+	}
+	if err := r.nodes.DeleteSnapshot(ctx, ip, ns, m.Snapshot); err != nil {
+		return fmt.Errorf("deleting the memory snapshot %s from node %s: %w", m.Snapshot, m.NodeName, err)
+	}
 	return nil
 }
 

@@ -389,13 +389,7 @@ func TestResumeWithoutKeepMemoryDiscardsTheSnapshot(t *testing.T) {
 	if fresh := testPod().Obj(); resumeFromMemory(stored, fresh) {
 		t.Fatal("resumeFromMemory with keepMemory off shaped the Pod for a restore")
 	}
-	refusing := &refusingDeletes{fakeNodes: nodes}
-	r.nodes = refusing
-	if err := r.dropMemory(t.Context(), stored); err == nil || stored.Status.Memory == nil {
-		t.Fatalf("dropMemory with the node refusing: %v, memory %+v; want an error and the snapshot kept", err, stored.Status.Memory)
-	}
-	r.nodes = nodes
-	if err := r.dropMemory(t.Context(), stored); err != nil {
+	if err := r.dropMemory(t.Context(), stored.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
 	if len(nodes.deleted) != 1 || nodes.deleted[0] != "team-a/pod-uid-1" {
@@ -409,8 +403,31 @@ func TestResumeWithoutKeepMemoryDiscardsTheSnapshot(t *testing.T) {
 	}
 }
 
+// TestDiscardWithTheNodeDownSaysWhatIsLeft: kubox-node refusing the delete does not hold the fresh
+// start back; a Warning names the files left on the node.
+func TestDiscardWithTheNodeDownSaysWhatIsLeft(t *testing.T) {
+	r, c, rec, sb, pod := memoryReconciler(t, &fakeNodes{})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}}}}
+	if err := c.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	r.apiReader = c
+	if err := r.keepMemory(t.Context(), sb, pod); err != nil {
+		t.Fatal(err)
+	}
+	<-rec.Events
+	r.nodes = &refusingDeletes{}
+	if err := r.dropMemory(t.Context(), sb); err != nil || sb.Status.Memory != nil {
+		t.Fatalf("dropMemory with kubox-node down: %v, memory %+v; want the memory cleared all the same", err, sb.Status.Memory)
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, "Warning SnapshotNotDeleted") || !strings.Contains(ev, "team-a/pod-uid-1") {
+		t.Errorf("event %q; want a Warning naming the snapshot folder left on the node", ev)
+	}
+}
+
 // refusingDeletes is kubox-node failing every delete.
-type refusingDeletes struct{ *fakeNodes }
+type refusingDeletes struct{ fakeNodes }
 
 func (refusingDeletes) DeleteSnapshot(context.Context, string, string, string) error {
 	return errors.New("connection refused")
