@@ -69,6 +69,23 @@ func memoryReconciler(t *testing.T, nodes nodeapi.Client) (*Reconciler, client.C
 	return r, c, rec, sb, pod
 }
 
+// checkpointedOnNode is memoryReconciler's Sandbox after a suspend that kept its memory, with its
+// node node-a in the API (the finalizers and discards look kubox-node up there).
+func checkpointedOnNode(t *testing.T, nodes nodeapi.Client) (*Reconciler, client.Client, *events.FakeRecorder, *sandboxv1beta1.Sandbox) {
+	t.Helper()
+	r, c, rec, sb, pod := memoryReconciler(t, nodes)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}}}}
+	if err := c.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	r.apiReader = c
+	if err := r.keepMemory(t.Context(), sb, pod); err != nil {
+		t.Fatal(err)
+	}
+	return r, c, rec, sb
+}
+
 func TestKeepMemoryRecordsTheSnapshotBeforeTheSuspend(t *testing.T) {
 	nodes := &fakeNodes{}
 	r, c, rec, sb, pod := memoryReconciler(t, nodes)
@@ -332,16 +349,7 @@ func TestStartFromSnapshot(t *testing.T) {
 // (found by the Node's InternalIP) before the finalizer goes.
 func TestDeletedSandboxDeletesItsMemorySnapshot(t *testing.T) {
 	nodes := &fakeNodes{}
-	r, c, _, sb, pod := memoryReconciler(t, nodes)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}}}}
-	if err := c.Create(t.Context(), node); err != nil {
-		t.Fatal(err)
-	}
-	r.apiReader = c
-	if err := r.keepMemory(t.Context(), sb, pod); err != nil {
-		t.Fatal(err)
-	}
+	r, c, _, sb := checkpointedOnNode(t, nodes)
 	stored := &sandboxv1beta1.Sandbox{}
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
 		t.Fatal(err)
@@ -371,16 +379,7 @@ func TestDeletedSandboxDeletesItsMemorySnapshot(t *testing.T) {
 // MemoryKept before its fresh Pod; a node that refuses the delete keeps both.
 func TestResumeWithoutKeepMemoryDiscardsTheSnapshot(t *testing.T) {
 	nodes := &fakeNodes{}
-	r, c, _, sb, pod := memoryReconciler(t, nodes)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}}}}
-	if err := c.Create(t.Context(), node); err != nil {
-		t.Fatal(err)
-	}
-	r.apiReader = c
-	if err := r.keepMemory(t.Context(), sb, pod); err != nil {
-		t.Fatal(err)
-	}
+	r, c, _, sb := checkpointedOnNode(t, nodes)
 	stored := &sandboxv1beta1.Sandbox{}
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
 		t.Fatal(err)
@@ -406,16 +405,7 @@ func TestResumeWithoutKeepMemoryDiscardsTheSnapshot(t *testing.T) {
 // TestDiscardWithTheNodeDownSaysWhatIsLeft: kubox-node refusing the delete does not hold the fresh
 // start back; a Warning names the files left on the node.
 func TestDiscardWithTheNodeDownSaysWhatIsLeft(t *testing.T) {
-	r, c, rec, sb, pod := memoryReconciler(t, &fakeNodes{})
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}}}}
-	if err := c.Create(t.Context(), node); err != nil {
-		t.Fatal(err)
-	}
-	r.apiReader = c
-	if err := r.keepMemory(t.Context(), sb, pod); err != nil {
-		t.Fatal(err)
-	}
+	r, _, rec, sb := checkpointedOnNode(t, &fakeNodes{})
 	<-rec.Events
 	r.nodes = &refusingDeletes{}
 	if err := r.dropMemory(t.Context(), sb); err != nil || sb.Status.Memory != nil {
