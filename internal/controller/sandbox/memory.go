@@ -60,7 +60,7 @@ func (r *Reconciler) syncMemoryFinalizer(ctx context.Context, sb *sandboxv1beta1
 func (r *Reconciler) deleteMemorySnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
 	if m := sb.Status.Memory; m != nil && r.nodes != nil {
 		if err := r.deleteFromNode(ctx, sb.Namespace, m); err != nil {
-			return fmt.Errorf("Sandbox %s: %w", sb.Name, err)
+			return fmt.Errorf("deleting the memory snapshot %s of Sandbox %s from node %s: %w", m.Snapshot, sb.Name, m.NodeName, err)
 		}
 	}
 	return r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, false)
@@ -98,10 +98,7 @@ func (r *Reconciler) deleteFromNode(ctx context.Context, ns string, m *sandboxv1
 	if err != nil || !found {
 		return err
 	}
-	if err := r.nodes.DeleteSnapshot(ctx, ip, ns, m.Snapshot); err != nil {
-		return fmt.Errorf("deleting the memory snapshot %s from node %s: %w", m.Snapshot, m.NodeName, err)
-	}
-	return nil
+	return r.nodes.DeleteSnapshot(ctx, ip, ns, m.Snapshot)
 }
 
 // keepMemory checkpoints the running Pod of a sandbox being suspended and records the snapshot in
