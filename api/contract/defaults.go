@@ -55,3 +55,8 @@ const (
 // DefaultNodeAPIPort is the port of kubox-node's snapshot API (proto/kubox/node/v1) on each gVisor
 // node, where kubox-controller asks for checkpoints of the Pods running there.
 const DefaultNodeAPIPort = 9097
+
+// SnapshotNodeLabel is the node label ("true") that runs kubox-node on a node (config/node's
+// DaemonSet selects it): a node with containerd and kubox's patched gVisor shim, whose sandboxes
+// can keep their memory.
+const SnapshotNodeLabel = "kubox.dev/gvisor-snapshots"

@@ -13,7 +13,7 @@ kubox: ## Build the kubox CLI into bin/kubox
 
 ##@ Local environment
 .PHONY: images
-images: ## Build the local images (busybox, pause, python; kubox-agent, kubox-controller, kubox-router: static, non-root) into ~/.cache/kubox/images
+images: ## Build the local images (busybox, pause, python; kubox-agent, kubox-controller, kubox-router: static, non-root; kubox-node: static, root) into ~/.cache/kubox/images
 	go run ./cmd/kubox dev images
 
 .PHONY: dev-up

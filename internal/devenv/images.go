@@ -163,11 +163,14 @@ func WriteImage(spec ImageSpec, path string) error {
 	return os.Rename(tmp, path)
 }
 
-// Images are the tarballs `up` imports into containerd; Controller and Router only in the
-// in-cluster mode.
-type Images struct{ Dir, Busybox, Pause, Python, Agent, Controller, Router string }
+// Images are the tarballs `up` imports into containerd; Components (by component name) only in
+// the in-cluster mode.
+type Images struct {
+	Dir, Busybox, Pause, Python, Agent string
+	Components                         map[string]string
+}
 
-// BuildImages is BuildImagesProgress plus the controller's and the router's images
+// BuildImages is BuildImagesProgress plus the images of config/dev's components
 // (BuildComponentImages), with progress on stderr: every image `make images` builds.
 func BuildImages(repoDir, cacheDir, busyboxPath string) (Images, bool, error) {
 	p := NewProgress(os.Stderr)
@@ -176,7 +179,7 @@ func BuildImages(repoDir, cacheDir, busyboxPath string) (Images, bool, error) {
 		return Images{}, false, err
 	}
 	p.Say("image %s: %s (%s)", AgentImage, imgs.Agent, fileSize(imgs.Agent))
-	imgs.Controller, imgs.Router, err = BuildComponentImages(p, repoDir, cacheDir)
+	imgs.Components, err = BuildComponentImages(p, repoDir, cacheDir)
 	return imgs, cached, err
 }
 

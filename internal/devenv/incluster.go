@@ -58,10 +58,16 @@ func kuboxModeOf(c Config, l Layout) kuboxMode {
 	return processMode{}
 }
 
-// processMode runs bin/kubox-controller and bin/kubox-router on the host (env.kubox).
+// processMode runs kubox-node, kubox-controller and kubox-router on the host (env.nodeAPI,
+// env.kubox).
 type processMode struct{}
 
-func (processMode) start(ctx context.Context, e *env) error { return e.kubox(ctx) }
+func (processMode) start(ctx context.Context, e *env) error {
+	if err := e.nodeAPI(ctx); err != nil {
+		return err
+	}
+	return e.kubox(ctx)
+}
 
 func (processMode) status(context.Context, Config, Layout, string) (ComponentStatus, bool) {
 	return ComponentStatus{}, false
@@ -74,23 +80,24 @@ func (processMode) stop(context.Context, *Progress, Layout) error { return nil }
 type inClusterMode struct{}
 
 func (inClusterMode) start(ctx context.Context, e *env) error {
-	ctrlTar, routerTar, err := BuildComponentImages(e.p, e.c.RepoDir, e.c.ImagesDir)
+	tars, err := BuildComponentImages(e.p, e.c.RepoDir, e.c.ImagesDir)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	for _, img := range []string{ctrlTar, routerTar} {
-		if _, err := e.ctr("images", "import", img); err != nil {
-			return fmt.Errorf("import %s into containerd: %w", img, err)
+	for _, name := range []string{Controller, Router, NodeAPI} {
+		if _, err := e.ctr("images", "import", tars[name]); err != nil {
+			return fmt.Errorf("import %s into containerd: %w", tars[name], err)
 		}
 	}
-	e.p.Say("images %s and %s imported in %s", ControllerImage, RouterImage, time.Since(start).Round(100*time.Millisecond))
+	e.p.Say("images %s, %s and %s imported in %s", ControllerImage, RouterImage, NodeImage, time.Since(start).Round(100*time.Millisecond))
 	return InstallInCluster(ctx, e.p, e.cs, Install{Kubectl: e.t.Kubectl, Kubeconfig: e.l.Kubeconfig,
-		Kustomization: filepath.Join(e.c.RepoDir, DevOverlay), KeyFile: e.l.AgentTokenKey, NodeTokenFile: e.l.NodeToken})
+		Kustomization: filepath.Join(e.c.RepoDir, DevOverlay), KeyFile: e.l.AgentTokenKey, NodeTokenFile: e.l.NodeToken,
+		SnapshotNode: e.c.NodeName})
 }
 
 func (inClusterMode) status(ctx context.Context, c Config, l Layout, name string) (ComponentStatus, bool) {
-	if name != Controller && name != Router {
+	if name != Controller && name != Router && name != NodeAPI {
 		return ComponentStatus{}, false
 	}
 	s := ComponentStatus{Name: name, Log: fmt.Sprintf("kubectl -n %s logs deploy/%s", KuboxNamespace, name)}
@@ -101,6 +108,17 @@ func (inClusterMode) status(ctx context.Context, c Config, l Layout, name string
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
+	if name == NodeAPI {
+		s.Log = fmt.Sprintf("kubectl -n %s logs ds/%s", NodeNamespace, name)
+		s.Started, s.Ready, s.Detail = nodeAPIStatus(ctx, cs)
+		s.Alive = s.Started
+		if s.Ready {
+			if ok, detail := probeOnce(ctx, nodeAPIReady(c)); !ok {
+				s.Ready, s.Detail = false, s.Detail+"; "+detail
+			}
+		}
+		return s, true
+	}
 	d, err := cs.AppsV1().Deployments(KuboxNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		s.Detail = err.Error()
@@ -153,6 +171,7 @@ func (inClusterMode) stop(ctx context.Context, p *Progress, l Layout) error {
 		return nil
 	}
 	p.Say("scaled %s and %s to 0 in %s", Controller, Router, KuboxNamespace)
+	stopNodeAPI(ctx, p, cs)
 	return nil
 }
 
@@ -164,8 +183,12 @@ type Install struct {
 	Kustomization string
 	// KeyFile holds the key the Secret kubox-agent-token-key gets.
 	KeyFile string
-	// NodeTokenFile, when set, holds the token the Secret kubox-node-token gets.
+	// NodeTokenFile, when set, holds the token the Secrets kubox-node-token get (in kubox-system
+	// for the controller, in kubox-node for kubox-node).
 	NodeTokenFile string
+	// SnapshotNode, when set, is the node labelled for kubox-node's DaemonSet (SnapshotNodeLabel),
+	// which InstallInCluster then waits for.
+	SnapshotNode string
 }
 
 // InstallInCluster installs kubox the way docs/install.md says: the namespace and the key Secret
@@ -173,15 +196,14 @@ type Install struct {
 // CRDs are too large for the last-applied annotation), then it waits for both Deployments to roll
 // out, printing their progress.
 func InstallInCluster(ctx context.Context, p *Progress, cs kubernetes.Interface, in Install) error {
-	if err := ensureFileSecret(ctx, cs, AgentTokenKeySecret, "key", in.KeyFile); err != nil {
+	if err := ensureFileSecret(ctx, cs, KuboxNamespace, AgentTokenKeySecret, "key", in.KeyFile); err != nil {
 		return fmt.Errorf("create the Secret %s/%s: %w", KuboxNamespace, AgentTokenKeySecret, err)
 	}
 	p.Say("Secret %s/%s from %s", KuboxNamespace, AgentTokenKeySecret, in.KeyFile)
 	if in.NodeTokenFile != "" {
-		if err := ensureFileSecret(ctx, cs, NodeTokenSecret, "token", in.NodeTokenFile); err != nil {
-			return fmt.Errorf("create the Secret %s/%s: %w", KuboxNamespace, NodeTokenSecret, err)
+		if err := ensureNodeToken(ctx, p, cs, in); err != nil {
+			return err
 		}
-		p.Say("Secret %s/%s from %s", KuboxNamespace, NodeTokenSecret, in.NodeTokenFile)
 	}
 	if err := kubectlRun(in.Kubectl, in.Kubeconfig, "apply", "--server-side", "--force-conflicts", "-k", in.Kustomization); err != nil {
 		return err
@@ -189,26 +211,29 @@ func InstallInCluster(ctx context.Context, p *Progress, cs kubernetes.Interface,
 	p.Say("applied %s", in.Kustomization)
 	for _, name := range []string{Controller, Router} {
 		if err := WaitRolledOut(ctx, p, cs, name, 3*time.Minute); err != nil {
-			return fmt.Errorf("%w\n%s", err, diagnose(ctx, cs, in, name))
+			return fmt.Errorf("%w\n%s", err, diagnose(ctx, cs, in, KuboxNamespace, name, "deploy/"+name))
 		}
+	}
+	if in.SnapshotNode != "" {
+		return installNodeAPI(ctx, p, cs, in)
 	}
 	return nil
 }
 
-// ensureFileSecret creates the namespace when missing and the Secret name whose dataKey holds
+// ensureFileSecret creates the namespace ns when missing and its Secret name whose dataKey holds
 // file's content, or updates it when it holds another.
-func ensureFileSecret(ctx context.Context, cs kubernetes.Interface, name, dataKey, file string) error {
+func ensureFileSecret(ctx context.Context, cs kubernetes.Interface, ns, name, dataKey, file string) error {
 	key, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KuboxNamespace}}, metav1.CreateOptions{})
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: KuboxNamespace,
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
 		Labels: map[string]string{"app.kubernetes.io/part-of": "kubox"}}, Data: map[string][]byte{dataKey: key}}
-	secrets := cs.CoreV1().Secrets(KuboxNamespace)
+	secrets := cs.CoreV1().Secrets(ns)
 	old, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -250,7 +275,7 @@ func WaitRolledOut(ctx context.Context, p *Progress, cs kubernetes.Interface, na
 		if RolledOut(d) {
 			return true, nil
 		}
-		if now := podStates(ctx, cs, name); now != last {
+		if now := podStates(ctx, cs, KuboxNamespace, name); now != last {
 			p.Say("%s: %d/%d available; %s", name, d.Status.AvailableReplicas, replicas(d), now)
 			last = now
 		}
@@ -259,14 +284,14 @@ func WaitRolledOut(ctx context.Context, p *Progress, cs kubernetes.Interface, na
 	if err != nil {
 		return fmt.Errorf("deployment %s/%s: %w", KuboxNamespace, name, err)
 	}
-	p.Say("deployment %s/%s rolled out: %s", KuboxNamespace, name, podStates(ctx, cs, name))
+	p.Say("deployment %s/%s rolled out: %s", KuboxNamespace, name, podStates(ctx, cs, KuboxNamespace, name))
 	return nil
 }
 
-// podStates summarises the Pods of the Deployment name: "pod-abc Running ready, pod-def
-// Pending (ContainerCreating)".
-func podStates(ctx context.Context, cs kubernetes.Interface, name string) string {
-	pods, err := cs.CoreV1().Pods(KuboxNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+// podStates summarises the Pods in ns labelled app.kubernetes.io/name=name: "pod-abc Running
+// ready, pod-def Pending (ContainerCreating)".
+func podStates(ctx context.Context, cs kubernetes.Interface, ns, name string) string {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
 	if err != nil {
 		return err.Error()
 	}
@@ -305,19 +330,19 @@ func PodState(pod *corev1.Pod) string {
 	return state
 }
 
-// diagnose says what a Deployment that did not roll out was doing: its Pods, the warnings about
-// them and the last lines of its log.
-func diagnose(ctx context.Context, cs kubernetes.Interface, in Install, name string) string {
+// diagnose says what a workload (workload: "deploy/<name>", "ds/<name>") in ns that did not roll
+// out was doing: its Pods, the warnings about them and the last lines of its log.
+func diagnose(ctx context.Context, cs kubernetes.Interface, in Install, ns, name, workload string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pods: %s\n", podStates(ctx, cs, name))
-	if evs, err := cs.CoreV1().Events(KuboxNamespace).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning"}); err == nil {
+	fmt.Fprintf(&b, "pods: %s\n", podStates(ctx, cs, ns, name))
+	if evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning"}); err == nil {
 		for _, ev := range evs.Items {
 			if strings.HasPrefix(ev.InvolvedObject.Name, name) {
 				fmt.Fprintf(&b, "event %s %s: %s\n", ev.InvolvedObject.Name, ev.Reason, ev.Message)
 			}
 		}
 	}
-	out, _ := exec.Command(in.Kubectl, "--kubeconfig="+in.Kubeconfig, "-n", KuboxNamespace, "logs", "--tail=20", "deploy/"+name).CombinedOutput()
-	fmt.Fprintf(&b, "last lines of its log (kubectl -n %s logs deploy/%s):\n%s", KuboxNamespace, name, out)
+	out, _ := exec.Command(in.Kubectl, "--kubeconfig="+in.Kubeconfig, "-n", ns, "logs", "--tail=20", workload).CombinedOutput()
+	fmt.Fprintf(&b, "last lines of its log (kubectl -n %s logs %s):\n%s", ns, workload, out)
 	return b.String()
 }

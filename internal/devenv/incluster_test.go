@@ -73,7 +73,7 @@ func TestEnsureKeySecret(t *testing.T) {
 		if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := ensureFileSecret(ctx, cs, AgentTokenKeySecret, "key", keyFile); err != nil {
+		if err := ensureFileSecret(ctx, cs, KuboxNamespace, AgentTokenKeySecret, "key", keyFile); err != nil {
 			t.Fatalf("with key %s: %v", key, err)
 		}
 		if got := secretKey(); got != key {

@@ -10,11 +10,12 @@ import (
 	"strings"
 )
 
-// ControllerImage and RouterImage hold kubox-controller and kubox-router; config/dev runs them on
-// the local node (kubox dev up --in-cluster).
+// ControllerImage, RouterImage and NodeImage hold kubox-controller, kubox-router and kubox-node;
+// config/dev runs them on the local node (kubox dev up --in-cluster).
 const (
 	ControllerImage = "kubox.local/kubox-controller:dev"
 	RouterImage     = "kubox.local/kubox-router:dev"
+	NodeImage       = "kubox.local/kubox-node:dev"
 )
 
 // NonRootID is the user and group the component images run as (distroless's "nonroot").
@@ -32,12 +33,16 @@ type ComponentImage struct {
 	// Version, when set, is linked into the binary as its version (-X internal/version.gitVersion);
 	// empty leaves the version to the build info, as a plain go build does.
 	Version string
+	// Root runs the image as root rather than NonRootID: kubox-node, which runs runsc on the
+	// node's sandboxes.
+	Root bool
 }
 
-// Controller and router images of the checkout, as config/dev names them.
+// The component images of the checkout, as config/dev names them.
 var (
 	ControllerComponentImage = ComponentImage{Name: Controller, Tag: ControllerImage}
 	RouterComponentImage     = ComponentImage{Name: Router, Tag: RouterImage}
+	NodeComponentImage       = ComponentImage{Name: NodeAPI, Tag: NodeImage, Root: true}
 )
 
 // ComponentSpec lays out a component image: the static binary at /<name> and an /etc/passwd and
@@ -55,26 +60,30 @@ func ComponentSpec(name, tag string, bin []byte) ImageSpec {
 }
 
 // BuildComponentImage builds ./cmd/<img.Name> from the checkout and writes its image into
-// cacheDir/<img.Name>, keyed by the binary and the tag (see buildGoImage).
+// cacheDir/<img.Name>, keyed by the binary, the tag and the user (see buildGoImage).
 func BuildComponentImage(repoDir, cacheDir string, img ComponentImage) (string, error) {
 	return buildGoImage(repoDir, filepath.Join(cacheDir, img.Name), img.Name, img.Version, func(bin []byte) ImageSpec {
-		return ComponentSpec(img.Name, img.Tag, bin)
+		s := ComponentSpec(img.Name, img.Tag, bin)
+		if img.Root {
+			s.User = "0:0"
+		}
+		return s
 	})
 }
 
-// BuildComponentImages builds the controller's and the router's images (ControllerImage,
-// RouterImage) and reports each with its size.
-func BuildComponentImages(p *Progress, repoDir, cacheDir string) (controller, router string, err error) {
+// BuildComponentImages builds the images of config/dev's components (ControllerImage,
+// RouterImage, NodeImage), reports each with its size and returns their tarballs by component.
+func BuildComponentImages(p *Progress, repoDir, cacheDir string) (map[string]string, error) {
 	paths := map[string]string{}
-	for _, img := range []ComponentImage{ControllerComponentImage, RouterComponentImage} {
+	for _, img := range []ComponentImage{ControllerComponentImage, RouterComponentImage, NodeComponentImage} {
 		path, err := BuildComponentImage(repoDir, cacheDir, img)
 		if err != nil {
-			return "", "", err
+			return nil, err
 		}
 		paths[img.Name] = path
 		p.Say("image %s: %s (%s)", img.Tag, path, fileSize(path))
 	}
-	return paths[Controller], paths[Router], nil
+	return paths, nil
 }
 
 // buildGoImage builds ./cmd/<name> static (CGO off, -trimpath, stripped; version linked in when

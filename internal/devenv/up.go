@@ -264,15 +264,22 @@ const egressHostsHeader = `# kubox-egress resolves the names below (hosts(5) lin
 # for sandboxes whose template has spec.egress. Point a name at a server of your own here.
 `
 
-// nodeServices builds kubox-egress and kubox-node from the checkout and runs them on the node, in
-// both kubox modes: the proxy of sandboxes with spec.egress and the snapshot API are node
-// infrastructure here, as kube-network-policies.
+// nodeServices builds kubox-egress from the checkout and runs it on the node, in both kubox
+// modes: the proxy of sandboxes with spec.egress is node infrastructure here, as
+// kube-network-policies.
 func (e *env) nodeServices(ctx context.Context) error {
-	bins, err := BuildBinaries(e.c.RepoDir, Egress, NodeAPI)
+	bins, err := BuildBinaries(e.c.RepoDir, Egress)
 	if err != nil {
 		return err
 	}
-	if err := e.run(ctx, EgressComponent(bins[Egress], e.c, e.l), 60*time.Second, egressReady(e.c)); err != nil {
+	return e.run(ctx, EgressComponent(bins[Egress], e.c, e.l), 60*time.Second, egressReady(e.c))
+}
+
+// nodeAPI builds kubox-node from the checkout and runs it as a host process (the process mode;
+// the in-cluster mode runs config/node's DaemonSet).
+func (e *env) nodeAPI(ctx context.Context) error {
+	bins, err := BuildBinaries(e.c.RepoDir, NodeAPI)
+	if err != nil {
 		return err
 	}
 	return e.run(ctx, NodeAPIComponent(bins[NodeAPI], e.c, e.l, e.t), 30*time.Second, nodeAPIReady(e.c))

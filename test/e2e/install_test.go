@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/devenv"
 )
 
@@ -143,6 +144,40 @@ func TestInClusterInstall(t *testing.T) {
 	}
 	if log := kubectlOK(t, "-n", devenv.KuboxNamespace, "logs", "deploy/"+devenv.Router); !strings.Contains(log, `"namespace":"`+ns+`"`) {
 		t.Errorf("the in-cluster router's access log has no request for namespace %s; did another router answer?\n%s", ns, log)
+	}
+}
+
+// TestInClusterNodeAPI: config/dev runs kubox-node as config/node's DaemonSet on the labelled
+// node, from the image kubox dev up built, with no host process of its own: the memory, snapshot
+// and fork tests of this suite reach kubox-node through it.
+func TestInClusterNodeAPI(t *testing.T) {
+	requireInCluster(t)
+	node, err := clientset.CoreV1().Nodes().Get(context.Background(), devenv.DefaultConfig().NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Labels[contract.SnapshotNodeLabel] != "true" {
+		t.Errorf("node %s labels %v; want %s=true, which kubox-node's DaemonSet selects", node.Name, node.Labels, contract.SnapshotNodeLabel)
+	}
+	pods, err := clientset.CoreV1().Pods(devenv.NodeNamespace).List(context.Background(),
+		metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + devenv.NodeAPI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d Pods of the DaemonSet %s/%s, want one on the one node", len(pods.Items), devenv.NodeNamespace, devenv.NodeAPI)
+	}
+	pod := pods.Items[0]
+	if c := pod.Spec.Containers[0]; c.Image != devenv.NodeImage || !podReady(&pod) || pod.Spec.NodeName != node.Name {
+		t.Errorf("Pod %s runs %s on %s and is %s; want %s, ready, on %s", pod.Name, c.Image, pod.Spec.NodeName,
+			devenv.PodState(&pod), devenv.NodeImage, node.Name)
+	}
+	procs := hostProcessUIDs(t, "/"+devenv.NodeAPI)
+	if len(procs) != 1 {
+		t.Errorf("%d processes run /%s, want the one in Pod %s: %v", len(procs), devenv.NodeAPI, pod.Name, procs)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "pids", devenv.NodeAPI+".pid")); err == nil {
+		t.Errorf("%s has a pidfile: kubox dev up --in-cluster started it as a host process too", devenv.NodeAPI)
 	}
 }
 

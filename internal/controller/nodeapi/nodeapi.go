@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
@@ -61,6 +62,11 @@ func FromConfig(m configv1alpha1.MemorySettings) Client {
 // ErrNotConfigured is the error of a controller asked to reach kubox-node without a Client.
 var ErrNotConfigured = errors.New("kubox-controller has no controllers.sandbox.memory.tokenFile, so it cannot reach kubox-node")
 
+// ErrNotInstalled is what a call returns while the node token file is missing: a cluster
+// installed from config/default mounts the Secret kubox-node-token when it exists, which
+// installing kubox-node creates.
+var ErrNotInstalled = errors.New("kubox-node is not installed: install config/node and create the Secret kubox-node-token in kubox-node and in the controller's namespace (docs/install.md)")
+
 type clients Options
 
 // CheckpointTimeout bounds one checkpoint: a sandbox holding GiBs takes seconds.
@@ -68,6 +74,9 @@ const CheckpointTimeout = 2 * time.Minute
 
 func (n clients) client(hostIP string) (nodev1connect.SnapshotServiceClient, error) {
 	b, err := os.ReadFile(n.TokenFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: the node token %s does not exist", ErrNotInstalled, n.TokenFile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the node token: %w", err)
 	}
