@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -24,12 +25,13 @@ import (
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	"github.com/kubox-dev/kubox/internal/node/server"
+	"github.com/kubox-dev/kubox/internal/node/store"
 	"github.com/kubox-dev/kubox/internal/version"
 )
 
 type options struct {
-	addr, tokenFile, snapshotRoot string
-	node                          checkpoint.Node
+	addr, tokenFile, snapshotRoot, snapshotStore string
+	node                                         checkpoint.Node
 }
 
 func main() {
@@ -40,8 +42,10 @@ func main() {
 		Long: `kubox-node checkpoints the gVisor sandbox of a Pod running on this node into a snapshot below
 --snapshot-root/<namespace>/<snapshot> and verifies it, for kubox's patched gVisor shim to restore
 new Pods from (the Pod annotation kubox.dev/restore-image). --snapshot-root must be the shim's
-kubox_snapshot_root. Every call needs "Authorization: Bearer <token>" with the token in
---token-file, which is read again when it changes.`,
+kubox_snapshot_root. With --snapshot-store, each snapshot is also copied to that shared folder,
+and a snapshot a restore needs that this node lacks is fetched from it first. Every call needs
+"Authorization: Bearer <token>" with the token in --token-file, which is read again when it
+changes.`,
 		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -51,6 +55,7 @@ kubox_snapshot_root. Every call needs "Authorization: Bearer <token>" with the t
 	f.StringVar(&o.addr, "api-bind-address", fmt.Sprintf(":%d", contract.DefaultNodeAPIPort), "address of the snapshot API")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node token callers must present (required)")
 	f.StringVar(&o.snapshotRoot, "snapshot-root", "", "folder of the snapshots, one folder per namespace: the gVisor shim's kubox_snapshot_root (required)")
+	f.StringVar(&o.snapshotStore, "snapshot-store", "", "folder of a filesystem every node mounts (a ReadWriteMany PersistentVolume): each snapshot is copied there, and a node restoring one it lacks fetches it from there; empty: snapshots stay on the node that took them")
 	f.StringVar(&o.node.Runsc, "runsc", "runsc", "the runsc binary the gVisor shim runs")
 	f.StringVar(&o.node.ShimRunscRoot, "runsc-root", "/run/containerd/runsc", "the root in the gVisor shim's options (runsc.toml's root)")
 	f.StringVar(&o.node.ContainerdRoot, "containerd-root", "/var/lib/containerd", "containerd's root folder")
@@ -71,7 +76,14 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := server.New(server.Config{Node: o.node, SnapshotRoot: o.snapshotRoot, Token: tok, Log: log})
+	cfg := server.Config{Node: o.node, SnapshotRoot: o.snapshotRoot, Token: tok, Log: log}
+	if o.snapshotStore != "" {
+		if !filepath.IsAbs(o.snapshotStore) {
+			return fmt.Errorf("--snapshot-store %q must be an absolute path: where the shared volume is mounted", o.snapshotStore)
+		}
+		cfg.Store = store.Dir{Root: o.snapshotStore}
+	}
+	s, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -84,7 +96,7 @@ func (o *options) run(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("Starting", "version", version.Get().GitVersion, "api", o.addr, "snapshotRoot", o.snapshotRoot)
+	log.Info("Starting", "version", version.Get().GitVersion, "api", o.addr, "snapshotRoot", o.snapshotRoot, "snapshotStore", o.snapshotStore)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -144,6 +144,11 @@ func digest(files []File) (string, int64) {
 	return hex.EncodeToString(h.Sum(nil)), size
 }
 
+// WriteManifest completes m from the files of the directory dir (their sizes, checksums and the
+// overall checksum) and writes it as dir's manifest, atomically: what Checkpoint does last, for
+// the tests of packages that move checkpoint directories.
+func WriteManifest(dir string, m *Manifest) error { return writeManifest(dir, m) }
+
 // writeManifest completes m from the directory's files and writes it atomically.
 func writeManifest(dir string, m *Manifest) error {
 	files, err := hashFiles(dir)
@@ -166,13 +171,9 @@ var ErrIncomplete = errors.New("checkpoint incomplete")
 // the same files, sizes and SHA-256s, the overall checksum, and the image files runsc needs for
 // the manifest's kind. It returns the manifest when all of that holds.
 func Verify(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	m, err := ReadManifest(filepath.Join(dir, ManifestFile))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrIncomplete, err)
-	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: manifest: %v", ErrIncomplete, err)
+		return nil, err
 	}
 	files, err := hashFiles(dir)
 	if err != nil {
@@ -186,6 +187,21 @@ func Verify(dir string) (*Manifest, error) {
 	}
 	if err := hasImage(files, m.Kind); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIncomplete, err)
+	}
+	return m, nil
+}
+
+// ReadManifest reads the manifest file path without checking the files it lists (Verify does):
+// a directory whose manifest was written holds what it lists, since the manifest is written
+// last. ErrIncomplete when it is missing or unreadable.
+func ReadManifest(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIncomplete, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: manifest: %v", ErrIncomplete, err)
 	}
 	return &m, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	"github.com/kubox-dev/kubox/internal/node/store"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
 )
@@ -38,6 +39,9 @@ type Config struct {
 	// SnapshotRoot is the folder of snapshots, the gVisor shim's kubox_snapshot_root: one
 	// folder per namespace below it.
 	SnapshotRoot string
+	// Store, when set, keeps a copy of every snapshot taken here, from which FetchSnapshot copies
+	// the snapshots this node lacks (taken on another node, or lost here).
+	Store store.Store
 	// Token is required of every call.
 	Token *auth.Token
 	Log   *slog.Logger
@@ -109,7 +113,7 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 	}
 	defer release()
 	if _, err := os.Lstat(dir); err == nil {
-		return s.existing(r, dir)
+		return s.existing(ctx, r, dir)
 	}
 	node := s.cfg.Node
 	sandboxID, err := checkpoint.FindSandbox(node.TaskDir(), r.GetNamespace(), r.GetPod(), r.GetPodUid())
@@ -135,22 +139,26 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 	}
 	s.cfg.Log.Info("Checkpoint", "namespace", r.GetNamespace(), "pod", r.GetPod(), "snapshot", r.GetSnapshot(),
 		"bytes", m.Size, "took", time.Since(start))
-	return connect.NewResponse(&nodev1.CheckpointResponse{Snapshot: snapshotOf(r.GetNamespace(), r.GetSnapshot(), dir, m)}), nil
+	snap := snapshotOf(r.GetNamespace(), r.GetSnapshot(), dir, m)
+	snap.Stored = s.put(ctx, snap, dir)
+	return connect.NewResponse(&nodev1.CheckpointResponse{Snapshot: snap}), nil
 }
 
 // existing answers a Checkpoint whose snapshot folder exists: with the snapshot, when it is a
 // complete one of the Pod with the request's pod_uid (a retry), and AlreadyExists otherwise.
-func (s *Server) existing(r *nodev1.CheckpointRequest, dir string) (*connect.Response[nodev1.CheckpointResponse], error) {
+func (s *Server) existing(ctx context.Context, r *nodev1.CheckpointRequest, dir string) (*connect.Response[nodev1.CheckpointResponse], error) {
 	m, err := checkpoint.Verify(dir)
 	if err == nil && r.GetPodUid() != "" && m.Pod.UID == r.GetPodUid() && m.Pod.Name == r.GetPod() {
-		return connect.NewResponse(&nodev1.CheckpointResponse{Snapshot: snapshotOf(r.GetNamespace(), r.GetSnapshot(), dir, m)}), nil
+		snap := snapshotOf(r.GetNamespace(), r.GetSnapshot(), dir, m)
+		snap.Stored = s.put(ctx, snap, dir)
+		return connect.NewResponse(&nodev1.CheckpointResponse{Snapshot: snap}), nil
 	}
 	return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("snapshot %s/%s exists on this node and is not "+
 		"a snapshot of Pod %s with UID %q: choose another name, or delete it first", r.GetNamespace(), r.GetSnapshot(), r.GetPod(), r.GetPodUid()))
 }
 
 // DeleteSnapshot implements nodev1connect.SnapshotServiceHandler.
-func (s *Server) DeleteSnapshot(_ context.Context, req *connect.Request[nodev1.DeleteSnapshotRequest]) (*connect.Response[nodev1.DeleteSnapshotResponse], error) {
+func (s *Server) DeleteSnapshot(ctx context.Context, req *connect.Request[nodev1.DeleteSnapshotRequest]) (*connect.Response[nodev1.DeleteSnapshotResponse], error) {
 	dir, release, err := s.claim(req.Msg.GetNamespace(), req.Msg.GetSnapshot())
 	if err != nil {
 		return nil, err
@@ -158,6 +166,12 @@ func (s *Server) DeleteSnapshot(_ context.Context, req *connect.Request[nodev1.D
 	defer release()
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	if s.cfg.Store != nil {
+		if err := s.cfg.Store.Delete(ctx, req.Msg.GetNamespace(), req.Msg.GetSnapshot()); err != nil {
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("deleting snapshot %s/%s from the snapshot store: %w",
+				req.Msg.GetNamespace(), req.Msg.GetSnapshot(), err))
+		}
 	}
 	return connect.NewResponse(&nodev1.DeleteSnapshotResponse{}), nil
 }

@@ -246,7 +246,9 @@ type Snapshot struct {
 	// The containers the snapshot holds; a Pod restored from it has these and no others.
 	Containers []string `protobuf:"bytes,9,rep,name=containers,proto3" json:"containers,omitempty"`
 	// The runsc version that wrote it; a restore needs the same.
-	RunscVersion  string `protobuf:"bytes,10,opt,name=runsc_version,json=runscVersion,proto3" json:"runsc_version,omitempty"`
+	RunscVersion string `protobuf:"bytes,10,opt,name=runsc_version,json=runscVersion,proto3" json:"runsc_version,omitempty"`
+	// Whether the snapshot store holds a copy too, from which any node with the store can fetch it.
+	Stored        bool `protobuf:"varint,11,opt,name=stored,proto3" json:"stored,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -351,6 +353,13 @@ func (x *Snapshot) GetRunscVersion() string {
 	return ""
 }
 
+func (x *Snapshot) GetStored() bool {
+	if x != nil {
+		return x.Stored
+	}
+	return false
+}
+
 type DeleteSnapshotRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -439,6 +448,111 @@ func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
 	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{4}
 }
 
+type FetchSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Snapshot      string                 `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchSnapshotRequest) Reset() {
+	*x = FetchSnapshotRequest{}
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchSnapshotRequest) ProtoMessage() {}
+
+func (x *FetchSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*FetchSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FetchSnapshotRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *FetchSnapshotRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+type FetchSnapshotResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot *Snapshot              `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// Whether it was copied from the snapshot store by this call.
+	Fetched       bool `protobuf:"varint,2,opt,name=fetched,proto3" json:"fetched,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchSnapshotResponse) Reset() {
+	*x = FetchSnapshotResponse{}
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchSnapshotResponse) ProtoMessage() {}
+
+func (x *FetchSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*FetchSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *FetchSnapshotResponse) GetSnapshot() *Snapshot {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *FetchSnapshotResponse) GetFetched() bool {
+	if x != nil {
+		return x.Fetched
+	}
+	return false
+}
+
 var File_kubox_node_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_kubox_node_v1_snapshot_proto_rawDesc = "" +
@@ -453,7 +567,7 @@ const file_kubox_node_v1_snapshot_proto_rawDesc = "" +
 	"\bcompress\x18\x06 \x01(\bR\bcompress\x12\x17\n" +
 	"\apod_uid\x18\a \x01(\tR\x06podUid\"I\n" +
 	"\x12CheckpointResponse\x123\n" +
-	"\bsnapshot\x18\x01 \x01(\v2\x17.kubox.node.v1.SnapshotR\bsnapshot\"\xeb\x02\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x17.kubox.node.v1.SnapshotR\bsnapshot\"\x83\x03\n" +
 	"\bSnapshot\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
@@ -469,19 +583,27 @@ const file_kubox_node_v1_snapshot_proto_rawDesc = "" +
 	"containers\x18\t \x03(\tR\n" +
 	"containers\x12#\n" +
 	"\rrunsc_version\x18\n" +
-	" \x01(\tR\frunscVersion\"Q\n" +
+	" \x01(\tR\frunscVersion\x12\x16\n" +
+	"\x06stored\x18\v \x01(\bR\x06stored\"Q\n" +
 	"\x15DeleteSnapshotRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\"\x18\n" +
-	"\x16DeleteSnapshotResponse*@\n" +
+	"\x16DeleteSnapshotResponse\"P\n" +
+	"\x14FetchSnapshotRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\"f\n" +
+	"\x15FetchSnapshotResponse\x123\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x17.kubox.node.v1.SnapshotR\bsnapshot\x12\x18\n" +
+	"\afetched\x18\x02 \x01(\bR\afetched*@\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tKIND_FULL\x10\x01\x12\x13\n" +
-	"\x0fKIND_FILESYSTEM\x10\x022\xc3\x01\n" +
+	"\x0fKIND_FILESYSTEM\x10\x022\x9f\x02\n" +
 	"\x0fSnapshotService\x12Q\n" +
 	"\n" +
 	"Checkpoint\x12 .kubox.node.v1.CheckpointRequest\x1a!.kubox.node.v1.CheckpointResponse\x12]\n" +
-	"\x0eDeleteSnapshot\x12$.kubox.node.v1.DeleteSnapshotRequest\x1a%.kubox.node.v1.DeleteSnapshotResponseB7Z5github.com/kubox-dev/kubox/proto/kubox/node/v1;nodev1b\x06proto3"
+	"\x0eDeleteSnapshot\x12$.kubox.node.v1.DeleteSnapshotRequest\x1a%.kubox.node.v1.DeleteSnapshotResponse\x12Z\n" +
+	"\rFetchSnapshot\x12#.kubox.node.v1.FetchSnapshotRequest\x1a$.kubox.node.v1.FetchSnapshotResponseB7Z5github.com/kubox-dev/kubox/proto/kubox/node/v1;nodev1b\x06proto3"
 
 var (
 	file_kubox_node_v1_snapshot_proto_rawDescOnce sync.Once
@@ -496,7 +618,7 @@ func file_kubox_node_v1_snapshot_proto_rawDescGZIP() []byte {
 }
 
 var file_kubox_node_v1_snapshot_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kubox_node_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_kubox_node_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_kubox_node_v1_snapshot_proto_goTypes = []any{
 	(Kind)(0),                      // 0: kubox.node.v1.Kind
 	(*CheckpointRequest)(nil),      // 1: kubox.node.v1.CheckpointRequest
@@ -504,24 +626,29 @@ var file_kubox_node_v1_snapshot_proto_goTypes = []any{
 	(*Snapshot)(nil),               // 3: kubox.node.v1.Snapshot
 	(*DeleteSnapshotRequest)(nil),  // 4: kubox.node.v1.DeleteSnapshotRequest
 	(*DeleteSnapshotResponse)(nil), // 5: kubox.node.v1.DeleteSnapshotResponse
-	(*durationpb.Duration)(nil),    // 6: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 7: google.protobuf.Timestamp
+	(*FetchSnapshotRequest)(nil),   // 6: kubox.node.v1.FetchSnapshotRequest
+	(*FetchSnapshotResponse)(nil),  // 7: kubox.node.v1.FetchSnapshotResponse
+	(*durationpb.Duration)(nil),    // 8: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 9: google.protobuf.Timestamp
 }
 var file_kubox_node_v1_snapshot_proto_depIdxs = []int32{
 	0, // 0: kubox.node.v1.CheckpointRequest.kind:type_name -> kubox.node.v1.Kind
 	3, // 1: kubox.node.v1.CheckpointResponse.snapshot:type_name -> kubox.node.v1.Snapshot
 	0, // 2: kubox.node.v1.Snapshot.kind:type_name -> kubox.node.v1.Kind
-	6, // 3: kubox.node.v1.Snapshot.duration:type_name -> google.protobuf.Duration
-	7, // 4: kubox.node.v1.Snapshot.create_time:type_name -> google.protobuf.Timestamp
-	1, // 5: kubox.node.v1.SnapshotService.Checkpoint:input_type -> kubox.node.v1.CheckpointRequest
-	4, // 6: kubox.node.v1.SnapshotService.DeleteSnapshot:input_type -> kubox.node.v1.DeleteSnapshotRequest
-	2, // 7: kubox.node.v1.SnapshotService.Checkpoint:output_type -> kubox.node.v1.CheckpointResponse
-	5, // 8: kubox.node.v1.SnapshotService.DeleteSnapshot:output_type -> kubox.node.v1.DeleteSnapshotResponse
-	7, // [7:9] is the sub-list for method output_type
-	5, // [5:7] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	8, // 3: kubox.node.v1.Snapshot.duration:type_name -> google.protobuf.Duration
+	9, // 4: kubox.node.v1.Snapshot.create_time:type_name -> google.protobuf.Timestamp
+	3, // 5: kubox.node.v1.FetchSnapshotResponse.snapshot:type_name -> kubox.node.v1.Snapshot
+	1, // 6: kubox.node.v1.SnapshotService.Checkpoint:input_type -> kubox.node.v1.CheckpointRequest
+	4, // 7: kubox.node.v1.SnapshotService.DeleteSnapshot:input_type -> kubox.node.v1.DeleteSnapshotRequest
+	6, // 8: kubox.node.v1.SnapshotService.FetchSnapshot:input_type -> kubox.node.v1.FetchSnapshotRequest
+	2, // 9: kubox.node.v1.SnapshotService.Checkpoint:output_type -> kubox.node.v1.CheckpointResponse
+	5, // 10: kubox.node.v1.SnapshotService.DeleteSnapshot:output_type -> kubox.node.v1.DeleteSnapshotResponse
+	7, // 11: kubox.node.v1.SnapshotService.FetchSnapshot:output_type -> kubox.node.v1.FetchSnapshotResponse
+	9, // [9:12] is the sub-list for method output_type
+	6, // [6:9] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_kubox_node_v1_snapshot_proto_init() }
@@ -535,7 +662,7 @@ func file_kubox_node_v1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kubox_node_v1_snapshot_proto_rawDesc), len(file_kubox_node_v1_snapshot_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

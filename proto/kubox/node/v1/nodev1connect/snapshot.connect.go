@@ -47,6 +47,9 @@ const (
 	// SnapshotServiceDeleteSnapshotProcedure is the fully-qualified name of the SnapshotService's
 	// DeleteSnapshot RPC.
 	SnapshotServiceDeleteSnapshotProcedure = "/kubox.node.v1.SnapshotService/DeleteSnapshot"
+	// SnapshotServiceFetchSnapshotProcedure is the fully-qualified name of the SnapshotService's
+	// FetchSnapshot RPC.
+	SnapshotServiceFetchSnapshotProcedure = "/kubox.node.v1.SnapshotService/FetchSnapshot"
 )
 
 // SnapshotServiceClient is a client for the kubox.node.v1.SnapshotService service.
@@ -57,8 +60,14 @@ type SnapshotServiceClient interface {
 	// snapshot exists and is not this Pod's (see pod_uid); FailedPrecondition: runsc could not
 	// checkpoint it (not gVisor); InvalidArgument: a name that is not a DNS label.
 	Checkpoint(context.Context, *connect.Request[v1.CheckpointRequest]) (*connect.Response[v1.CheckpointResponse], error)
-	// DeleteSnapshot removes a snapshot. Deleting one that does not exist succeeds.
+	// DeleteSnapshot removes a snapshot, from this node and from the snapshot store. Deleting one
+	// that does not exist succeeds.
 	DeleteSnapshot(context.Context, *connect.Request[v1.DeleteSnapshotRequest]) (*connect.Response[v1.DeleteSnapshotResponse], error)
+	// FetchSnapshot makes a snapshot available on this node for a restore: one already here is
+	// returned as it is; one only in the snapshot store (taken on another node, or lost here) is
+	// copied from it and verified against its checksums first. NotFound: neither has it (or this
+	// node has no store); InvalidArgument: a name that is not a DNS label.
+	FetchSnapshot(context.Context, *connect.Request[v1.FetchSnapshotRequest]) (*connect.Response[v1.FetchSnapshotResponse], error)
 }
 
 // NewSnapshotServiceClient constructs a client for the kubox.node.v1.SnapshotService service. By
@@ -84,6 +93,12 @@ func NewSnapshotServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(snapshotServiceMethods.ByName("DeleteSnapshot")),
 			connect.WithClientOptions(opts...),
 		),
+		fetchSnapshot: connect.NewClient[v1.FetchSnapshotRequest, v1.FetchSnapshotResponse](
+			httpClient,
+			baseURL+SnapshotServiceFetchSnapshotProcedure,
+			connect.WithSchema(snapshotServiceMethods.ByName("FetchSnapshot")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -91,6 +106,7 @@ func NewSnapshotServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 type snapshotServiceClient struct {
 	checkpoint     *connect.Client[v1.CheckpointRequest, v1.CheckpointResponse]
 	deleteSnapshot *connect.Client[v1.DeleteSnapshotRequest, v1.DeleteSnapshotResponse]
+	fetchSnapshot  *connect.Client[v1.FetchSnapshotRequest, v1.FetchSnapshotResponse]
 }
 
 // Checkpoint calls kubox.node.v1.SnapshotService.Checkpoint.
@@ -103,6 +119,11 @@ func (c *snapshotServiceClient) DeleteSnapshot(ctx context.Context, req *connect
 	return c.deleteSnapshot.CallUnary(ctx, req)
 }
 
+// FetchSnapshot calls kubox.node.v1.SnapshotService.FetchSnapshot.
+func (c *snapshotServiceClient) FetchSnapshot(ctx context.Context, req *connect.Request[v1.FetchSnapshotRequest]) (*connect.Response[v1.FetchSnapshotResponse], error) {
+	return c.fetchSnapshot.CallUnary(ctx, req)
+}
+
 // SnapshotServiceHandler is an implementation of the kubox.node.v1.SnapshotService service.
 type SnapshotServiceHandler interface {
 	// Checkpoint saves the gVisor sandbox of a Pod running on this node into a new snapshot, and
@@ -111,8 +132,14 @@ type SnapshotServiceHandler interface {
 	// snapshot exists and is not this Pod's (see pod_uid); FailedPrecondition: runsc could not
 	// checkpoint it (not gVisor); InvalidArgument: a name that is not a DNS label.
 	Checkpoint(context.Context, *connect.Request[v1.CheckpointRequest]) (*connect.Response[v1.CheckpointResponse], error)
-	// DeleteSnapshot removes a snapshot. Deleting one that does not exist succeeds.
+	// DeleteSnapshot removes a snapshot, from this node and from the snapshot store. Deleting one
+	// that does not exist succeeds.
 	DeleteSnapshot(context.Context, *connect.Request[v1.DeleteSnapshotRequest]) (*connect.Response[v1.DeleteSnapshotResponse], error)
+	// FetchSnapshot makes a snapshot available on this node for a restore: one already here is
+	// returned as it is; one only in the snapshot store (taken on another node, or lost here) is
+	// copied from it and verified against its checksums first. NotFound: neither has it (or this
+	// node has no store); InvalidArgument: a name that is not a DNS label.
+	FetchSnapshot(context.Context, *connect.Request[v1.FetchSnapshotRequest]) (*connect.Response[v1.FetchSnapshotResponse], error)
 }
 
 // NewSnapshotServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -134,12 +161,20 @@ func NewSnapshotServiceHandler(svc SnapshotServiceHandler, opts ...connect.Handl
 		connect.WithSchema(snapshotServiceMethods.ByName("DeleteSnapshot")),
 		connect.WithHandlerOptions(opts...),
 	)
+	snapshotServiceFetchSnapshotHandler := connect.NewUnaryHandler(
+		SnapshotServiceFetchSnapshotProcedure,
+		svc.FetchSnapshot,
+		connect.WithSchema(snapshotServiceMethods.ByName("FetchSnapshot")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/kubox.node.v1.SnapshotService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SnapshotServiceCheckpointProcedure:
 			snapshotServiceCheckpointHandler.ServeHTTP(w, r)
 		case SnapshotServiceDeleteSnapshotProcedure:
 			snapshotServiceDeleteSnapshotHandler.ServeHTTP(w, r)
+		case SnapshotServiceFetchSnapshotProcedure:
+			snapshotServiceFetchSnapshotHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -155,4 +190,8 @@ func (UnimplementedSnapshotServiceHandler) Checkpoint(context.Context, *connect.
 
 func (UnimplementedSnapshotServiceHandler) DeleteSnapshot(context.Context, *connect.Request[v1.DeleteSnapshotRequest]) (*connect.Response[v1.DeleteSnapshotResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kubox.node.v1.SnapshotService.DeleteSnapshot is not implemented"))
+}
+
+func (UnimplementedSnapshotServiceHandler) FetchSnapshot(context.Context, *connect.Request[v1.FetchSnapshotRequest]) (*connect.Response[v1.FetchSnapshotResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kubox.node.v1.SnapshotService.FetchSnapshot is not implemented"))
 }

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	"github.com/kubox-dev/kubox/internal/node/store"
+	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
+)
+
+// put copies a snapshot just verified into the store, when there is one, and reports whether the
+// store holds it. A failure is logged and leaves the snapshot on this node only: the checkpoint
+// itself succeeded, and the snapshot says it is not stored.
+func (s *Server) put(ctx context.Context, snap *nodev1.Snapshot, dir string) bool {
+	if s.cfg.Store == nil {
+		return false
+	}
+	start := time.Now()
+	if err := s.cfg.Store.Put(ctx, snap.GetNamespace(), snap.GetName(), dir); err != nil {
+		s.cfg.Log.Error("Storing the snapshot failed; it stays on this node only", "namespace", snap.GetNamespace(),
+			"snapshot", snap.GetName(), "err", err)
+		return false
+	}
+	s.cfg.Log.Info("Stored", "namespace", snap.GetNamespace(), "snapshot", snap.GetName(), "bytes", snap.GetSizeBytes(),
+		"took", time.Since(start))
+	return true
+}
+
+// FetchSnapshot implements nodev1connect.SnapshotServiceHandler. A snapshot whose manifest is here
+// (written last, so complete) is answered without reading it again; one only in the store is
+// copied and verified while the snapshot's name is claimed, so a concurrent call for it gets
+// Aborted and asks again.
+func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.FetchSnapshotRequest]) (*connect.Response[nodev1.FetchSnapshotResponse], error) {
+	ns, name := req.Msg.GetNamespace(), req.Msg.GetSnapshot()
+	dir, release, err := s.claim(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if m, err := readManifest(dir); err == nil {
+		return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snapshotOf(ns, name, dir, m)}), nil
+	}
+	if s.cfg.Store == nil {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("snapshot %s/%s is not on this node, and kubox-node has "+
+			"no snapshot store (--snapshot-store) to fetch it from: restore it on the node that took it", ns, name))
+	}
+	_ = os.RemoveAll(dir) // an incomplete folder left by a crash
+	start := time.Now()
+	switch err := s.cfg.Store.Get(ctx, ns, name, dir); {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("snapshot %s/%s is neither on this node nor in the snapshot store", ns, name))
+	case err != nil:
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("fetching snapshot %s/%s from the snapshot store: %w", ns, name, err))
+	}
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	s.cfg.Log.Info("Fetched", "namespace", ns, "snapshot", name, "bytes", m.Size, "took", time.Since(start))
+	snap := snapshotOf(ns, name, dir, m)
+	snap.Stored = true
+	return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snap, Fetched: true}), nil
+}
+
+// readManifest reads the manifest of the snapshot folder dir.
+func readManifest(dir string) (*checkpoint.Manifest, error) {
+	return checkpoint.ReadManifest(filepath.Join(dir, checkpoint.ManifestFile))
+}

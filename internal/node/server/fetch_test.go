@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	"github.com/kubox-dev/kubox/internal/node/store"
+	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
+	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
+)
+
+// serveWithStore starts the API with a snapshot store (nil: none) and a checkpoint that writes a
+// complete snapshot folder; it returns the client and the node's snapshot root.
+func serveWithStore(t *testing.T, st store.Store) (nodev1connect.SnapshotServiceClient, string) {
+	t.Helper()
+	root := t.TempDir()
+	s, err := New(Config{Node: fakeNode(t), SnapshotRoot: root, Token: auth.Fixed([]byte(token)), Store: st,
+		checkpoint: func(_ context.Context, _ checkpoint.Runsc, o checkpoint.Options) (*checkpoint.Manifest, error) {
+			if err := os.MkdirAll(filepath.Join(o.Dir, "image"), 0o700); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(o.Dir, "image", "checkpoint.img"), []byte("the sandbox's memory"), 0o600); err != nil {
+				return nil, err
+			}
+			m := &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full, Pod: checkpoint.PodRef{Namespace: "team-a", Name: "py", UID: "uid-1"}}
+			return m, checkpoint.WriteManifest(o.Dir, m)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return nodev1connect.NewSnapshotServiceClient(contract.BearerClient(token), srv.URL), root
+}
+
+// TestSnapshotsGoToTheStoreAndComeBack: with a store, a checkpoint is stored (and says so), a
+// fetch of a snapshot on the node copies nothing, a fetch of one the node lost copies it back
+// verified, and a delete removes both copies.
+func TestSnapshotsGoToTheStoreAndComeBack(t *testing.T) {
+	st := store.Dir{Root: t.TempDir()}
+	c, root := serveWithStore(t, st)
+	ctx := context.Background()
+	res, err := c.Checkpoint(ctx, connect.NewRequest(&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", PodUid: "uid-1", Snapshot: "s1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := res.Msg.GetSnapshot()
+	if !taken.GetStored() {
+		t.Fatalf("snapshot %v: want stored", taken)
+	}
+	if _, err := checkpoint.Verify(filepath.Join(st.Root, "team-a", "s1")); err != nil {
+		t.Fatalf("the store's copy: %v", err)
+	}
+	fetch := func() (*nodev1.FetchSnapshotResponse, error) {
+		r, err := c.FetchSnapshot(ctx, connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: "team-a", Snapshot: "s1"}))
+		if err != nil {
+			return nil, err
+		}
+		return r.Msg, nil
+	}
+	got, err := fetch()
+	if err != nil || got.GetFetched() || got.GetSnapshot().GetSha256() != taken.GetSha256() {
+		t.Fatalf("fetch of a snapshot on the node: %v, %v; want it as taken, not copied", got, err)
+	}
+	local := filepath.Join(root, "team-a", "s1")
+	if err := os.RemoveAll(local); err != nil {
+		t.Fatal(err)
+	}
+	got, err = fetch()
+	if err != nil || !got.GetFetched() || got.GetSnapshot().GetSha256() != taken.GetSha256() || got.GetSnapshot().GetImage() != filepath.Join(local, "image") {
+		t.Fatalf("fetch of a lost snapshot: %v, %v; want it copied back to %s", got, err, local)
+	}
+	if _, err := checkpoint.Verify(local); err != nil {
+		t.Errorf("the fetched copy: %v", err)
+	}
+	if _, err := c.DeleteSnapshot(ctx, connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: "team-a", Snapshot: "s1"})); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{local, filepath.Join(st.Root, "team-a", "s1")} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s after the delete: %v, want gone", dir, err)
+		}
+	}
+	if _, err := fetch(); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("fetch of a deleted snapshot: %v, want NotFound", err)
+	}
+}
+
+// TestFetchWithoutAStoreSaysWhere: a node without a store cannot fetch a snapshot it lacks, and
+// says to restore it where it was taken.
+func TestFetchWithoutAStoreSaysWhere(t *testing.T) {
+	c, _ := serveWithStore(t, nil)
+	_, err := c.FetchSnapshot(context.Background(), connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: "team-a", Snapshot: "elsewhere"}))
+	if connect.CodeOf(err) != connect.CodeNotFound || !strings.Contains(err.Error(), "no snapshot store") {
+		t.Errorf("fetch without a store: %v, want NotFound naming the missing --snapshot-store", err)
+	}
+	res, err := c.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", Snapshot: "s1"}))
+	if err != nil || res.Msg.GetSnapshot().GetStored() {
+		t.Errorf("checkpoint without a store: %v, stored %v; want it taken and not stored", err, res.Msg.GetSnapshot().GetStored())
+	}
+}

@@ -1,0 +1,151 @@
+// Package store keeps verified snapshot folders (package checkpoint) off the node that took them,
+// so that a restore can run on another node, or on the same node after it lost its disk:
+// kubox-node puts each snapshot it takes into the store and fetches from it the snapshots a
+// restore needs that its node does not have (docs/checkpoint.md, "Where snapshots live").
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+)
+
+// ErrNotFound is what Get returns for a snapshot the store does not hold (complete).
+var ErrNotFound = errors.New("not in the snapshot store")
+
+// Store holds snapshot folders by namespace and name. Implementations copy a folder's manifest
+// last and make it visible whole, so a snapshot the store shows is complete.
+type Store interface {
+	// Put copies the verified snapshot folder dir into the store as namespace/name; a snapshot
+	// the store already holds under that name is left as it is.
+	Put(ctx context.Context, namespace, name, dir string) error
+	// Get copies namespace/name into dir, which must not exist, and verifies it against its
+	// manifest; ErrNotFound when the store does not hold it.
+	Get(ctx context.Context, namespace, name, dir string) error
+	// Delete removes namespace/name; removing one that is not there succeeds.
+	Delete(ctx context.Context, namespace, name string) error
+}
+
+// Dir is a Store on a filesystem every node mounts at Root: a ReadWriteMany PersistentVolume
+// (NFS, CephFS, a cloud file share) mounted into each kubox-node, or, on one node, a folder of
+// another disk.
+type Dir struct{ Root string }
+
+var _ Store = Dir{}
+
+func (d Dir) path(namespace, name string) string { return filepath.Join(d.Root, namespace, name) }
+
+// Put implements Store: the folder is copied beside its final name, manifest last, read back
+// against the manifest, then renamed.
+func (d Dir) Put(ctx context.Context, namespace, name, dir string) error {
+	dst := d.path(namespace, name)
+	if _, err := os.Stat(filepath.Join(dst, checkpoint.ManifestFile)); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	return copyIn(ctx, dir, dst, verify)
+}
+
+// verify reads a copied folder back against its manifest.
+func verify(dir string) error {
+	_, err := checkpoint.Verify(dir)
+	return err
+}
+
+// Get implements Store: the folder is copied beside dir, verified, then renamed to dir.
+func (d Dir) Get(ctx context.Context, namespace, name, dir string) error {
+	src := d.path(namespace, name)
+	if _, err := os.Stat(filepath.Join(src, checkpoint.ManifestFile)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("snapshot %s/%s: %w", namespace, name, ErrNotFound)
+	} else if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return err
+	}
+	return copyIn(ctx, src, dir, verify)
+}
+
+// Delete implements Store.
+func (d Dir) Delete(_ context.Context, namespace, name string) error {
+	return os.RemoveAll(d.path(namespace, name))
+}
+
+// copyIn copies the snapshot folder src to a temporary folder beside dst, the manifest last,
+// runs check on it and renames it to dst; on any failure nothing is left at dst or beside it.
+func copyIn(ctx context.Context, src, dst string, check func(tmp string) error) error {
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	tmp := dst + ".partial-" + hex.EncodeToString(suffix)
+	err := copyTree(ctx, src, tmp)
+	if err == nil {
+		err = copyFile(filepath.Join(src, checkpoint.ManifestFile), filepath.Join(tmp, checkpoint.ManifestFile))
+	}
+	if err == nil {
+		err = check(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+	}
+	return err
+}
+
+// copyTree copies the folders and regular files below src, except its manifest, to dst.
+func copyTree(ctx context.Context, src, dst string) error {
+	return filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case e.IsDir():
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		case rel == checkpoint.ManifestFile:
+			return nil
+		case !e.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular file: a snapshot folder holds files only", rel)
+		}
+		return copyFile(path, filepath.Join(dst, rel))
+	})
+}
+
+// copyFile copies the regular file src to dst, synced to disk.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+)
+
+// snapshotDir writes a complete full snapshot folder below t's temporary folder.
+func snapshotDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "snap")
+	for path, data := range map[string]string{
+		"image/checkpoint.img": "memory of the sandbox",
+		"specs/0.json":         `{"ociVersion":"1.0.2"}`,
+		"files/1/0/token":      "secret",
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(path)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, path), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := checkpoint.WriteManifest(dir, &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestDirPutGetDelete(t *testing.T) {
+	src := snapshotDir(t)
+	s := Dir{Root: filepath.Join(t.TempDir(), "store")}
+	if err := s.Put(t.Context(), "team-a", "snap", src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.Verify(filepath.Join(s.Root, "team-a", "snap")); err != nil {
+		t.Errorf("the stored copy: %v", err)
+	}
+	// A second Put of a stored snapshot (a retried checkpoint) keeps the copy.
+	if err := s.Put(t.Context(), "team-a", "snap", src); err != nil {
+		t.Errorf("second Put: %v", err)
+	}
+	dst := filepath.Join(t.TempDir(), "node", "team-a", "snap")
+	if err := s.Get(t.Context(), "team-a", "snap", dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := checkpoint.Verify(dst)
+	if err != nil {
+		t.Fatalf("the fetched copy: %v", err)
+	}
+	if want, _ := checkpoint.Verify(src); got.SHA256 != want.SHA256 {
+		t.Errorf("fetched checksum %s, taken %s", got.SHA256, want.SHA256)
+	}
+	if err := s.Delete(t.Context(), "team-a", "snap"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Get(t.Context(), "team-a", "snap", filepath.Join(t.TempDir(), "again")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(t.Context(), "team-a", "snap"); err != nil {
+		t.Errorf("Delete of a deleted snapshot: %v, want success", err)
+	}
+}
+
+// TestDirGetRefusesADamagedCopy: a stored copy that no longer matches its manifest is not fetched,
+// and nothing is left where the restore would look.
+func TestDirGetRefusesADamagedCopy(t *testing.T) {
+	s := Dir{Root: t.TempDir()}
+	if err := s.Put(t.Context(), "team-a", "snap", snapshotDir(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Root, "team-a", "snap", "image", "checkpoint.img"), []byte("bit rot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	node := t.TempDir()
+	dst := filepath.Join(node, "snap")
+	if err := s.Get(t.Context(), "team-a", "snap", dst); !errors.Is(err, checkpoint.ErrIncomplete) {
+		t.Fatalf("Get of a damaged copy: %v, want ErrIncomplete", err)
+	}
+	if left, _ := os.ReadDir(node); len(left) != 0 {
+		t.Errorf("after a refused Get the node's folder holds %v, want nothing", left)
+	}
+}
+
+// TestDirPutWithoutAManifestStoresNothing: an incomplete folder (no manifest: the checkpoint did
+// not finish) fails and leaves no snapshot in the store.
+func TestDirPutWithoutAManifestStoresNothing(t *testing.T) {
+	src := snapshotDir(t)
+	if err := os.Remove(filepath.Join(src, checkpoint.ManifestFile)); err != nil {
+		t.Fatal(err)
+	}
+	s := Dir{Root: t.TempDir()}
+	if err := s.Put(t.Context(), "team-a", "snap", src); err == nil {
+		t.Fatal("Put of a folder without a manifest succeeded")
+	}
+	if left, _ := os.ReadDir(filepath.Join(s.Root, "team-a")); len(left) != 0 {
+		t.Errorf("the store holds %v after a failed Put, want nothing", left)
+	}
+}
