@@ -109,12 +109,12 @@ func EgressComponent(bin string, c Config, l Layout) Component {
 
 // NodeAPIComponent runs kubox-node on the node: its snapshot API on 127.0.0.1 (kubox-controller
 // and the tests run on this host), the node token in Layout.NodeToken, the snapshots in
-// Layout.Snapshots (the gVisor shim's kubox_snapshot_root), and the node's containerd, shim and
-// kubelet folders.
+// Layout.Snapshots (the gVisor shim's kubox_snapshot_root) with a copy of each in
+// Layout.SnapshotStore, and the node's containerd, shim and kubelet folders.
 func NodeAPIComponent(bin string, c Config, l Layout, t Tools) Component {
 	return Component{NodeAPI, []string{bin,
 		fmt.Sprintf("--api-bind-address=127.0.0.1:%d", c.Ports.NodeAPI),
-		"--token-file=" + l.NodeToken, "--snapshot-root=" + l.Snapshots, "--runsc=" + t.Runsc,
+		"--token-file=" + l.NodeToken, "--snapshot-root=" + l.Snapshots, "--snapshot-store=" + l.SnapshotStore, "--runsc=" + t.Runsc,
 		"--runsc-root=" + l.RunscRoot, "--containerd-root=" + l.ContainerdRoot, "--containerd-state=" + l.ContainerdState,
 		"--kubelet-root=" + l.KubeletRoot}}
 }

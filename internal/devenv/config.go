@@ -149,6 +149,9 @@ type Layout struct {
 	// Snapshots holds gVisor checkpoint images, one folder per namespace: the gVisor shim restores
 	// a Pod annotated kubox.dev/restore-image only from an image below Snapshots/<its namespace>.
 	Snapshots string
+	// SnapshotStore is kubox-node's --snapshot-store: a copy of every snapshot, from which a
+	// snapshot lost from Snapshots is fetched back (a cluster mounts a shared volume there).
+	SnapshotStore string
 	// NodeToken is the token kubox-node's callers present.
 	NodeToken string
 }
@@ -165,7 +168,7 @@ func NewLayout(stateDir string) Layout {
 		Kubeconfig:       j("kubeconfig"),
 		ControllerConfig: j("etc", "kubox-controller.yaml"), AgentTokenKey: j("etc", "agent-token-key"),
 		AdminToken: j("etc", "admin-token"), TokenAuthFile: j("etc", "tokens.csv"),
-		EgressHosts: j("etc", "egress-hosts"), Snapshots: j("snapshots"),
+		EgressHosts: j("etc", "egress-hosts"), Snapshots: j("snapshots"), SnapshotStore: j("snapshot-store"),
 		NodeToken: j("etc", "node-token"),
 	}
 }

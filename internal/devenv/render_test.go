@@ -194,7 +194,7 @@ func TestKuboxComponents(t *testing.T) {
 			"--hosts-file=/var/lib/kubox-dev/etc/egress-hosts", "--upstream-ca-file=/var/lib/kubox-dev/pki/egress-test-ca.crt"}},
 		NodeAPI: {NodeAPIComponent("/bin/kubox-node", c, l, Tools{Runsc: "/c/runsc"}), []string{
 			"--api-bind-address=127.0.0.1:16097", "--token-file=/var/lib/kubox-dev/etc/node-token",
-			"--snapshot-root=/var/lib/kubox-dev/snapshots", "--runsc=/c/runsc", "--runsc-root=/var/lib/kubox-dev/containerd/runsc",
+			"--snapshot-root=/var/lib/kubox-dev/snapshots", "--snapshot-store=/var/lib/kubox-dev/snapshot-store", "--runsc=/c/runsc", "--runsc-root=/var/lib/kubox-dev/containerd/runsc",
 			"--containerd-state=/var/lib/kubox-dev/containerd/state", "--kubelet-root=/var/lib/kubox-dev/kubelet"}},
 	}
 	for name, tc := range tests {

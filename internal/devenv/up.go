@@ -108,8 +108,10 @@ func (e *env) writeState() error {
 		}
 	}
 	// checkpoint images hold sandboxes' memory: root only
-	if err := os.MkdirAll(e.l.Snapshots, 0o700); err != nil {
-		return err
+	for _, d := range []string{e.l.Snapshots, e.l.SnapshotStore} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
 	}
 	if e.c.InCluster {
 		if err := os.WriteFile(e.l.InClusterMarker(), nil, 0o644); err != nil {
@@ -371,12 +373,12 @@ kubox dev environment
   runtimes    RuntimeClass runc (default) and gvisor (handler runsc)
   policy      NetworkPolicy enforced by kube-network-policies (its verdicts: %[12]s/kube-network-policies.log)
   egress      kubox-egress on %[16]s for templates with spec.egress (names: %[17]s)
-  snapshots   kubox-node on %[18]s (token %[19]s); gVisor snapshots in %[20]s/<namespace>
+  snapshots   kubox-node on %[18]s (token %[19]s); gVisor snapshots in %[20]s/<namespace>, copies in %[21]s
   storage     StorageClass %[8]s (default; hostPath volumes under /tmp/hostpath_pv)
   images      %[9]s, %[10]s, %[14]s (use imagePullPolicy: Never or IfNotPresent)
   state       %[11]s   logs %[12]s/<component>.log   pidfiles %[13]s
   status      kubox dev status        stop and remove: kubox dev down
 `, l.Kubeconfig, l.Bin, c.Ports.APIServer, c.NodeName, c.NodeIP(), c.Bridge, c.PodSubnet,
 		StorageClassName, BusyboxImage, SandboxImage, l.Root, l.Logs, l.Pids, PythonImage, c.RouterURL(),
-		c.EgressProxyURL(), l.EgressHosts, c.NodeAPIURL(), l.NodeToken, l.Snapshots)
+		c.EgressProxyURL(), l.EgressHosts, c.NodeAPIURL(), l.NodeToken, l.Snapshots, l.SnapshotStore)
 }

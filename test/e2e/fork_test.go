@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/devenv"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 	"github.com/kubox-dev/kubox/sdk/go/kubox"
@@ -108,6 +113,51 @@ func TestForkContinuesFromTheSameMemory(t *testing.T) {
 		if err := f.Delete(t.Context()); err != nil {
 			t.Errorf("Delete(%s): %v", f.Name(), err)
 		}
+	}
+}
+
+// TestSnapshotComesBackFromTheStore: kubox-node copies every snapshot into its snapshot store;
+// when the node's copy is gone (a node that lost its disk, or another node), a Sandbox starting
+// from the snapshot has it fetched back from the store, verified, and continues from its memory.
+func TestSnapshotComesBackFromTheStore(t *testing.T) {
+	requireController(t)
+	ns := namespace(t)
+	c := sdkClient(t, ns)
+	src, before := countingSource(t, c, ns, "source")
+	snap, err := src.Snapshot(t.Context())
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	l := devenv.NewLayout(stateDir)
+	id := snap.Status.Snapshot.Snapshot
+	stored, err := checkpoint.Verify(filepath.Join(l.SnapshotStore, ns, id))
+	if err != nil {
+		t.Fatalf("the store's copy of snapshot %s: %v", id, err)
+	}
+	local := filepath.Join(l.Snapshots, ns, id)
+	if err := os.RemoveAll(local); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	forks, err := c.ForkFrom(t.Context(), snap, 1)
+	if err != nil {
+		t.Fatalf("ForkFrom a snapshot the node lost: %v", err)
+	}
+	took := time.Since(start)
+	fetched, err := checkpoint.Verify(local)
+	if err != nil || fetched.SHA256 != stored.SHA256 {
+		t.Fatalf("the node's copy after the fork: %v (sha256 %v); want the store's, verified", err, stored.SHA256)
+	}
+	ip, tok := agentEndpoint(t, ns, forks[0].Name())
+	got := agentCounter(t, ip, tok, func(s counterState) bool { return s.n > 0 })
+	if got.secret != before.secret || got.n < before.n {
+		t.Fatalf("fork %s: secret %d, counter %d; the source had %d, %d: it did not continue from the fetched snapshot",
+			forks[0].Name(), got.secret, got.n, before.secret, before.n)
+	}
+	t.Logf("snapshot %s (%.1f MiB) fetched from the store; fork %s Ready %s after it was asked for, at counter %d (source %d)",
+		id, float64(stored.Size)/(1<<20), forks[0].Name(), took.Round(10*time.Millisecond), got.n, before.n)
+	if err := forks[0].Delete(t.Context()); err != nil {
+		t.Errorf("Delete(%s): %v", forks[0].Name(), err)
 	}
 }
 

@@ -34,6 +34,9 @@ type Client interface {
 	Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error)
 	// DeleteSnapshot removes a snapshot from the node at hostIP.
 	DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error
+	// Fetch makes a snapshot available on the node at hostIP for a restore: there already, or
+	// copied from kubox-node's snapshot store.
+	Fetch(ctx context.Context, hostIP, namespace, snapshot string) (*nodev1.FetchSnapshotResponse, error)
 }
 
 // Options say how to reach kubox-node (controllers.sandbox.memory).
@@ -111,6 +114,24 @@ func (n clients) DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot
 	}
 	_, err = c.DeleteSnapshot(ctx, connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: namespace, Snapshot: snapshot}))
 	return err
+}
+
+// FetchTimeout bounds a Fetch: a copy from the store of a snapshot of several GiB.
+const FetchTimeout = 5 * time.Minute
+
+// Fetch implements Client.
+func (n clients) Fetch(ctx context.Context, hostIP, namespace, snapshot string) (*nodev1.FetchSnapshotResponse, error) {
+	c, err := n.client(hostIP)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	defer cancel()
+	res, err := c.FetchSnapshot(ctx, connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: namespace, Snapshot: snapshot}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg, nil
 }
 
 // Status is the API's record of s, taken on node.

@@ -96,7 +96,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
 // The admission policies of config/admission let only a requester allowed create on
 // sandboxes/provenance give a Pod, Service, PVC or Secret an owner reference to a Sandbox, or give
 // a Sandbox one to a SandboxWarmPool or SandboxClaim: the controllers make those objects.

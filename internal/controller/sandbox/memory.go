@@ -184,22 +184,22 @@ func resumeFromMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
 const snapshotRetry = 2 * time.Second
 
 // startFromSnapshot shapes the new Pod of a sandbox with spec.snapshotRef to start from that
-// SandboxSnapshot, on its node. It returns why the Pod cannot be created yet, or "".
-func (r *Reconciler) startFromSnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) (string, error) {
+// SandboxSnapshot, on its node, and returns the snapshot; or why the Pod cannot be created yet.
+func (r *Reconciler) startFromSnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) (*sandboxv1beta1.MemoryStatus, string, error) {
 	name := sb.Spec.SnapshotRef.Name
 	snap := &extv1beta1.SandboxSnapshot{}
 	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: name}, snap); {
 	case apierrors.IsNotFound(err):
-		return fmt.Sprintf("SandboxSnapshot %s, which spec.snapshotRef names, does not exist", name), nil
+		return nil, fmt.Sprintf("SandboxSnapshot %s, which spec.snapshotRef names, does not exist", name), nil
 	case err != nil:
-		return "", fmt.Errorf("reading SandboxSnapshot %s: %w", name, err)
+		return nil, "", fmt.Errorf("reading SandboxSnapshot %s: %w", name, err)
 	}
 	s, why := extv1beta1.SnapshotReady(snap)
 	if s == nil {
-		return fmt.Sprintf("SandboxSnapshot %s, which spec.snapshotRef names, is not Ready: %s", name, why), nil
+		return nil, fmt.Sprintf("SandboxSnapshot %s, which spec.snapshotRef names, is not Ready: %s", name, why), nil
 	}
 	checkpoint.ShapeForRestore(pod, s.NodeName, s.Image)
-	return "", nil
+	return s, "", nil
 }
 
 // restoredCondition is MemoryKept=True/Restored once the Pod restored from status.memory is

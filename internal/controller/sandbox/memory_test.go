@@ -28,12 +28,24 @@ import (
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 )
 
-// fakeNodes is kubox-node answering with fail, or with a snapshot named as asked.
+// fakeNodes is kubox-node answering with fail, or with a snapshot named as asked; Fetch answers
+// fetchErr, or that it copied the snapshot when fetched is set.
 type fakeNodes struct {
 	fail        error
 	checkpoints []*nodev1.CheckpointRequest
 	hosts       []string
 	deleted     []string
+	fetches     []string
+	fetchErr    error
+	fetched     bool
+}
+
+func (f *fakeNodes) Fetch(_ context.Context, hostIP, namespace, snapshot string) (*nodev1.FetchSnapshotResponse, error) {
+	f.fetches = append(f.fetches, hostIP+" "+namespace+"/"+snapshot)
+	if f.fetchErr != nil {
+		return nil, f.fetchErr
+	}
+	return &nodev1.FetchSnapshotResponse{Snapshot: &nodev1.Snapshot{Namespace: namespace, Name: snapshot}, Fetched: f.fetched}, nil
 }
 
 func (f *fakeNodes) Checkpoint(_ context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error) {
@@ -326,7 +338,7 @@ func TestStartFromSnapshot(t *testing.T) {
 			r := &Reconciler{client: b.Build()}
 			pod := testPod().Obj()
 			pod.Spec.InitContainers = []corev1.Container{{Name: AgentInitContainerName}}
-			why, err := r.startFromSnapshot(t.Context(), sb, pod)
+			_, why, err := r.startFromSnapshot(t.Context(), sb, pod)
 			if err != nil || why != tc.wantWait {
 				t.Fatalf("startFromSnapshot() = %q, %v; want %q", why, err, tc.wantWait)
 			}

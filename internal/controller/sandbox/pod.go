@@ -119,18 +119,9 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	if err != nil {
 		return err
 	}
-	fromMemory := resumeFromMemory(sb, pod)
-	if !fromMemory && sb.Status.Memory != nil {
-		if err := r.dropMemory(ctx, sb); err != nil {
-			return err
-		}
-	}
-	if !fromMemory && sb.Spec.SnapshotRef != nil {
-		why, err := r.startFromSnapshot(ctx, sb, pod)
-		if err != nil || why != "" {
-			obs.snapshotWait, obs.requeueAfter = why, snapshotRetry
-			return err
-		}
+	if why, err := r.shapeRestore(ctx, sb, pod); err != nil || why != "" {
+		obs.snapshotWait, obs.requeueAfter = why, snapshotRetry
+		return err
 	}
 	if sb.Spec.Agent != nil {
 		if err := r.ensureAgentSecret(ctx, sb); err != nil {
@@ -165,6 +156,30 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 	obs.pod = existing
 	obs.ownedPods = 1
 	return r.patchPodMetadata(ctx, sb, existing)
+}
+
+// shapeRestore shapes the new Pod of a sandbox to restore from its memory snapshot (a resume with
+// keepMemory) or else from its spec.snapshotRef, on a node that holds the snapshot (placeRestore),
+// and discards a memory snapshot the sandbox no longer resumes from. It returns why the Pod must
+// wait, or "".
+func (r *Reconciler) shapeRestore(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) (string, error) {
+	from := sb.Status.Memory
+	if !resumeFromMemory(sb, pod) {
+		if from != nil {
+			if err := r.dropMemory(ctx, sb); err != nil {
+				return "", err
+			}
+		}
+		if sb.Spec.SnapshotRef == nil {
+			return "", nil
+		}
+		s, why, err := r.startFromSnapshot(ctx, sb, pod)
+		if err != nil || why != "" {
+			return why, err
+		}
+		from = s
+	}
+	return r.placeRestore(ctx, sb.Namespace, pod, from)
 }
 
 // recordPodName sets the agent-sandbox pod-name annotation on the Sandbox once.

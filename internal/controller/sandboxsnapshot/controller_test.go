@@ -2,6 +2,7 @@ package sandboxsnapshot
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,10 @@ func (f *fakeNodes) Checkpoint(_ context.Context, hostIP string, req *nodev1.Che
 func (f *fakeNodes) DeleteSnapshot(_ context.Context, hostIP, namespace, snapshot string) error {
 	f.deleted = append(f.deleted, hostIP+" "+namespace+"/"+snapshot)
 	return nil
+}
+
+func (f *fakeNodes) Fetch(context.Context, string, string, string) (*nodev1.FetchSnapshotResponse, error) {
+	return nil, errors.New("the SandboxSnapshot controller never fetches")
 }
 
 func scheme() *runtime.Scheme {
