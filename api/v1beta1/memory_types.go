@@ -33,7 +33,7 @@ type MemoryStatus struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Snapshot string `json:"snapshot"`
-	// nodeName is the node that holds the snapshot; the resumed Pod runs there.
+	// nodeName is the node that took the snapshot; the resumed Pod runs there while it exists.
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	NodeName string `json:"nodeName"`
@@ -54,6 +54,10 @@ type MemoryStatus struct {
 	// takenAt is when the checkpoint was taken.
 	// +optional
 	TakenAt *metav1.Time `json:"takenAt,omitempty"`
+	// stored says that kubox-node's snapshot store holds a copy too, verified, from which any
+	// node with the store can restore it (when nodeName is gone, another labelled node does).
+	// +optional
+	Stored bool `json:"stored,omitempty"`
 }
 
 // SuspendedByRestoreFailure is SuspendedByAnnotation's value when the controller suspended a

@@ -49,8 +49,12 @@ handler is runsc) and kubox-node.`,
 // describeSnapshot is one line about a Ready snapshot.
 func describeSnapshot(snap *extv1beta1.SandboxSnapshot) string {
 	st := snap.Status.Snapshot
-	return fmt.Sprintf("snapshot %s of sandbox %s: %.1f MiB on node %s, taken in %s, sha256 %s",
-		snap.Name, snap.Spec.SandboxRef.Name, float64(st.SizeBytes)/(1<<20), st.NodeName, st.Duration.Duration, st.SHA256)
+	where := "on node " + st.NodeName
+	if st.Stored {
+		where += " and in the snapshot store"
+	}
+	return fmt.Sprintf("snapshot %s of sandbox %s: %.1f MiB %s, taken in %s, sha256 %s",
+		snap.Name, snap.Spec.SandboxRef.Name, float64(st.SizeBytes)/(1<<20), where, st.Duration.Duration, st.SHA256)
 }
 
 type forkOptions struct {

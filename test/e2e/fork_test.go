@@ -128,6 +128,9 @@ func TestSnapshotComesBackFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Snapshot: %v", err)
 	}
+	if !snap.Status.Snapshot.Stored {
+		t.Errorf("SandboxSnapshot %s: status.snapshot %+v; want stored (kubox dev runs kubox-node with a snapshot store)", snap.Name, snap.Status.Snapshot)
+	}
 	l := devenv.NewLayout(stateDir)
 	id := snap.Status.Snapshot.Snapshot
 	stored, err := checkpoint.Verify(filepath.Join(l.SnapshotStore, ns, id))

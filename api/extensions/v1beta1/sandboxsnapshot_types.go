@@ -74,6 +74,7 @@ const (
 // +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].reason",description="Why the snapshot is or is not ready"
 // +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.snapshot.nodeName",description="Node holding the snapshot"
 // +kubebuilder:printcolumn:name="Size",type="integer",JSONPath=".status.snapshot.sizeBytes",description="Size of the snapshot in bytes"
+// +kubebuilder:printcolumn:name="Stored",type="boolean",JSONPath=".status.snapshot.stored",description="Whether kubox-node's snapshot store holds a copy any node can restore"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 type SandboxSnapshot struct {
 	metav1.TypeMeta `json:",inline"`

@@ -138,7 +138,7 @@ func (n clients) Fetch(ctx context.Context, hostIP, namespace, snapshot string) 
 func Status(node string, s *nodev1.Snapshot) *sandboxv1beta1.MemoryStatus {
 	return &sandboxv1beta1.MemoryStatus{
 		Snapshot: s.GetName(), NodeName: node, Image: s.GetImage(),
-		SizeBytes: s.GetSizeBytes(), SHA256: s.GetSha256(),
+		SizeBytes: s.GetSizeBytes(), SHA256: s.GetSha256(), Stored: s.GetStored(),
 		Duration: &metav1.Duration{Duration: s.GetDuration().AsDuration()},
 		TakenAt:  &metav1.Time{Time: s.GetCreateTime().AsTime()},
 	}

@@ -62,3 +62,10 @@ func TestCallsGoToThePodsNodeWithTheToken(t *testing.T) {
 		t.Error("DeleteSnapshot with no host IP succeeded, want an error naming the missing status.hostIP")
 	}
 }
+
+func TestStatusRecordsWhatKuboxNodeVerified(t *testing.T) {
+	m := Status("node-a", &nodev1.Snapshot{Name: "uid-1", Image: "/s/ns/uid-1/image", SizeBytes: 42, Sha256: "abc", Stored: true})
+	if m.Snapshot != "uid-1" || m.NodeName != "node-a" || m.Image != "/s/ns/uid-1/image" || m.SizeBytes != 42 || m.SHA256 != "abc" || !m.Stored {
+		t.Errorf("Status = %+v; want the snapshot's name, node, image, size, checksum and that the store holds it", m)
+	}
+}
