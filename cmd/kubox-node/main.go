@@ -31,6 +31,7 @@ import (
 
 type options struct {
 	addr, tokenFile, snapshotRoot, snapshotStore string
+	sweepInterval                                time.Duration
 	node                                         checkpoint.Node
 }
 
@@ -56,6 +57,7 @@ changes.`,
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node token callers must present (required)")
 	f.StringVar(&o.snapshotRoot, "snapshot-root", "", "folder of the snapshots, one folder per namespace: the gVisor shim's kubox_snapshot_root (required)")
 	f.StringVar(&o.snapshotStore, "snapshot-store", "", "folder of a filesystem every node mounts (a ReadWriteMany PersistentVolume): each snapshot is copied there, and a node restoring one it lacks fetches it from there; empty: snapshots stay on the node that took them")
+	f.DurationVar(&o.sweepInterval, "sweep-interval", 10*time.Minute, "with --snapshot-store, how often to remove the snapshots this node fetched from the store that the store no longer holds")
 	f.StringVar(&o.node.Runsc, "runsc", "runsc", "the runsc binary the gVisor shim runs")
 	f.StringVar(&o.node.ShimRunscRoot, "runsc-root", "/run/containerd/runsc", "the root in the gVisor shim's options (runsc.toml's root)")
 	f.StringVar(&o.node.ContainerdRoot, "containerd-root", "/var/lib/containerd", "containerd's root folder")
@@ -89,6 +91,10 @@ func (o *options) run(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if o.sweepInterval <= 0 {
+		return fmt.Errorf("--sweep-interval %s must be positive", o.sweepInterval)
+	}
+	go s.Sweep(ctx, o.sweepInterval)
 	srv := &http.Server{Addr: o.addr, Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -60,6 +61,9 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("fetching snapshot %s/%s from the snapshot store: %w", ns, name, err))
 	}
 	m, err := readManifest(dir)
+	if err == nil {
+		err = os.WriteFile(fetchedMarker(dir), nil, 0o600)
+	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
@@ -72,4 +76,57 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 // readManifest reads the manifest of the snapshot folder dir.
 func readManifest(dir string) (*checkpoint.Manifest, error) {
 	return checkpoint.ReadManifest(filepath.Join(dir, checkpoint.ManifestFile))
+}
+
+// fetchedMarker is the file beside the snapshot folder dir that says it was fetched from the store:
+// a copy this node did not take, which Sweep removes once the store no longer holds the snapshot
+// (its owner deleted it through the node that took it).
+func fetchedMarker(dir string) string { return dir + ".fetched" }
+
+// Sweep removes, every interval until ctx ends, the snapshots this node fetched from the store
+// that the store no longer holds: deleting a snapshot reaches the node that took it (and the
+// store), not the nodes that fetched a copy.
+func (s *Server) Sweep(ctx context.Context, interval time.Duration) {
+	if s.cfg.Store == nil {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.sweepOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweepOnce is one pass of Sweep.
+func (s *Server) sweepOnce(ctx context.Context) {
+	markers, err := filepath.Glob(filepath.Join(s.cfg.SnapshotRoot, "*", "*.fetched"))
+	if err != nil {
+		return
+	}
+	for _, marker := range markers {
+		dir := strings.TrimSuffix(marker, ".fetched")
+		ns, name := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
+		if has, err := s.cfg.Store.Has(ctx, ns, name); err != nil || has {
+			continue
+		}
+		claimed, release, err := s.claim(ns, name)
+		if err != nil {
+			continue // being fetched or deleted now; the next pass looks again
+		}
+		err = os.RemoveAll(claimed)
+		if err == nil {
+			err = os.Remove(marker)
+		}
+		release()
+		if err != nil {
+			s.cfg.Log.Error("Removing a fetched snapshot the store no longer holds", "namespace", ns, "snapshot", name, "err", err)
+			continue
+		}
+		s.cfg.Log.Info("Removed a fetched snapshot the store no longer holds", "namespace", ns, "snapshot", name)
+	}
 }

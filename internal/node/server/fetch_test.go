@@ -108,3 +108,52 @@ func TestFetchWithoutAStoreSaysWhere(t *testing.T) {
 		t.Errorf("checkpoint without a store: %v, stored %v; want it taken and not stored", err, res.Msg.GetSnapshot().GetStored())
 	}
 }
+
+// TestSweepRemovesFetchedCopiesTheStoreDropped: a snapshot this node fetched is removed once the
+// store no longer holds it (deleted through the node that took it); one it took itself, or one
+// the store still holds, stays.
+func TestSweepRemovesFetchedCopiesTheStoreDropped(t *testing.T) {
+	st := store.Dir{Root: t.TempDir()}
+	c, root := serveWithStore(t, st)
+	ctx := context.Background()
+	for _, name := range []string{"fetched", "kept", "own"} {
+		if _, err := c.Checkpoint(ctx, connect.NewRequest(&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", Snapshot: name})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"fetched", "kept"} { // as if taken on another node
+		if err := os.RemoveAll(filepath.Join(root, "team-a", name)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.FetchSnapshot(ctx, connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: "team-a", Snapshot: name})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The other node deletes "fetched" and "own" from the store; this node's copies remain.
+	for _, name := range []string{"fetched", "own"} {
+		if err := st.Delete(ctx, "team-a", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := sweeper(t, root, st)
+	s.sweepOnce(ctx)
+	for name, want := range map[string]bool{"fetched": false, "kept": true, "own": true} {
+		_, err := os.Stat(filepath.Join(root, "team-a", name))
+		if got := err == nil; got != want {
+			t.Errorf("after the sweep, %s on the node: %v; want present=%v", name, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "team-a", "fetched.fetched")); !os.IsNotExist(err) {
+		t.Errorf("the marker of the removed copy: %v, want gone", err)
+	}
+}
+
+// sweeper is a Server on root and st, for calling sweepOnce directly.
+func sweeper(t *testing.T, root string, st store.Store) *Server {
+	t.Helper()
+	s, err := New(Config{SnapshotRoot: root, Store: st, Token: auth.Fixed([]byte(token))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -167,6 +167,9 @@ func (s *Server) DeleteSnapshot(ctx context.Context, req *connect.Request[nodev1
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
+	if err := os.Remove(fetchedMarker(dir)); err != nil && !os.IsNotExist(err) {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
 	if s.cfg.Store != nil {
 		if err := s.cfg.Store.Delete(ctx, req.Msg.GetNamespace(), req.Msg.GetSnapshot()); err != nil {
 			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("deleting snapshot %s/%s from the snapshot store: %w",

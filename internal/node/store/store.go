@@ -32,6 +32,8 @@ type Store interface {
 	Get(ctx context.Context, namespace, name, dir string) error
 	// Delete removes namespace/name; removing one that is not there succeeds.
 	Delete(ctx context.Context, namespace, name string) error
+	// Has reports whether the store holds namespace/name (complete).
+	Has(ctx context.Context, namespace, name string) (bool, error)
 }
 
 // Dir is a Store on a filesystem every node mounts at Root: a ReadWriteMany PersistentVolume
@@ -47,8 +49,8 @@ func (d Dir) path(namespace, name string) string { return filepath.Join(d.Root, 
 // against the manifest, then renamed.
 func (d Dir) Put(ctx context.Context, namespace, name, dir string) error {
 	dst := d.path(namespace, name)
-	if _, err := os.Stat(filepath.Join(dst, checkpoint.ManifestFile)); err == nil {
-		return nil
+	if has, err := d.Has(ctx, namespace, name); err != nil || has {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
@@ -64,12 +66,13 @@ func verify(dir string) error {
 
 // Get implements Store: the folder is copied beside dir, verified, then renamed to dir.
 func (d Dir) Get(ctx context.Context, namespace, name, dir string) error {
-	src := d.path(namespace, name)
-	if _, err := os.Stat(filepath.Join(src, checkpoint.ManifestFile)); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("snapshot %s/%s: %w", namespace, name, ErrNotFound)
-	} else if err != nil {
+	switch has, err := d.Has(ctx, namespace, name); {
+	case err != nil:
 		return err
+	case !has:
+		return fmt.Errorf("snapshot %s/%s: %w", namespace, name, ErrNotFound)
 	}
+	src := d.path(namespace, name)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return err
 	}
@@ -79,6 +82,15 @@ func (d Dir) Get(ctx context.Context, namespace, name, dir string) error {
 // Delete implements Store.
 func (d Dir) Delete(_ context.Context, namespace, name string) error {
 	return os.RemoveAll(d.path(namespace, name))
+}
+
+// Has implements Store.
+func (d Dir) Has(_ context.Context, namespace, name string) (bool, error) {
+	_, err := os.Stat(filepath.Join(d.path(namespace, name), checkpoint.ManifestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // copyIn copies the snapshot folder src to a temporary folder beside dst, the manifest last,
