@@ -56,13 +56,14 @@ manifests: ## Generate CRDs and RBAC (controller, router) from the API types and
 .PHONY: chart
 chart: ## Generate the Helm chart charts/kubox from config/default (kustomize) and config/crd/bases
 	$(TOOLS) kubernetes
-	go run ./hack/chart -kubectl $(KUBECTL) -config config/default -crds config/crd/bases -out charts/kubox
+	go run ./hack/chart -kubectl $(KUBECTL) -config config/default -node config/node -crds config/crd/bases -out charts/kubox
 
 # Values a chart user changes most, rendered in verify on top of the defaults.
 CHART_CHECK_VALUES := --set router.replicas=3 --set router.service.type=LoadBalancer \
 	--set-string 'router.service.annotations.example\.com/internal=true' \
 	--set controller.image.tag=v0.0.0-check --set agentTokenKey.existingSecret=my-key \
-	--set 'router.extraArgs={--e2b-domain=e2b.example.com,--e2b-namespace=team-a}'
+	--set 'router.extraArgs={--e2b-domain=e2b.example.com,--e2b-namespace=team-a}' \
+	--set node.enabled=true --set 'node.extraArgs={--snapshot-store=/var/lib/kubox/snapshot-store}'
 
 .PHONY: chart-lint
 chart-lint: ## helm lint and helm template charts/kubox, with the default values and with CHART_CHECK_VALUES; hack/chart's render test

@@ -73,11 +73,14 @@ type chartDefaults struct {
 	KeyFile string
 	// KeyMounts counts the Deployments that mount the key Secret.
 	KeyMounts int
+	// Node is what config/node sets, when the chart templates it (node.go).
+	Node *nodeDefaults
 }
 
 // generate returns the chart's files, by path relative to the chart folder, from the output of
-// kustomize on config/default and the CRD files of config/crd/bases.
-func generate(rendered []byte, crds map[string][]byte) (map[string][]byte, error) {
+// kustomize on config/default, the CRD files of config/crd/bases and, when not nil, the output of
+// kustomize on config/node.
+func generate(rendered []byte, crds map[string][]byte, node []byte) (map[string][]byte, error) {
 	objs, err := parseObjects(rendered)
 	if err != nil {
 		return nil, err
@@ -96,6 +99,11 @@ func generate(rendered []byte, crds map[string][]byte) (map[string][]byte, error
 	}
 	if err := g.check(); err != nil {
 		return nil, err
+	}
+	if node != nil {
+		if err := g.node(node); err != nil {
+			return nil, fmt.Errorf("config/node: %w", err)
+		}
 	}
 	for file, b := range crds {
 		g.files["crds/"+file] = b

@@ -28,6 +28,7 @@ import (
 func main() {
 	kubectl := flag.String("kubectl", "", "kubectl binary whose kustomize renders -config (make chart passes the tool cache's)")
 	config := flag.String("config", "config/default", "kustomization to render")
+	node := flag.String("node", "", "kustomization of kubox-node (config/node), templated behind node.enabled; empty leaves it out")
 	crds := flag.String("crds", "config/crd/bases", "folder of the CRDs copied to the chart's crds/")
 	out := flag.String("out", "charts/kubox", "chart folder to write")
 	flag.Parse()
@@ -35,24 +36,30 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chart: -kubectl is required (make chart passes the tool cache's kubectl; run make tools first)")
 		os.Exit(2)
 	}
-	if err := run(*kubectl, *config, *crds, *out); err != nil {
+	if err := run(*kubectl, *config, *node, *crds, *out); err != nil {
 		fmt.Fprintf(os.Stderr, "chart: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubectl, config, crdDir, out string) error {
+func run(kubectl, config, nodeConfig, crdDir, out string) error {
 	rendered, err := kustomize(kubectl, config)
 	if err != nil {
 		return err
+	}
+	var node []byte
+	if nodeConfig != "" {
+		if node, err = kustomize(kubectl, nodeConfig); err != nil {
+			return err
+		}
 	}
 	crds, err := readCRDs(crdDir)
 	if err != nil {
 		return err
 	}
-	files, err := generate(rendered, crds)
+	files, err := generate(rendered, crds, node)
 	if err != nil {
-		return fmt.Errorf("generating the chart from %s: %w", config, err)
+		return fmt.Errorf("generating the chart from %s and %s: %w", config, nodeConfig, err)
 	}
 	return write(out, files)
 }

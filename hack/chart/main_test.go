@@ -52,7 +52,7 @@ func fixture(t *testing.T) (string, map[string][]byte) {
 
 func TestGenerateFromFixture(t *testing.T) {
 	rendered, crds := fixture(t)
-	files, err := generate([]byte(rendered), crds)
+	files, err := generate([]byte(rendered), crds, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestGenerateRejects(t *testing.T) {
 			if tc.crd != "" {
 				crds[tc.crd] = []byte("kind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\n")
 			}
-			_, err := generate([]byte(rendered), crds)
+			_, err := generate([]byte(rendered), crds, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("generate() error = %v, want one containing %q", err, tc.wantErr)
 			}

@@ -68,11 +68,12 @@ func TestChartRendersConfigDefault(t *testing.T) {
 	helm := cachedTool(t, "helm", "helm")
 
 	rendered := runTool(t, kubectl, "kustomize", "../../config/default")
+	nodeRendered := runTool(t, kubectl, "kustomize", "../../config/node")
 	crds, err := readCRDs("../../config/crd/bases")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := generate(rendered, crds)
+	files, err := generate(rendered, crds, nodeRendered)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +105,30 @@ func TestChartRendersConfigDefault(t *testing.T) {
 		}
 		if data, _ := got[keyName]["data"].(object); len(data) != 1 {
 			t.Errorf("the key Secret has data %v, want one generated key", data)
+		}
+	})
+
+	t.Run("node enabled", func(t *testing.T) {
+		objs, err := parseObjects(runTool(t, helm, "template", "kubox", chart, "-n", namespace, "--set", "node.enabled=true"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, tokens := map[string]object{}, map[string]any{}
+		for _, o := range objs {
+			if kind(o) == "Secret" && name(o) == nodeTokenSecret {
+				ns, _ := field(o, "metadata", "namespace").(string)
+				tokens[ns] = field(o, "data", nodeTokenKey)
+				continue
+			}
+			got[kind(o)+"/"+name(o)] = o
+		}
+		for key, want := range byKindName(t, nodeRendered) {
+			if diff := cmp.Diff(normalize(t, want), normalize(t, got[key])); diff != "" {
+				t.Errorf("%s differs from config/node's (-kustomize +helm):\n%s", key, diff)
+			}
+		}
+		if len(tokens) != 2 || tokens[namespace] == nil || tokens[namespace] != tokens["kubox-node"] {
+			t.Errorf("node token Secrets by namespace: %v; want one token in %s and kubox-node", tokens, namespace)
 		}
 	})
 

@@ -181,6 +181,37 @@ egress:
   # [--secret-ttl=10s].
   extraArgs: []
 [[- end ]]
+[[- with .Node ]]
+
+node:
+  # enabled installs kubox-node (config/node) on the nodes labelled kubox.dev/gvisor-snapshots=true:
+  # the snapshot API that sandboxes keeping their memory, SandboxSnapshots and forks need
+  # (docs/checkpoint.md). It runs privileged with the host's network and PIDs, so in its own
+  # namespace; the chart creates the node token Secret kubox-node-token in both namespaces. Those
+  # nodes need containerd with kubox's patched gVisor shim (docs/install.md).
+  enabled: false
+  # namespace of kubox-node's DaemonSet and its copy of the token; its Pod Security must admit
+  # privileged Pods.
+  namespace: [[ quote .Namespace ]]
+  # createNamespace makes that namespace, labelled for privileged Pods.
+  createNamespace: true
+  image:
+    # repository of the kubox-node image (make images builds it).
+    repository: [[ quote .Image.Repository ]]
+    # tag of the image; "v1@sha256:..." pins a digest too.
+    tag: [[ quote .Image.Tag ]]
+    # pullPolicy is the container's imagePullPolicy; empty leaves Kubernetes' default.
+    pullPolicy: [[ quote .Image.PullPolicy ]]
+  # resources (requests and limits) of kubox-node's container.
+  resources:[[ yaml 4 .Resources ]]
+  # extraArgs are flags added to kubox-node's (kubox-node --help lists them), e.g.
+  # ["--snapshot-store=/var/lib/kubox/snapshot-store"] with the volume below.
+  extraArgs: []
+  # extraVolumes and extraVolumeMounts are added to the DaemonSet's, e.g. a ReadWriteMany
+  # PersistentVolumeClaim in node.namespace mounted at the --snapshot-store folder.
+  extraVolumes: []
+  extraVolumeMounts: []
+[[- end ]]
 
 agent:
   # image is kubox-agent's image, which the controller injects into sandboxes with spec.agent
@@ -283,6 +314,14 @@ config/default runs kubox's pods under the "restricted" Pod Security Standard; g
 the same labels:
 
   kubectl label namespace {{ .Release.Namespace }} [[ podSecurity .NamespaceLabels ]]
+
+{{- if .Values.node.enabled }}
+
+kubox-node runs in the namespace {{ .Values.node.namespace }} on the nodes labelled
+kubox.dev/gvisor-snapshots=true; label the gVisor nodes that have kubox's patched shim:
+
+  kubectl label node <node> kubox.dev/gvisor-snapshots=true
+{{- end }}
 
 The CRDs stay when the release is uninstalled (Helm never deletes them); docs/helm.md says how
 to remove them.
