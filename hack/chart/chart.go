@@ -243,23 +243,13 @@ func (g *generator) deployment(o object) error {
 	if spec == nil || pod == nil {
 		return fmt.Errorf("no spec.template.spec")
 	}
-	containers, _ := pod["containers"].([]any)
-	if len(containers) != 1 {
-		return fmt.Errorf("has %d containers; the chart's values hold the image of exactly one", len(containers))
-	}
-	ctr, _ := containers[0].(object)
-	ref, _ := ctr["image"].(string)
-	img, err := splitImage(ref)
+	_, img, resources, err := g.templateContainer(pod, values)
 	if err != nil {
 		return err
 	}
-	img.PullPolicy, _ = ctr["imagePullPolicy"].(string)
-	comp := component{Replicas: spec["replicas"], Image: img, Resources: object{}}
+	comp := component{Replicas: spec["replicas"], Image: img, Resources: resources}
 	if comp.Replicas == nil {
 		comp.Replicas = 1
-	}
-	if r, ok := ctr["resources"].(object); ok {
-		comp.Resources = r
 	}
 	switch c {
 	case "controller":
@@ -271,12 +261,6 @@ func (g *generator) deployment(o object) error {
 	}
 
 	spec["replicas"] = g.ph.add(inline("replicas", "{{ "+values+".replicas }}"))
-	ctr["image"] = g.ph.add(inline("image", `{{ include "kubox.image" `+values+`.image | quote }}`))
-	ctr["imagePullPolicy"] = g.ph.add(optional(values+".image.pullPolicy", inline("imagePullPolicy", "{{ . }}")))
-	ctr["resources"] = g.ph.add(block("resources", "toYaml "+values+".resources"))
-	if args, ok := ctr["args"].([]any); ok {
-		ctr["args"] = g.ph.add(withExtraArgs(args, values+".extraArgs"))
-	}
 
 	volumes, _ := pod["volumes"].([]any)
 	for _, v := range volumes {
@@ -301,6 +285,34 @@ func (g *generator) deployment(o object) error {
 		}
 	}
 	return nil
+}
+
+// templateContainer templates the image, pull policy, resources and flags of the one container
+// of pod from the values below values (".Values.router"), and returns the container with
+// config/'s image and resources, the defaults of those values.
+func (g *generator) templateContainer(pod object, values string) (object, image, object, error) {
+	containers, _ := pod["containers"].([]any)
+	if len(containers) != 1 {
+		return nil, image{}, nil, fmt.Errorf("has %d containers; the chart's values hold the image of exactly one", len(containers))
+	}
+	ctr, _ := containers[0].(object)
+	ref, _ := ctr["image"].(string)
+	img, err := splitImage(ref)
+	if err != nil {
+		return nil, image{}, nil, err
+	}
+	img.PullPolicy, _ = ctr["imagePullPolicy"].(string)
+	resources, ok := ctr["resources"].(object)
+	if !ok {
+		resources = object{}
+	}
+	ctr["image"] = g.ph.add(inline("image", `{{ include "kubox.image" `+values+`.image | quote }}`))
+	ctr["imagePullPolicy"] = g.ph.add(optional(values+".image.pullPolicy", inline("imagePullPolicy", "{{ . }}")))
+	ctr["resources"] = g.ph.add(block("resources", "toYaml "+values+".resources"))
+	if args, ok := ctr["args"].([]any); ok {
+		ctr["args"] = g.ph.add(withExtraArgs(args, values+".extraArgs"))
+	}
+	return ctr, img, resources, nil
 }
 
 // configMap replaces the controller's ControllerConfiguration with the one values.yaml holds.

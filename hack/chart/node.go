@@ -68,26 +68,11 @@ func (g *generator) daemonSet(o object) error {
 	meta["namespace"] = g.ph.add(inline("namespace", "{{ .Values.node.namespace }}"))
 	meta["labels"] = g.ph.add(labels(meta["labels"]))
 	pod, _ := field(o, "spec", "template", "spec").(object)
-	containers, _ := pod["containers"].([]any)
-	if len(containers) != 1 {
-		return fmt.Errorf("has %d containers; the chart's values hold the image of exactly one", len(containers))
-	}
-	ctr, _ := containers[0].(object)
-	ref, _ := ctr["image"].(string)
-	img, err := splitImage(ref)
+	ctr, img, resources, err := g.templateContainer(pod, ".Values.node")
 	if err != nil {
 		return err
 	}
-	img.PullPolicy, _ = ctr["imagePullPolicy"].(string)
-	g.d.Node.Image, g.d.Node.Resources = img, object{}
-	if r, ok := ctr["resources"].(object); ok {
-		g.d.Node.Resources = r
-	}
-	ctr["image"] = g.ph.add(inline("image", `{{ include "kubox.image" .Values.node.image | quote }}`))
-	ctr["imagePullPolicy"] = g.ph.add(optional(".Values.node.image.pullPolicy", inline("imagePullPolicy", "{{ . }}")))
-	ctr["resources"] = g.ph.add(block("resources", "toYaml .Values.node.resources"))
-	args, _ := ctr["args"].([]any)
-	ctr["args"] = g.ph.add(withExtraArgs(args, ".Values.node.extraArgs"))
+	g.d.Node.Image, g.d.Node.Resources = img, resources
 	mounts, _ := ctr["volumeMounts"].([]any)
 	ctr["volumeMounts"] = g.ph.add(withExtra("volumeMounts", mounts, ".Values.node.extraVolumeMounts"))
 	volumes, _ := pod["volumes"].([]any)
