@@ -35,17 +35,24 @@ func (s *Server) put(ctx context.Context, snap *nodev1.Snapshot, dir string) boo
 }
 
 // FetchSnapshot implements nodev1connect.SnapshotServiceHandler. A snapshot whose manifest is here
-// (written last, so complete) is answered without reading it again; one only in the store is
-// copied and verified while the snapshot's name is claimed, so a concurrent call for it gets
-// Aborted and asks again.
+// (written last, so complete) is answered at once, without a claim, so the members of a snapshot
+// pool created together all go on; one only in the store is copied and verified while the
+// snapshot's name is claimed, so a concurrent call for it gets Aborted and asks again.
 func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.FetchSnapshotRequest]) (*connect.Response[nodev1.FetchSnapshotResponse], error) {
 	ns, name := req.Msg.GetNamespace(), req.Msg.GetSnapshot()
-	dir, release, err := s.claim(ns, name)
+	dir, err := s.snapshotDir(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if m, err := readManifest(dir); err == nil {
+		return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snapshotOf(ns, name, dir, m)}), nil
+	}
+	_, release, err := s.claim(ns, name)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if m, err := readManifest(dir); err == nil {
+	if m, err := readManifest(dir); err == nil { // fetched by a call that held the claim before
 		return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snapshotOf(ns, name, dir, m)}), nil
 	}
 	if s.cfg.Store == nil {

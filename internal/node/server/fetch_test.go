@@ -157,3 +157,33 @@ func sweeper(t *testing.T, root string, st store.Store) *Server {
 	}
 	return s
 }
+
+// TestFetchOfALocalSnapshotNeedsNoClaim: the members of a snapshot pool created together all fetch
+// the snapshot at once; only a copy from the store takes the snapshot's claim.
+func TestFetchOfALocalSnapshotNeedsNoClaim(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "team-a", "s1")
+	if err := os.MkdirAll(filepath.Join(dir, "image"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "image", "checkpoint.img"), []byte("memory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteManifest(dir, &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full}); err != nil {
+		t.Fatal(err)
+	}
+	s := sweeper(t, root, store.Dir{Root: t.TempDir()})
+	_, release, err := s.claim("team-a", "s1") // another call holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	req := connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: "team-a", Snapshot: "s1"})
+	if res, err := s.FetchSnapshot(context.Background(), req); err != nil || res.Msg.GetFetched() {
+		t.Errorf("fetch of a snapshot on the node while its name is claimed: %v, %v; want it answered at once", res, err)
+	}
+	req = connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: "team-a", Snapshot: "../etc"})
+	if _, err := s.FetchSnapshot(context.Background(), req); connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("fetch of a name that is not a DNS label: %v, want InvalidArgument", err)
+	}
+}

@@ -183,13 +183,9 @@ func (s *Server) DeleteSnapshot(ctx context.Context, req *connect.Request[nodev1
 // calls for one snapshot do not race. The names must be DNS labels, so the folder is always one
 // below the namespace's.
 func (s *Server) claim(namespace, snapshot string) (dir string, release func(), err error) {
-	if err := validName("namespace", namespace, validation.IsDNS1123Label); err != nil {
+	if dir, err = s.snapshotDir(namespace, snapshot); err != nil {
 		return "", nil, err
 	}
-	if err := validName("snapshot", snapshot, validation.IsDNS1123Label); err != nil {
-		return "", nil, err
-	}
-	dir = filepath.Join(s.cfg.SnapshotRoot, namespace, snapshot)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.busy[dir] {
@@ -201,6 +197,17 @@ func (s *Server) claim(namespace, snapshot string) (dir string, release func(), 
 		defer s.mu.Unlock()
 		delete(s.busy, dir)
 	}, nil
+}
+
+// snapshotDir is the folder of the snapshot namespace/snapshot, whose names must be DNS labels.
+func (s *Server) snapshotDir(namespace, snapshot string) (string, error) {
+	if err := validName("namespace", namespace, validation.IsDNS1123Label); err != nil {
+		return "", err
+	}
+	if err := validName("snapshot", snapshot, validation.IsDNS1123Label); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.cfg.SnapshotRoot, namespace, snapshot), nil
 }
 
 func validName(what, name string, check func(string) []string) error {
