@@ -154,10 +154,15 @@ func NodeIP(ctx context.Context, r client.Reader, node string) (ip string, found
 	case err != nil:
 		return "", false, fmt.Errorf("reading node %s: %w", node, err)
 	}
+	return InternalIP(n), true, nil
+}
+
+// InternalIP is the InternalIP of n, where kubox-node listens; "" when it has none.
+func InternalIP(n *corev1.Node) string {
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
-			return a.Address, true, nil
+			return a.Address
 		}
 	}
-	return "", true, nil
+	return ""
 }

@@ -67,13 +67,8 @@ func (r *Reconciler) otherSnapshotNode(ctx context.Context) (name, ip string, er
 	}
 	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || !nodeReady(&n) {
-			continue
-		}
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				return n.Name, a.Address, nil
-			}
+		if ip := nodeapi.InternalIP(&n); ip != "" && !n.Spec.Unschedulable && nodeReady(&n) {
+			return n.Name, ip, nil
 		}
 	}
 	return "", "", nil

@@ -44,16 +44,16 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 	if err != nil {
 		return nil, err
 	}
-	if m, err := readManifest(dir); err == nil {
-		return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snapshotOf(ns, name, dir, m)}), nil
+	if res := onNode(ns, name, dir); res != nil {
+		return res, nil
 	}
 	_, release, err := s.claim(ns, name)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if m, err := readManifest(dir); err == nil { // fetched by a call that held the claim before
-		return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snapshotOf(ns, name, dir, m)}), nil
+	if res := onNode(ns, name, dir); res != nil { // fetched by a call that held the claim before
+		return res, nil
 	}
 	if s.cfg.Store == nil {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("snapshot %s/%s is not on this node, and kubox-node has "+
@@ -78,6 +78,16 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 	snap := snapshotOf(ns, name, dir, m)
 	snap.Stored = true
 	return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snap, Fetched: true}), nil
+}
+
+// onNode answers a fetch of the snapshot in dir when its manifest is there (written last, so the
+// snapshot is complete), and is nil otherwise.
+func onNode(ns, name, dir string) *connect.Response[nodev1.FetchSnapshotResponse] {
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil
+	}
+	return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snapshotOf(ns, name, dir, m)})
 }
 
 // readManifest reads the manifest of the snapshot folder dir.
