@@ -6,10 +6,16 @@ import (
 	"github.com/spf13/cobra"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
+type snapshotOptions struct {
+	target
+	filesystemOnly bool
+}
+
 func newSnapshot(g *globalOptions) *cobra.Command {
-	o := &target{}
+	o := &snapshotOptions{}
 	cmd := &cobra.Command{
 		Use:   "snapshot NAME",
 		Short: "Snapshot a running sandbox's memory and files, leaving it running",
@@ -18,22 +24,32 @@ SandboxSnapshot of it, which kubox-node on its node takes with gVisor's checkpoi
 sandbox keeps running (its processes pause for the checkpoint), and wait until it is Ready. It
 prints the snapshot's name, size and checksum.
 
+With --filesystem-only the snapshot holds the writes to the sandbox's root filesystems and
+emptyDir volumes, not its processes and memory (spec.type Filesystem): a sandbox started from it
+runs its processes afresh on those files (packages installed, files written). It is smaller and
+quicker to take.
+
 Sandboxes whose spec.snapshotRef names the snapshot start from it: kubox fork makes such forks,
-and a SandboxTemplate with snapshotRef makes a warm pool of them. Delete it with kubectl delete
-sandboxsnapshot NAME, which deletes its files from the node. Needs gVisor (a runtimeClassName whose
-handler is runsc) and kubox-node.`,
+kubox claim --snapshot claims one, and a SandboxTemplate with snapshotRef makes a warm pool of
+them. Delete it with kubectl delete sandboxsnapshot NAME, which deletes its files from the node.
+Needs gVisor (a runtimeClassName whose handler is runsc) and kubox-node.`,
 		Example: `  kubox snapshot python-x7k2q
-  kubox snapshot --claim kubox-x7k2`,
+  kubox snapshot --claim kubox-x7k2
+  kubox snapshot python-x7k2q --filesystem-only`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeNames(g, o, 1),
+		ValidArgsFunction: completeNames(g, &o.target, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, sb, err := g.openSandbox(cmd.Context(), *o, args[0])
+			s, sb, err := g.openSandbox(cmd.Context(), o.target, args[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
+			var opts []kubox.SnapshotOption
+			if o.filesystemOnly {
+				opts = append(opts, kubox.FilesystemOnly())
+			}
 			p := startProgress(cmd.ErrOrStderr(), "sandbox "+sb.Name()+": taking a snapshot")
-			snap, err := sb.Snapshot(cmd.Context())
+			snap, err := sb.Snapshot(cmd.Context(), opts...)
 			p.finish("")
 			if err != nil {
 				return err
@@ -43,6 +59,8 @@ handler is runsc) and kubox-node.`,
 		},
 	}
 	o.addFlag(cmd.Flags())
+	cmd.Flags().BoolVar(&o.filesystemOnly, "filesystem-only", false,
+		"save the sandbox's files only, not its processes and memory (sandboxes started from it run afresh on the files)")
 	return cmd
 }
 
@@ -53,8 +71,12 @@ func describeSnapshot(snap *extv1beta1.SandboxSnapshot) string {
 	if st.Stored {
 		where += " and in the snapshot store"
 	}
-	return fmt.Sprintf("snapshot %s of sandbox %s: %.1f MiB %s, taken in %s, sha256 %s",
-		snap.Name, snap.Spec.SandboxRef.Name, float64(st.SizeBytes)/(1<<20), where, st.Duration.Duration, st.SHA256)
+	what := "snapshot"
+	if snap.FilesystemOnly() {
+		what = "filesystem snapshot"
+	}
+	return fmt.Sprintf("%s %s of sandbox %s: %.1f MiB %s, taken in %s, sha256 %s",
+		what, snap.Name, snap.Spec.SandboxRef.Name, float64(st.SizeBytes)/(1<<20), where, st.Duration.Duration, st.SHA256)
 }
 
 type forkOptions struct {

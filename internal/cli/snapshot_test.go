@@ -23,4 +23,8 @@ func TestDescribeSnapshotSaysWhereItIs(t *testing.T) {
 	if got := describeSnapshot(snap); !strings.Contains(got, "on node node-a and in the snapshot store,") {
 		t.Errorf("describeSnapshot of a stored snapshot = %q; want it to say the store holds it", got)
 	}
+	snap.Spec.Type = extv1beta1.SnapshotTypeFilesystem
+	if got := describeSnapshot(snap); !strings.HasPrefix(got, "filesystem snapshot py-snap-x of sandbox py:") {
+		t.Errorf("describeSnapshot of a filesystem snapshot = %q; want it to say it holds files only", got)
+	}
 }

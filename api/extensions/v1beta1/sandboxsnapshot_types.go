@@ -13,6 +13,33 @@ type SandboxSnapshotSpec struct {
 	// under gVisor on a node with kubox-node; it keeps running.
 	// +required
 	SandboxRef SnapshotSourceReference `json:"sandboxRef"`
+
+	// type is what the snapshot holds. Full (the default): the sandbox's processes, their memory,
+	// open files and sockets, and the writes to its root filesystem; a Sandbox started from it
+	// continues where the snapshot was taken, with the same containers. Filesystem: the writes to
+	// the containers' root filesystems and their emptyDir volumes only; a Sandbox started from it
+	// starts its processes afresh (init containers too) on those files: packages installed, files
+	// written. A Filesystem snapshot is smaller and quicker to take, and survives a change of
+	// runsc version that a Full one does not.
+	// +optional
+	// +kubebuilder:default=Full
+	Type SnapshotType `json:"type,omitempty"`
+}
+
+// SnapshotType says what a SandboxSnapshot holds.
+// +kubebuilder:validation:Enum=Full;Filesystem
+type SnapshotType string
+
+const (
+	// SnapshotTypeFull holds the processes, their memory and the filesystems.
+	SnapshotTypeFull SnapshotType = "Full"
+	// SnapshotTypeFilesystem holds the writes to the root filesystems and emptyDirs only.
+	SnapshotTypeFilesystem SnapshotType = "Filesystem"
+)
+
+// FilesystemOnly reports whether the snapshot holds files only (spec.type Filesystem).
+func (s *SandboxSnapshot) FilesystemOnly() bool {
+	return s.Spec.Type == SnapshotTypeFilesystem
 }
 
 // SnapshotSourceReference names the Sandbox a snapshot is taken of.
@@ -61,8 +88,8 @@ const (
 )
 
 // SandboxSnapshot is a checkpoint of a running sandbox — its processes, their memory, open
-// files and the writes to its root filesystem — taken by kubox-node under gVisor while the sandbox
-// keeps running. Sandboxes whose spec.snapshotRef names it start from it: forks of the sandbox,
+// files and the writes to its root filesystem, or with spec.type Filesystem those writes only —
+// taken by kubox-node under gVisor while the sandbox keeps running. Sandboxes whose spec.snapshotRef names it start from it: forks of the sandbox,
 // or the members of a warm pool whose template names it. Deleting it deletes the snapshot's
 // files. kubox addition.
 // +kubebuilder:object:root=true
@@ -70,6 +97,7 @@ const (
 // +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Namespaced,shortName=sbsnap,categories=kubox
 // +kubebuilder:printcolumn:name="Sandbox",type="string",JSONPath=".spec.sandboxRef.name",description="Sandbox the snapshot was taken of"
+// +kubebuilder:printcolumn:name="Type",type="string",JSONPath=".spec.type",description="What the snapshot holds: Full (processes and memory too) or Filesystem"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status",description="Whether sandboxes can start from the snapshot"
 // +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].reason",description="Why the snapshot is or is not ready"
 // +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.snapshot.nodeName",description="Node holding the snapshot"

@@ -184,7 +184,8 @@ func resumeFromMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
 const snapshotRetry = 2 * time.Second
 
 // startFromSnapshot shapes the new Pod of a sandbox with spec.snapshotRef to start from that
-// SandboxSnapshot, on its node, and returns the snapshot; or why the Pod cannot be created yet.
+// SandboxSnapshot, on its node (restored, or started afresh on the files of a Filesystem one),
+// and returns the snapshot; or why the Pod cannot be created yet.
 func (r *Reconciler) startFromSnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) (*sandboxv1beta1.MemoryStatus, string, error) {
 	name := sb.Spec.SnapshotRef.Name
 	snap := &extv1beta1.SandboxSnapshot{}
@@ -198,7 +199,11 @@ func (r *Reconciler) startFromSnapshot(ctx context.Context, sb *sandboxv1beta1.S
 	if s == nil {
 		return nil, fmt.Sprintf("SandboxSnapshot %s, which spec.snapshotRef names, is not Ready: %s", name, why), nil
 	}
-	checkpoint.ShapeForRestore(pod, s.NodeName, s.Image)
+	if snap.FilesystemOnly() {
+		checkpoint.ShapeForFilesystemRestore(pod, s.NodeName, s.Image)
+	} else {
+		checkpoint.ShapeForRestore(pod, s.NodeName, s.Image)
+	}
 	return s, "", nil
 }
 

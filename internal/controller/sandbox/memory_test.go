@@ -305,10 +305,18 @@ func TestStartFromSnapshot(t *testing.T) {
 	sb := withMeta(testSandbox().Obj())
 	sb.Spec.SnapshotRef = &sandboxv1beta1.SnapshotReference{Name: "warm"}
 	snap := &extv1beta1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "warm"}}
+	ready := func(typ extv1beta1.SnapshotType) *extv1beta1.SandboxSnapshot {
+		s := snap.DeepCopy()
+		s.Spec.Type = typ
+		s.Status.Conditions = []metav1.Condition{{Type: extv1beta1.SnapshotConditionReady, Status: metav1.ConditionTrue, Reason: extv1beta1.SnapshotReasonTaken}}
+		s.Status.Snapshot = &sandboxv1beta1.MemoryStatus{Snapshot: "snap-uid", NodeName: "node-b", Image: "/snapshots/team-a/snap-uid/image"}
+		return s
+	}
 	for name, tc := range map[string]struct {
 		snap      *extv1beta1.SandboxSnapshot
 		wantWait  string
 		wantImage string
+		wantInit  int // init containers the Pod keeps
 	}{
 		"missing": {wantWait: "SandboxSnapshot warm, which spec.snapshotRef names, does not exist"},
 		"failed": {
@@ -320,15 +328,11 @@ func TestStartFromSnapshot(t *testing.T) {
 			}(),
 			wantWait: "SandboxSnapshot warm, which spec.snapshotRef names, is not Ready: not gVisor",
 		},
-		"ready": {
-			snap: func() *extv1beta1.SandboxSnapshot {
-				s := snap.DeepCopy()
-				s.Status.Conditions = []metav1.Condition{{Type: extv1beta1.SnapshotConditionReady, Status: metav1.ConditionTrue, Reason: extv1beta1.SnapshotReasonTaken}}
-				s.Status.Snapshot = &sandboxv1beta1.MemoryStatus{Snapshot: "snap-uid", NodeName: "node-b", Image: "/snapshots/team-a/snap-uid/image"}
-				return s
-			}(),
-			wantImage: "/snapshots/team-a/snap-uid/image",
-		},
+		// The finished agent install is left out: the restore brings its work back.
+		"ready":      {snap: ready(extv1beta1.SnapshotTypeFull), wantImage: "/snapshots/team-a/snap-uid/image"},
+		"ready, old": {snap: ready(""), wantImage: "/snapshots/team-a/snap-uid/image"},
+		// Started afresh on the snapshot's files: the agent install runs again.
+		"filesystem": {snap: ready(extv1beta1.SnapshotTypeFilesystem), wantImage: "/snapshots/team-a/snap-uid/image", wantInit: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(testScheme(t))
@@ -345,8 +349,8 @@ func TestStartFromSnapshot(t *testing.T) {
 			if got := pod.Annotations[checkpoint.RestoreImageAnnotation]; got != tc.wantImage {
 				t.Errorf("restore image %q, want %q", got, tc.wantImage)
 			}
-			if tc.wantImage != "" && (pod.Spec.NodeName != "node-b" || len(pod.Spec.InitContainers) != 0) {
-				t.Errorf("Pod on %q with init containers %v; want node-b, without the finished agent install", pod.Spec.NodeName, pod.Spec.InitContainers)
+			if tc.wantImage != "" && (pod.Spec.NodeName != "node-b" || len(pod.Spec.InitContainers) != tc.wantInit) {
+				t.Errorf("Pod on %q with init containers %v; want node-b, with %d", pod.Spec.NodeName, pod.Spec.InitContainers, tc.wantInit)
 			}
 			obs := &observed{snapshotWait: why}
 			if c := readyCondition(sb, obs); why != "" && (c.Reason != sandboxv1beta1.SandboxReasonSnapshotNotReady || c.Message != why) {

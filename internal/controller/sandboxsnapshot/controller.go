@@ -135,14 +135,18 @@ func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot,
 	if r.nodes == nil {
 		return r.fail(ctx, snap, pod, nodeapi.ErrNotConfigured)
 	}
+	kind, what := nodev1.Kind_KIND_FULL, "Checkpointed"
+	if snap.FilesystemOnly() {
+		kind, what = nodev1.Kind_KIND_FILESYSTEM, "Saved the files of"
+	}
 	s, err := r.nodes.Checkpoint(ctx, pod.Status.HostIP, &nodev1.CheckpointRequest{Namespace: pod.Namespace, Pod: pod.Name,
-		PodUid: string(pod.UID), Snapshot: string(snap.UID), LeaveRunning: true})
+		PodUid: string(pod.UID), Snapshot: string(snap.UID), LeaveRunning: true, Kind: kind})
 	if err != nil {
 		return r.fail(ctx, snap, pod, err)
 	}
 	snap.Status.Snapshot = nodeapi.Status(pod.Spec.NodeName, s)
 	snap.Status.SourcePodUID = string(pod.UID)
-	msg := fmt.Sprintf("Checkpointed Pod %s of Sandbox %s on node %s: %.1f MiB in %.2f s, verified; it kept running",
+	msg := fmt.Sprintf("%s Pod %s of Sandbox %s on node %s: %.1f MiB in %.2f s, verified; it kept running", what,
 		pod.Name, snap.Spec.SandboxRef.Name, pod.Spec.NodeName, float64(s.GetSizeBytes())/(1<<20), s.GetDuration().AsDuration().Seconds())
 	if err := r.setReady(ctx, snap, metav1.ConditionTrue, extv1beta1.SnapshotReasonTaken, msg); err != nil {
 		return err

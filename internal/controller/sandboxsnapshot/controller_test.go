@@ -100,6 +100,25 @@ func read(t *testing.T, c client.Client) *extv1beta1.SandboxSnapshot {
 	return s
 }
 
+// TestFilesystemSnapshot: spec.type Filesystem asks kubox-node for the files only.
+func TestFilesystemSnapshot(t *testing.T) {
+	nodes := &fakeNodes{}
+	r, c := world(t, nodes, true)
+	s := read(t, c)
+	s.Spec.Type = extv1beta1.SnapshotTypeFilesystem
+	if err := c.Update(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(t, r)
+	if len(nodes.checkpoints) != 1 || nodes.checkpoints[0].GetKind() != nodev1.Kind_KIND_FILESYSTEM || !nodes.checkpoints[0].GetLeaveRunning() {
+		t.Fatalf("checkpoints %v; want one of the files only, the sandbox left running", nodes.checkpoints)
+	}
+	ready := meta.FindStatusCondition(read(t, c).Status.Conditions, extv1beta1.SnapshotConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || !strings.HasPrefix(ready.Message, "Saved the files of Pod src") {
+		t.Errorf("Ready = %+v; want True, saying the files were saved", ready)
+	}
+}
+
 func TestSnapshotOfARunningSandbox(t *testing.T) {
 	nodes := &fakeNodes{}
 	r, c := world(t, nodes, true)
@@ -107,8 +126,9 @@ func TestSnapshotOfARunningSandbox(t *testing.T) {
 	if len(nodes.checkpoints) != 1 || nodes.hosts[0] != "192.0.2.7" {
 		t.Fatalf("checkpoints %v on %v; want one, on the Pod's node", nodes.checkpoints, nodes.hosts)
 	}
-	if req := nodes.checkpoints[0]; req.GetPod() != "src" || req.GetPodUid() != "pod-uid" || req.GetSnapshot() != "snap-uid" || !req.GetLeaveRunning() {
-		t.Errorf("checkpoint request %v; want Pod src by its UID, named by the SandboxSnapshot's UID, left running", req)
+	if req := nodes.checkpoints[0]; req.GetPod() != "src" || req.GetPodUid() != "pod-uid" || req.GetSnapshot() != "snap-uid" || !req.GetLeaveRunning() ||
+		req.GetKind() != nodev1.Kind_KIND_FULL {
+		t.Errorf("checkpoint request %v; want a full checkpoint of Pod src by its UID, named by the SandboxSnapshot's UID, left running", req)
 	}
 	s := read(t, c)
 	ready, _ := extv1beta1.SnapshotReady(s)

@@ -30,11 +30,7 @@ func RestoredPod(pod *corev1.Pod, name, node, dir string) *corev1.Pod {
 // ShapeForRestore makes pod, built like the Pod a checkpoint was taken of, restore from image on
 // node (see RestoredPod).
 func ShapeForRestore(pod *corev1.Pod, node, image string) {
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[RestoreImageAnnotation] = image
-	pod.Spec.NodeName = node
+	ShapeForFilesystemRestore(pod, node, image)
 	var running []corev1.Container
 	for _, c := range pod.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
@@ -42,4 +38,15 @@ func ShapeForRestore(pod *corev1.Pod, node, image string) {
 		}
 	}
 	pod.Spec.InitContainers = running
+}
+
+// ShapeForFilesystemRestore makes pod start on node from the filesystem-only checkpoint image:
+// the patched shim creates the Pod's sandbox with the image's root filesystems, and every
+// container, init containers too, starts afresh on them. Nothing else of the Pod changes.
+func ShapeForFilesystemRestore(pod *corev1.Pod, node, image string) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[RestoreImageAnnotation] = image
+	pod.Spec.NodeName = node
 }

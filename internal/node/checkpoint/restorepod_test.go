@@ -54,3 +54,17 @@ func TestRestoredPod(t *testing.T) {
 		t.Errorf("RestoredPod changed its source: %+v", src)
 	}
 }
+
+func TestShapeForFilesystemRestoreKeepsInitContainers(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "kubox-agent-init", Image: "agent"}},
+		Containers:     []corev1.Container{{Name: "py", Image: "python"}},
+	}}
+	ShapeForFilesystemRestore(pod, "node-b", "/snapshots/team-a/s1/image")
+	if pod.Annotations[RestoreImageAnnotation] != "/snapshots/team-a/s1/image" || pod.Spec.NodeName != "node-b" {
+		t.Errorf("annotations %v on node %q: want the image, on node-b", pod.Annotations, pod.Spec.NodeName)
+	}
+	if len(pod.Spec.InitContainers) != 1 || len(pod.Spec.Containers) != 1 {
+		t.Errorf("containers %v, init containers %v: a Pod started on a snapshot's files runs all of them", pod.Spec.Containers, pod.Spec.InitContainers)
+	}
+}

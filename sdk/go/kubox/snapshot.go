@@ -18,20 +18,34 @@ import (
 // sandbox (not gVisor, kubox-node not configured): the wrapping error gives the controller's reason.
 var ErrSnapshotFailed = errors.New("the snapshot could not be taken")
 
+// SnapshotOption changes what Snapshot takes.
+type SnapshotOption func(*extv1beta1.SandboxSnapshotSpec)
+
+// FilesystemOnly makes Snapshot save the writes to the sandbox's root filesystems and emptyDir
+// volumes only (spec.type Filesystem), not its processes and memory: a Sandbox started from it
+// runs its processes afresh on those files (packages installed, files written).
+func FilesystemOnly() SnapshotOption {
+	return func(s *extv1beta1.SandboxSnapshotSpec) { s.Type = extv1beta1.SnapshotTypeFilesystem }
+}
+
 // Snapshot checkpoints the running sandbox — its processes, their memory, open files and the
-// writes to its root filesystem — without stopping it (gVisor and kubox-node only): it creates a
-// SandboxSnapshot named after the sandbox and waits until it is Ready. Sandboxes whose
-// spec.snapshotRef names it start from it (Fork, ForkFrom, or a SandboxTemplate's snapshotRef for
-// a warm pool of restores). Deleting the SandboxSnapshot deletes its files.
+// writes to its root filesystem; with FilesystemOnly those writes only — without stopping it
+// (gVisor and kubox-node only): it creates a SandboxSnapshot named after the sandbox and waits
+// until it is Ready. Sandboxes whose spec.snapshotRef names it start from it (Fork, ForkFrom,
+// WithSnapshot, or a SandboxTemplate's snapshotRef for a warm pool of restores). Deleting the
+// SandboxSnapshot deletes its files.
 //
 // RBAC: create and watch on sandboxsnapshots (extensions.agents.x-k8s.io).
-func (s *Sandbox) Snapshot(ctx context.Context) (*extv1beta1.SandboxSnapshot, error) {
+func (s *Sandbox) Snapshot(ctx context.Context, opts ...SnapshotOption) (*extv1beta1.SandboxSnapshot, error) {
 	if err := s.needsKube("snapshotting"); err != nil {
 		return nil, err
 	}
 	snap := &extv1beta1.SandboxSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, GenerateName: sandboxv1beta1.GeneratedNamePrefix(s.name, "-snap-")},
 		Spec:       extv1beta1.SandboxSnapshotSpec{SandboxRef: extv1beta1.SnapshotSourceReference{Name: s.name}},
+	}
+	for _, o := range opts {
+		o(&snap.Spec)
 	}
 	if err := s.c.kube.Create(ctx, snap); err != nil {
 		return nil, kubeError(err, "kubox: snapshotting", "sandbox "+s.String()+" (creating a SandboxSnapshot)",

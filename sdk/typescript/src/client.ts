@@ -303,8 +303,8 @@ export class Client {
   }
 
   /** @internal snapshot creates a SandboxSnapshot of Sandbox ns/name and waits until it is Ready (Sandbox.snapshot). */
-  async snapshot(ns: string, name: string): Promise<KubeObject> {
-    const snap = await this.kube.create(snapshots, ns, snapshotOf(ns, name));
+  async snapshot(ns: string, name: string, opts: SnapshotOptions = {}): Promise<KubeObject> {
+    const snap = await this.kube.create(snapshots, ns, snapshotOf(ns, name, opts));
     let last = snap;
     const what = `SandboxSnapshot ${nameOf(snap)}`;
     return this.#withinTimeout(what, () => last, undefined, (signal) =>
@@ -684,10 +684,22 @@ export function generatedPrefix(name: string, suffix: string): string {
   return name.slice(0, 63 - 5 - suffix.length) + suffix;
 }
 
+/** SnapshotOptions says what Sandbox.snapshot() takes. */
+export interface SnapshotOptions {
+  /**
+   * filesystemOnly saves the writes to the sandbox's root filesystems and emptyDir volumes only,
+   * not its processes and memory (spec.type Filesystem): sandboxes started from the snapshot run
+   * their processes afresh on those files.
+   */
+  filesystemOnly?: boolean;
+}
+
 /** snapshotOf is a SandboxSnapshot of Sandbox ns/name, named after it by the API server. */
-export function snapshotOf(ns: string, name: string): KubeObject {
+export function snapshotOf(ns: string, name: string, opts: SnapshotOptions = {}): KubeObject {
+  const spec: Record<string, unknown> = { sandboxRef: { name } };
+  if (opts.filesystemOnly) spec.type = "Filesystem";
   return { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxSnapshot",
-    metadata: { namespace: ns, generateName: generatedPrefix(name, "-snap-") }, spec: { sandboxRef: { name } } };
+    metadata: { namespace: ns, generateName: generatedPrefix(name, "-snap-") }, spec };
 }
 
 /** snapshotTaken says whether the SandboxSnapshot is Ready; it throws SnapshotFailedError when it failed for good. */

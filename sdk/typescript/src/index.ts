@@ -15,6 +15,7 @@ export {
   createdByLabel,
   forkOf,
   type IdlePolicy,
+  type SnapshotOptions,
 } from "./client.js";
 export { ClaimFailedError } from "./errors.js";
 export type { KubeObject } from "./kube.js";

@@ -4,7 +4,7 @@
 
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 
-import type { Client } from "./client.js";
+import type { Client, SnapshotOptions } from "./client.js";
 import { callError, CommandError, ConfigError, KuboxError } from "./errors.js";
 import { Files, type LocalFiles } from "./files.js";
 import type { ProcessEvent as PbProcessEvent } from "./gen/kubox/agent/v1/process_pb.js";
@@ -261,12 +261,13 @@ export class Sandbox {
   /**
    * snapshot checkpoints the running sandbox — processes, memory, open files, root filesystem
    * writes — without stopping it (gVisor and kubox-node): it creates a SandboxSnapshot and
-   * returns it once Ready (RBAC create and watch on sandboxsnapshots). SnapshotFailedError gives
+   * returns it once Ready (RBAC create and watch on sandboxsnapshots). With filesystemOnly it
+   * saves the files only; sandboxes started from it run afresh on them. SnapshotFailedError gives
    * the controller's reason when it cannot be taken.
    */
-  async snapshot(): Promise<KubeObject> {
+  async snapshot(opts: SnapshotOptions = {}): Promise<KubeObject> {
     const kube = this.#kubeLink("snapshot");
-    return kube.client.snapshot(this.namespace, this.name);
+    return kube.client.snapshot(this.namespace, this.name, opts);
   }
 
   /**

@@ -81,4 +81,16 @@ func TestSandboxWaitsForItsSnapshot(t *testing.T) {
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec is immutable") {
 		t.Errorf("changing a SandboxSnapshot's spec: %v; want Invalid, spec is immutable", err)
 	}
+	if got := framework.Read[extv1beta1.SandboxSnapshot](t, env, f.ns, snap.Name); got.Spec.Type != extv1beta1.SnapshotTypeFull {
+		t.Errorf("spec.type of a SandboxSnapshot created without one = %q; want Full", got.Spec.Type)
+	}
+	err = env.Client.Patch(t.Context(), snap, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"type":"Filesystem"}}`)))
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec is immutable") {
+		t.Errorf("changing a SandboxSnapshot's type: %v; want Invalid, spec is immutable", err)
+	}
+	memory := &extv1beta1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "memory-only"},
+		Spec: extv1beta1.SandboxSnapshotSpec{SandboxRef: extv1beta1.SnapshotSourceReference{Name: "nowhere"}, Type: "Memory"}}
+	if err := env.Client.Create(t.Context(), memory); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `supported values: "Full", "Filesystem"`) {
+		t.Errorf("creating a SandboxSnapshot of type Memory: %v; want Invalid, naming Full and Filesystem", err)
+	}
 }

@@ -340,11 +340,15 @@ def generated_prefix(name: str, suffix: str) -> str:
     return name[:_GENERATED_PREFIX_MAX - len(suffix)] + suffix
 
 
-def snapshot_of(sandbox: str, namespace: str) -> Obj:
-    """A SandboxSnapshot of the Sandbox ``sandbox``, named after it by the API server."""
+def snapshot_of(sandbox: str, namespace: str, *, filesystem_only: bool = False) -> Obj:
+    """A SandboxSnapshot of the Sandbox ``sandbox``, named after it by the API server; with
+    ``filesystem_only``, of its files only (spec.type Filesystem)."""
+    spec: Obj = {"sandboxRef": {"name": sandbox}}
+    if filesystem_only:
+        spec["type"] = "Filesystem"
     return {"apiVersion": f"{EXTENSIONS_GROUP}/{VERSION}", "kind": "SandboxSnapshot",
             "metadata": {"namespace": namespace, "generateName": generated_prefix(sandbox, "-snap-")},
-            "spec": {"sandboxRef": {"name": sandbox}}}
+            "spec": spec}
 
 
 def snapshot_taken(snap: Obj) -> bool:

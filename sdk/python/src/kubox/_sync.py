@@ -404,11 +404,11 @@ class Sandbox:
         activity; see :meth:`AsyncSandbox.keep_alive`."""
         return KeepAlive(self.aio.keep_alive(interval))
 
-    def snapshot(self) -> Obj:
+    def snapshot(self, *, filesystem_only: bool = False) -> Obj:
         """Snapshots the running sandbox without stopping it (gVisor) and returns the Ready
-        SandboxSnapshot, or :class:`SnapshotFailedError` says why not; see
-        :meth:`AsyncSandbox.snapshot`."""
-        return _run(self.aio.snapshot())
+        SandboxSnapshot, or :class:`SnapshotFailedError` says why not; with ``filesystem_only``,
+        its files only; see :meth:`AsyncSandbox.snapshot`."""
+        return _run(self.aio.snapshot(filesystem_only=filesystem_only))
 
     def fork(self, n: int = 1) -> List["Sandbox"]:
         """Snapshots the sandbox and starts ``n`` Sandboxes that continue from its memory, once

@@ -534,14 +534,17 @@ class AsyncSandbox:
         """Resumes a suspended sandbox and waits until it is Ready (a new Pod, a new IP)."""
         await self._set_mode("Running", _claims.sandbox_ready)
 
-    async def snapshot(self) -> Obj:
+    async def snapshot(self, *, filesystem_only: bool = False) -> Obj:
         """Snapshots the running sandbox — its processes, their memory, open files and root
         filesystem writes — without stopping it (gVisor and kubox-node): creates a SandboxSnapshot
-        and returns it (a dict) once it is Ready. :meth:`fork`, :meth:`AsyncClient.fork_from` and a
-        SandboxTemplate's ``snapshotRef`` start sandboxes from it. :class:`SnapshotFailedError`
-        says why it could not be taken."""
+        and returns it (a dict) once it is Ready. :meth:`fork`, :meth:`AsyncClient.fork_from`,
+        ``claim(..., snapshot=...)`` and a SandboxTemplate's ``snapshotRef`` start sandboxes from
+        it. With ``filesystem_only`` it saves the files only (root filesystem writes and emptyDir
+        volumes): sandboxes started from it run their processes afresh on those files.
+        :class:`SnapshotFailedError` says why it could not be taken."""
         client = self._kube_client("snapshot")
-        snap = await client._kube.create(SNAPSHOTS, self.namespace, _claims.snapshot_of(self.name, self.namespace))
+        snap = await client._kube.create(SNAPSHOTS, self.namespace,
+                                         _claims.snapshot_of(self.name, self.namespace, filesystem_only=filesystem_only))
         return await client._wait_snapshot(snap)
 
     async def fork(self, n: int = 1) -> List["AsyncSandbox"]:

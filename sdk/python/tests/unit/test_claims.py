@@ -280,3 +280,5 @@ def test_snapshot_taken():
     with pytest.raises(kubox.SnapshotFailedError, match="SandboxSnapshot n/s: the snapshot could not be taken: not gVisor"):
         _claims.snapshot_taken(snap)
     assert _claims.snapshot_of("py", "n")["metadata"]["generateName"] == "py-snap-"
+    assert "type" not in _claims.snapshot_of("py", "n")["spec"]
+    assert _claims.snapshot_of("py", "n", filesystem_only=True)["spec"] == {"sandboxRef": {"name": "py"}, "type": "Filesystem"}

@@ -446,6 +446,8 @@ describe("snapshots and forks (no server)", () => {
     snap.status = { conditions: [{ type: "Ready", status: "False", reason: "CheckpointFailed", message: "not gVisor" }] };
     assert.throws(() => snapshotTaken(snap), (e: unknown) => e instanceof SnapshotFailedError && /n\/s: the snapshot could not be taken: not gVisor/.test((e).message));
     assert.deepEqual(snapshotOf("n", "py").metadata, { namespace: "n", generateName: "py-snap-" });
+    assert.deepEqual(snapshotOf("n", "py").spec, { sandboxRef: { name: "py" } });
+    assert.deepEqual(snapshotOf("n", "py", { filesystemOnly: true }).spec, { sandboxRef: { name: "py" }, type: "Filesystem" });
   });
 
   test("whether a suspend kept the memory", () => {
