@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -227,4 +229,114 @@ func TestSnapshotBackedWarmPool(t *testing.T) {
 	}
 	t.Logf("claimed %s from the pool: secret %d and counter %d from the snapshot's process (%d, %d when taken)",
 		sb.Name(), got.secret, got.n, before.secret, before.n)
+}
+
+// withScratch adds an emptyDir "scratch" at /scratch to the sandbox's container.
+func withScratch(spec map[string]any) {
+	podSpec := spec["podTemplate"].(map[string]any)["spec"].(map[string]any)
+	vols, _ := podSpec["volumes"].([]any)
+	podSpec["volumes"] = append(vols, map[string]any{"name": "scratch", "emptyDir": map[string]any{}})
+	c := podSpec["containers"].([]any)[0].(map[string]any)
+	mounts, _ := c["volumeMounts"].([]any)
+	c["volumeMounts"] = append(mounts, map[string]any{"name": "scratch", "mountPath": "/scratch"})
+}
+
+// TestSnapshotKeepsTheSandboxLinksAsLinks: a symbolic link the sandbox makes in an emptyDir to a
+// file of the node (its kubox-node token) is snapshotted and forked as that link: the snapshot on
+// the node holds the link, not the node's file, and the fork reads its own files through its
+// links and nothing of the node through that one.
+func TestSnapshotKeepsTheSandboxLinksAsLinks(t *testing.T) {
+	requireController(t)
+	ns := namespace(t)
+	c := sdkClient(t, ns)
+	l := devenv.NewLayout(stateDir)
+	nodeFile := l.NodeToken
+	createSandbox(t, ns, newSandbox("source", "gvisor", withCounter, withAgent, withScratch))
+	waitSandboxReady(t, ns, "source")
+	src, err := c.Open(t.Context(), ns, "source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Run(t.Context(), "sh", "-c", "echo hi > /scratch/note && ln -s note /scratch/note-link && ln -s "+nodeFile+" /scratch/steal"); err != nil {
+		t.Fatalf("making links in /scratch: %v", err)
+	}
+	snap, err := src.Snapshot(t.Context())
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	secret, err := os.ReadFile(nodeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(filepath.Join(l.Snapshots, ns, snap.Status.Snapshot.Snapshot), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.Name() != "steal" {
+			return err
+		}
+		if target, err := os.Readlink(path); err != nil || target != nodeFile {
+			b, _ := os.ReadFile(path)
+			t.Errorf("the snapshot's copy of /scratch/steal: link %q, %v (content %d bytes, node file match %t); want the link, not the node's file",
+				target, err, len(b), string(b) == string(secret))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forks, err := c.ForkFrom(t.Context(), snap, 1)
+	if err != nil {
+		t.Fatalf("ForkFrom: %v", err)
+	}
+	fork := forks[0]
+	res, err := fork.Run(t.Context(), "sh", "-c", "cat /scratch/note-link; readlink /scratch/steal; cat /scratch/steal || echo unreadable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Fields(string(res.Stdout))
+	if len(out) != 3 || out[0] != "hi" || out[1] != nodeFile || out[2] != "unreadable" || strings.Contains(string(res.Stdout), strings.TrimSpace(string(secret))) {
+		t.Errorf("in the fork: %q; want hi, the link's target, and nothing read through it", res.Stdout)
+	}
+	if err := fork.Delete(t.Context()); err != nil {
+		t.Errorf("Delete(%s): %v", fork.Name(), err)
+	}
+}
+
+// TestForkGetsACopyOfItsVolume: a fork of a sandbox with a volumeClaimTemplate gets its own new
+// claim, filled with what the source's volume held at the snapshot (a file and a link to it), not
+// an empty one; what the fork writes there stays its own.
+func TestForkGetsACopyOfItsVolume(t *testing.T) {
+	requireController(t)
+	ns := namespace(t)
+	c := sdkClient(t, ns)
+	createSandbox(t, ns, newSandbox("source", "gvisor", withCounter, withAgent, withVolume))
+	waitSandboxReady(t, ns, "source")
+	src, err := c.Open(t.Context(), ns, "source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	word := rand.Text()
+	if _, err := src.Run(t.Context(), "sh", "-c", "echo "+word+" > /data/word && ln -s word /data/link"); err != nil {
+		t.Fatalf("writing /data in the source: %v", err)
+	}
+	forks, err := src.Fork(t.Context(), 1)
+	if err != nil {
+		t.Fatalf("Fork(1): %v", err)
+	}
+	fork := forks[0]
+	pvc, err := clientset.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "data-"+fork.Name(), metav1.GetOptions{})
+	if err != nil || pvc.Status.Phase != corev1.ClaimBound {
+		t.Fatalf("the fork's claim data-%s: %v, %v; want its own, Bound", fork.Name(), pvc, err)
+	}
+	res, err := fork.Run(t.Context(), "cat", "/data/link")
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != word {
+		t.Fatalf("the fork reads /data/link = %q, %v; want %q, the source's volume at the snapshot", res.Stdout, err, word)
+	}
+	if _, err := fork.Run(t.Context(), "sh", "-c", "echo fork > /data/word"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := src.Run(t.Context(), "cat", "/data/word"); err != nil || strings.TrimSpace(string(res.Stdout)) != word {
+		t.Errorf("the source reads /data/word = %q, %v after the fork wrote its own; want %q", res.Stdout, err, word)
+	}
+	if err := fork.Delete(t.Context()); err != nil {
+		t.Errorf("Delete(%s): %v", fork.Name(), err)
+	}
 }

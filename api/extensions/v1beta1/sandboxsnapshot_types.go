@@ -88,8 +88,10 @@ const (
 )
 
 // SandboxSnapshot is a checkpoint of a running sandbox — its processes, their memory, open
-// files and the writes to its root filesystem, or with spec.type Filesystem those writes only —
-// taken by kubox-node under gVisor while the sandbox keeps running. Sandboxes whose spec.snapshotRef names it start from it: forks of the sandbox,
+// files and the writes to its root filesystem, or with spec.type Filesystem those writes only,
+// and in both cases a copy of its emptyDirs and of its own volumes (volumeClaimTemplates), which
+// fill the new, empty volumes of the sandboxes started from it — taken by kubox-node under gVisor
+// while the sandbox keeps running. Sandboxes whose spec.snapshotRef names it start from it: forks of the sandbox,
 // or the members of a warm pool whose template names it. Deleting it deletes the snapshot's
 // files. kubox addition.
 // +kubebuilder:object:root=true

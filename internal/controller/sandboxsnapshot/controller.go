@@ -3,6 +3,8 @@ package sandboxsnapshot
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,25 +92,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer of SandboxSnapshot %s: %w", snap.Name, err)
 		}
 	}
-	pod, why, err := r.runningPod(ctx, snap)
+	sb, pod, why, err := r.runningPod(ctx, snap)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if pod == nil {
 		return ctrl.Result{RequeueAfter: notRunningRetry}, r.setReady(ctx, snap, metav1.ConditionFalse, extv1beta1.SnapshotReasonSandboxNotRunning, why)
 	}
-	return ctrl.Result{}, r.take(ctx, snap, pod)
+	return ctrl.Result{}, r.take(ctx, snap, pod, ownVolumeMounts(sb))
 }
 
-// runningPod returns the Running Pod of the snapshot's Sandbox, or nil and why there is none.
-func (r *Reconciler) runningPod(ctx context.Context, snap *extv1beta1.SandboxSnapshot) (*corev1.Pod, string, error) {
+// ownVolumeMounts are the mounts of the sandbox's own PersistentVolumeClaims (its
+// volumeClaimTemplates, each the Pod volume of its name) in the containers that run (sidecars
+// too, not init containers that ended): their content goes into the snapshot, since a Sandbox
+// started from it gets new, empty claims of its own. Claims the pod template names itself are
+// shared, mounted as they are by the Sandboxes started from the snapshot, and not copied. Read
+// from the Sandbox's pod template, which its Pod was made from (the cached Pod keeps no
+// containers or volumes).
+func ownVolumeMounts(sb *sandboxv1beta1.Sandbox) []*nodev1.VolumeMount {
+	own := map[string]bool{}
+	for _, vct := range sb.Spec.VolumeClaimTemplates {
+		own[vct.Metadata.Name] = true
+	}
+	spec := &sb.Spec.PodTemplate.Spec
+	var out []*nodev1.VolumeMount
+	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+		if slices.ContainsFunc(spec.InitContainers, func(ic corev1.Container) bool { return ic.Name == c.Name }) &&
+			(c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+			continue // an init container that ended has no mounts left to copy
+		}
+		for _, m := range c.VolumeMounts {
+			if own[m.Name] {
+				out = append(out, &nodev1.VolumeMount{Container: c.Name, Path: filepath.Clean(m.MountPath)})
+			}
+		}
+	}
+	return out
+}
+
+// runningPod returns the snapshot's Sandbox and its Running Pod, or a nil Pod and why there is
+// none.
+func (r *Reconciler) runningPod(ctx context.Context, snap *extv1beta1.SandboxSnapshot) (*sandboxv1beta1.Sandbox, *corev1.Pod, string, error) {
 	name := snap.Spec.SandboxRef.Name
 	sb := &sandboxv1beta1.Sandbox{}
 	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: name}, sb); {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("Sandbox %s does not exist", name), nil
+		return nil, nil, fmt.Sprintf("Sandbox %s does not exist", name), nil
 	case err != nil:
-		return nil, "", fmt.Errorf("reading Sandbox %s: %w", name, err)
+		return nil, nil, "", fmt.Errorf("reading Sandbox %s: %w", name, err)
 	}
 	podName := sb.Annotations[sandboxv1beta1.PodNameAnnotation]
 	if podName == "" {
@@ -117,21 +148,22 @@ func (r *Reconciler) runningPod(ctx context.Context, snap *extv1beta1.SandboxSna
 	pod := &corev1.Pod{}
 	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: podName}, pod); {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("Sandbox %s has no Pod (is it suspended?)", name), nil
+		return nil, nil, fmt.Sprintf("Sandbox %s has no Pod (is it suspended?)", name), nil
 	case err != nil:
-		return nil, "", fmt.Errorf("reading Pod %s of Sandbox %s: %w", podName, name, err)
+		return nil, nil, "", fmt.Errorf("reading Pod %s of Sandbox %s: %w", podName, name, err)
 	}
 	if !metav1.IsControlledBy(pod, sb) {
-		return nil, fmt.Sprintf("Pod %s is not Sandbox %s's", podName, name), nil
+		return nil, nil, fmt.Sprintf("Pod %s is not Sandbox %s's", podName, name), nil
 	}
 	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
-		return nil, fmt.Sprintf("Pod %s of Sandbox %s is %s, not Running", podName, name, pod.Status.Phase), nil
+		return nil, nil, fmt.Sprintf("Pod %s of Sandbox %s is %s, not Running", podName, name, pod.Status.Phase), nil
 	}
-	return pod, "", nil
+	return sb, pod, "", nil
 }
 
-// take asks kubox-node to checkpoint pod without stopping it, and records the outcome.
-func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot, pod *corev1.Pod) error {
+// take asks kubox-node to checkpoint pod without stopping it, with the content of volumes, and
+// records the outcome.
+func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot, pod *corev1.Pod, volumes []*nodev1.VolumeMount) error {
 	if r.nodes == nil {
 		return r.fail(ctx, snap, pod, nodeapi.ErrNotConfigured)
 	}
@@ -140,7 +172,7 @@ func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot,
 		kind, what = nodev1.Kind_KIND_FILESYSTEM, "Saved the files of"
 	}
 	s, err := r.nodes.Checkpoint(ctx, pod.Status.HostIP, &nodev1.CheckpointRequest{Namespace: pod.Namespace, Pod: pod.Name,
-		PodUid: string(pod.UID), Snapshot: string(snap.UID), LeaveRunning: true, Kind: kind})
+		PodUid: string(pod.UID), Snapshot: string(snap.UID), LeaveRunning: true, Kind: kind, CopyVolumeMounts: volumes})
 	if err != nil {
 		return r.fail(ctx, snap, pod, err)
 	}

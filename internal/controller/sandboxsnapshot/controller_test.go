@@ -5,7 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -186,5 +189,31 @@ func TestSnapshotWithoutKuboxNodeFailsForGood(t *testing.T) {
 	reconcile(t, r)
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "s1"}, &extv1beta1.SandboxSnapshot{}); !apierrors.IsNotFound(err) {
 		t.Errorf("failed SandboxSnapshot after its deletion: %v; want it gone", err)
+	}
+}
+
+// TestOwnVolumeMounts: the mounts of the sandbox's own claims (its volumeClaimTemplates) are the
+// ones copied into a snapshot, in every container that runs; a claim the template shares, and a
+// finished init container's mount, are not.
+func TestOwnVolumeMounts(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "src"}}
+	sb.Spec.VolumeClaimTemplates = []sandboxv1beta1.PersistentVolumeClaimTemplate{{Metadata: sandboxv1beta1.EmbeddedObjectMetadata{Name: "data"}}}
+	sb.Spec.PodTemplate.Spec = corev1.PodSpec{
+		Volumes: []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "team-cache"}}}},
+		InitContainers: []corev1.Container{
+			{Name: "seed", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}},
+			{Name: "sidecar", RestartPolicy: &always, VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/data/"}}},
+		},
+		Containers: []corev1.Container{{Name: "main", VolumeMounts: []corev1.VolumeMount{
+			{Name: "data", MountPath: "/workspace"}, {Name: "shared", MountPath: "/cache"}}}},
+	}
+	var got []string
+	for _, m := range ownVolumeMounts(sb) {
+		got = append(got, m.GetContainer()+":"+m.GetPath())
+	}
+	if diff := cmp.Diff([]string{"sidecar:/var/data", "main:/workspace"}, got); diff != "" {
+		t.Errorf("mounts copied (-want +got):\n%s", diff)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,6 +32,15 @@ type Options struct {
 	// Compress writes the image with runsc's flate-best-speed compression (Full only): about a
 	// quarter of the size, no lazy page loading on restore.
 	Compress bool
+	// CopyMounts are volume mounts whose content is copied too (Container.Volumes): the Pod's
+	// own PersistentVolumes, which the sandboxes started from the checkpoint get new and empty.
+	// Each must be a bind mount of the Pod.
+	CopyMounts []MountRef
+}
+
+// MountRef is a mount of one of the Pod's containers: the container's name, the mount's path in it.
+type MountRef struct {
+	Container, Path string
 }
 
 // Checkpoint saves the Pod sandbox o.SandboxID into o.Dir and returns its manifest once the
@@ -98,14 +108,24 @@ func saveStopped(ctx context.Context, r Runsc, o Options, bundles []bundle, m *M
 	return r.run(ctx, checkpointArgs(o)...)
 }
 
-// saveBundles saves every bundle of the Pod into the checkpoint directory.
+// saveBundles saves every bundle of the Pod into the checkpoint directory. A mount of
+// o.CopyMounts that no container has fails the checkpoint: its content would be silently missing.
 func saveBundles(o Options, bundles []bundle, m *Manifest) error {
+	want := map[MountRef]bool{}
+	for _, r := range o.CopyMounts {
+		want[r] = false
+	}
 	for n, b := range bundles {
-		c, err := saveBundle(o.Dir, b, n, o.PodDirs)
+		c, err := saveBundle(o.Dir, b, n, o.PodDirs, want)
 		if err != nil {
 			return err
 		}
 		m.Containers = append(m.Containers, c)
+	}
+	for r, copied := range want {
+		if !copied {
+			return fmt.Errorf("volume mount %s of container %q: the Pod has no such bind mount to copy", r.Path, r.Container)
+		}
 	}
 	return nil
 }
@@ -123,22 +143,31 @@ func checkpointArgs(o Options) []string {
 	return append(args, o.SandboxID)
 }
 
-// saveBundle writes bundle b's spec as specs/<n>.json and copies its private mounts to files/<n>/.
-func saveBundle(dir string, b bundle, n int, podDirs []string) (Container, error) {
+// saveBundle writes bundle b's spec as specs/<n>.json and copies its private mounts, and the
+// volume mounts of toCopy (marked true once copied), to files/<n>/.
+func saveBundle(dir string, b bundle, n int, podDirs []string, toCopy map[MountRef]bool) (Container, error) {
 	c := describe(b, n)
 	for i, m := range b.spec.mounts() {
-		src, ok := privateMount(m, podDirs)
-		if !ok {
+		pm, private := privateMountOf(m, podDirs)
+		ref := MountRef{Container: c.Name, Path: fmt.Sprint(m["destination"])}
+		_, volume := toCopy[ref]
+		volume = volume && !private && !c.Sandbox && m["type"] == "bind"
+		if !private && !volume {
 			continue
 		}
+		if volume {
+			pm = privateMount{source: fmt.Sprint(m["source"]), tenant: true}
+		}
 		rel := filepath.Join(filesDir, strconv.Itoa(n), strconv.Itoa(i))
-		if err := copyTree(src, filepath.Join(dir, rel)); err != nil {
+		if err := copyTree(pm.source, filepath.Join(dir, rel), !pm.tenant); err != nil {
 			return c, fmt.Errorf("copy mount %s of %s: %w", m["destination"], b.id, err)
 		}
-		if c.Copied == nil {
-			c.Copied = map[int]string{}
+		if volume {
+			toCopy[ref] = true
+			c.Volumes = setIndex(c.Volumes, i, filepath.ToSlash(rel))
+		} else {
+			c.Copied = setIndex(c.Copied, i, filepath.ToSlash(rel))
 		}
-		c.Copied[i] = filepath.ToSlash(rel)
 	}
 	js, err := json.MarshalIndent(b.spec, "", "  ")
 	if err != nil {
@@ -150,15 +179,37 @@ func saveBundle(dir string, b bundle, n int, podDirs []string) (Container, error
 	return c, os.WriteFile(filepath.Join(dir, c.Spec), js, 0o600)
 }
 
-// copyTree copies src to dst, following symbolic links, so the copy holds regular files only
-// (a projected service-account volume is a tree of links into a timestamped folder).
-func copyTree(src, dst string) error {
-	st, err := os.Stat(src)
+func setIndex(m map[int]string, i int, v string) map[int]string {
+	if m == nil {
+		m = map[int]string{}
+	}
+	m[i] = v
+	return m
+}
+
+// copyTree copies src to dst. With follow, symbolic links are followed, so the copy holds regular
+// files only (a projected service-account volume is a tree of links into a timestamped folder):
+// only for what the kubelet wrote. Without it, for what the sandbox wrote, a link is copied as
+// the link it is: followed on the node, a link the sandbox made to a node file (/etc/shadow)
+// would put that file in the snapshot, readable to every sandbox started from it. Sockets, pipes
+// and devices hold nothing to copy and are left out; the sandbox is stopped while this runs, so
+// nothing it does can change a folder into a link under the copy.
+func copyTree(src, dst string, follow bool) error {
+	stat := os.Lstat
+	if follow {
+		stat = os.Stat
+	}
+	st, err := stat(src)
 	if err != nil {
 		return err
 	}
-	if !st.IsDir() {
+	switch {
+	case st.Mode()&fs.ModeSymlink != 0:
+		return copyLink(src, dst)
+	case st.Mode().IsRegular():
 		return copyFile(src, dst, st.Mode().Perm())
+	case !st.IsDir():
+		return nil
 	}
 	if err := os.MkdirAll(dst, st.Mode().Perm()|0o700); err != nil {
 		return err
@@ -168,11 +219,23 @@ func copyTree(src, dst string) error {
 		return err
 	}
 	for _, e := range entries {
-		if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+		if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), follow); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// copyLink makes dst a symbolic link with src's target, which is never resolved here.
+func copyLink(src, dst string) error {
+	target, err := os.Readlink(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	return os.Symlink(target, dst)
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,17 +212,64 @@ func TestVerifyNeedsTheImageOfItsKind(t *testing.T) {
 
 func TestPrivateMount(t *testing.T) {
 	pods := []string{"/k/pods"}
-	for src, want := range map[string]bool{
-		"/k/pods/u/etc-hosts": true,
-		"/k/pods/u/volumes/kubernetes.io~projected/kube-api-access-x": true,
-		"/k/pods/u/volumes/kubernetes.io~empty-dir/scratch":           true,
-		"/k/pods/u/volumes/kubernetes.io~csi/pvc-1/mount":             false,
-		"/tmp/hostpath_pv/pvc-1":                                      false,
-		"/k/podsX/u/etc-hosts":                                        false,
+	for src, want := range map[string]struct{ private, tenant bool }{
+		"/k/pods/u/etc-hosts": {private: true},
+		"/k/pods/u/volumes/kubernetes.io~projected/kube-api-access-x": {private: true},
+		"/k/pods/u/volumes/kubernetes.io~empty-dir/scratch":           {private: true, tenant: true},
+		"/k/pods/u/volumes/kubernetes.io~csi/pvc-1/mount":             {},
+		"/tmp/hostpath_pv/pvc-1":                                      {},
+		"/k/podsX/u/etc-hosts":                                        {},
 	} {
-		if _, got := privateMount(map[string]any{"type": "bind", "source": src}, pods); got != want {
-			t.Errorf("privateMount(%s) = %t, want %t", src, got, want)
+		pm, got := privateMountOf(map[string]any{"type": "bind", "source": src}, pods)
+		if got != want.private || pm.tenant != want.tenant {
+			t.Errorf("privateMountOf(%s) = %+v, %t; want private %t, tenant %t", src, pm, got, want.private, want.tenant)
 		}
+	}
+}
+
+// TestTenantLinksAreNotFollowed: a link the sandbox made in its emptyDir to a file of the node is
+// copied as the link, never as the node file's content; the kubelet's links (a projected token)
+// are followed. The manifest records the link, and Verify notices a link changed.
+func TestTenantLinksAreNotFollowed(t *testing.T) {
+	node := t.TempDir()
+	secret := filepath.Join(node, "shadow")
+	must(t, os.WriteFile(secret, []byte("root:hash"), 0o600))
+	scratch := filepath.Join(node, "scratch")
+	must(t, os.MkdirAll(filepath.Join(scratch, "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(scratch, "sub", "run.sh"), []byte("#!/bin/sh"), 0o755))
+	must(t, os.Symlink(secret, filepath.Join(scratch, "steal")))
+	must(t, os.Symlink("sub/run.sh", filepath.Join(scratch, "run")))
+	dir := t.TempDir()
+	must(t, copyTree(scratch, filepath.Join(dir, "files", "0"), false))
+	for name, want := range map[string]string{"steal": secret, "run": "sub/run.sh"} {
+		if got, err := os.Readlink(filepath.Join(dir, "files", "0", name)); err != nil || got != want {
+			t.Errorf("copy of %s: link %q, %v; want the link to %q, not the file", name, got, err, want)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "files", "0", "sub", "run.sh")); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("copy of sub/run.sh: %v, %v; want mode 0755", st, err)
+	}
+	kubelet := t.TempDir()
+	must(t, os.Symlink(secret, filepath.Join(kubelet, "token")))
+	must(t, copyTree(kubelet, filepath.Join(dir, "files", "1"), true))
+	if b, err := os.ReadFile(filepath.Join(dir, "files", "1", "token")); err != nil || string(b) != "root:hash" {
+		t.Errorf("copy of the kubelet's link: %q, %v; want the file it names", b, err)
+	}
+
+	must(t, os.MkdirAll(filepath.Join(dir, imageDir), 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, imageDir, "checkpoint.img"), []byte("x"), 0o644))
+	must(t, writeManifest(dir, &Manifest{Version: 1, Kind: Full}))
+	m, err := Verify(dir)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	if i := slices.IndexFunc(m.Files, func(f File) bool { return f.Path == "files/0/steal" }); i < 0 || m.Files[i].Link != secret || m.Files[i].Size != 0 {
+		t.Errorf("manifest files %+v; want files/0/steal as a link to %s", m.Files, secret)
+	}
+	must(t, os.Remove(filepath.Join(dir, "files", "0", "steal")))
+	must(t, os.Symlink("/etc/passwd", filepath.Join(dir, "files", "0", "steal")))
+	if _, err := Verify(dir); !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "files/0/steal") {
+		t.Errorf("Verify after a link changed = %v; want ErrIncomplete naming it", err)
 	}
 }
 
@@ -266,5 +314,49 @@ func TestRebaseGivesTheNewSandboxItsOwnEverything(t *testing.T) {
 		`"root":{"path":"/w/new-py/rootfs"},"sandbox":"new"}`
 	if string(got) != want {
 		t.Errorf("rebased spec\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestCheckpointCopiesTheVolumesAskedFor: a volume mount of Options.CopyMounts (a Pod's own
+// PersistentVolume) is copied into the checkpoint and listed in Container.Volumes, the sandbox's
+// links kept as links; one the Pod does not have fails the checkpoint, which leaves nothing.
+func TestCheckpointCopiesTheVolumesAskedFor(t *testing.T) {
+	taskDir, podDir := fakePod(t)
+	volume := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(volume, "notes.txt"), []byte("kept"), 0o644))
+	must(t, os.Symlink("/etc/shadow", filepath.Join(volume, "steal")))
+	writeBundle(t, taskDir, "c1", map[string]any{
+		annContainerType: "container", annSandboxID: "sb1", annContainerName: "py", annImageName: "kubox.local/python:dev"},
+		[]any{
+			map[string]any{"destination": "/etc/hosts", "type": "bind", "source": filepath.Join(podDir, "etc-hosts")},
+			map[string]any{"destination": "/data", "type": "bind", "source": volume},
+		})
+	dir := filepath.Join(t.TempDir(), "ck")
+	m, err := Checkpoint(t.Context(), fakeRunsc(t), Options{SandboxID: "sb1", Dir: dir, TaskDir: taskDir, PodDirs: []string{podDir},
+		CopyMounts: []MountRef{{Container: "py", Path: "/data"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int]string{1: "files/1/1"}, m.Containers[1].Volumes); diff != "" {
+		t.Errorf("copied volumes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[int]string{0: "files/1/0"}, m.Containers[1].Copied); diff != "" {
+		t.Errorf("copied private mounts (-want +got):\n%s", diff)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "files/1/1/notes.txt")); err != nil || string(b) != "kept" {
+		t.Errorf("the volume's notes.txt in the checkpoint: %q, %v", b, err)
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "files/1/1/steal")); err != nil || target != "/etc/shadow" {
+		t.Errorf("the volume's link in the checkpoint: %q, %v; want the link, not followed", target, err)
+	}
+
+	missing := filepath.Join(t.TempDir(), "ck")
+	_, err = Checkpoint(t.Context(), fakeRunsc(t), Options{SandboxID: "sb1", Dir: missing, TaskDir: taskDir, PodDirs: []string{podDir},
+		CopyMounts: []MountRef{{Container: "py", Path: "/workspace"}}})
+	if err == nil || !strings.Contains(err.Error(), `volume mount /workspace of container "py"`) {
+		t.Errorf("Checkpoint copying a mount the Pod lacks = %v; want an error naming it", err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("the failed checkpoint left %s: %v", missing, err)
 	}
 }

@@ -71,13 +71,19 @@ type Container struct {
 	Spec string `json:"spec"`
 	// Copied maps a mount's index in the spec to the copy of its source in the directory.
 	Copied map[int]string `json:"copied,omitempty"`
+	// Volumes maps the index of a volume mount copied on request (Options.CopyMounts, the Pod's
+	// own PersistentVolumes) to its copy: a Pod started from the checkpoint mounts new volumes,
+	// which the shim fills from these copies while they are empty.
+	Volumes map[int]string `json:"volumes,omitempty"`
 }
 
-// File is one file of the directory, its path relative to it.
+// File is one file of the directory, its path relative to it. A symbolic link (a link the sandbox
+// had in an emptyDir) has its target in Link and the SHA-256 of that target, size 0.
 type File struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	Link   string `json:"link,omitempty"`
 }
 
 // Duration is a time.Duration that reads as seconds in JSON.
@@ -98,8 +104,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// hashFiles lists every regular file below dir except the manifest, with its size and SHA-256,
-// sorted by path.
+// hashFiles lists every regular file and symbolic link below dir except the manifest, with its
+// size and SHA-256 (a link's target, which is never followed), sorted by path.
 func hashFiles(dir string) ([]File, error) {
 	var files []File
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -108,6 +114,12 @@ func hashFiles(dir string) ([]File, error) {
 		}
 		rel, err := filepath.Rel(dir, path)
 		if err != nil || rel == ManifestFile {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			f, err := hashLink(path)
+			f.Path = filepath.ToSlash(rel)
+			files = append(files, f)
 			return err
 		}
 		if !d.Type().IsRegular() {
@@ -133,12 +145,22 @@ func hashFile(path string) (File, error) {
 	return File{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, err
 }
 
+func hashLink(path string) (File, error) {
+	target, err := os.Readlink(path)
+	sum := sha256.Sum256([]byte(target))
+	return File{Link: target, SHA256: hex.EncodeToString(sum[:])}, err
+}
+
 // digest is the checkpoint's one checksum: SHA-256 over "path size sha256" lines of its files.
 func digest(files []File) (string, int64) {
 	h := sha256.New()
 	var size int64
 	for _, f := range files {
-		fmt.Fprintf(h, "%s %d %s\n", f.Path, f.Size, f.SHA256)
+		if f.Link != "" {
+			fmt.Fprintf(h, "%s %d %s link\n", f.Path, f.Size, f.SHA256)
+		} else {
+			fmt.Fprintf(h, "%s %d %s\n", f.Path, f.Size, f.SHA256)
+		}
 		size += f.Size
 	}
 	return hex.EncodeToString(h.Sum(nil)), size

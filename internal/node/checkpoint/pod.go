@@ -157,12 +157,25 @@ var podVolumes = map[string]bool{
 	"kubernetes.io~downward-api": true, "kubernetes.io~empty-dir": true,
 }
 
-// privateMount reports whether a bind mount's source belongs to the Pod alone (under one of the
-// node's per-Pod directories, and not a persistent volume) and so must be copied: it is gone
-// once the Pod is.
-func privateMount(m map[string]any, podDirs []string) (string, bool) {
+// sandboxWritableVolumes are the Pod volume plugins whose content the sandbox writes: what they
+// hold is the tenant's, symbolic links included, and is never followed on the node.
+var sandboxWritableVolumes = map[string]bool{"kubernetes.io~empty-dir": true}
+
+// A privateMount is a bind mount whose source belongs to the Pod alone and so must be copied.
+type privateMount struct {
+	source string
+	// tenant is true when the sandbox writes the content (an emptyDir): its symbolic links are
+	// copied as links, never followed, or a link to a node file would copy that file into the
+	// snapshot. The other sources (the hosts file, a projected token, a Secret) are the kubelet's,
+	// read-only to the sandbox, and made of links the copy follows.
+	tenant bool
+}
+
+// privateMountOf returns the bind mount m's source when it belongs to the Pod alone (under one of
+// the node's per-Pod directories, and not a persistent volume): it is gone once the Pod is.
+func privateMountOf(m map[string]any, podDirs []string) (privateMount, bool) {
 	if m["type"] != "bind" {
-		return "", false
+		return privateMount{}, false
 	}
 	src, _ := m["source"].(string)
 	for _, d := range podDirs {
@@ -172,9 +185,9 @@ func privateMount(m map[string]any, podDirs []string) (string, bool) {
 		}
 		if _, vol, isVolume := strings.Cut(rest, "/volumes/"); isVolume {
 			plugin, _, _ := strings.Cut(vol, "/")
-			return src, podVolumes[plugin]
+			return privateMount{source: src, tenant: sandboxWritableVolumes[plugin]}, podVolumes[plugin]
 		}
-		return src, true
+		return privateMount{source: src}, true
 	}
-	return "", false
+	return privateMount{}, false
 }

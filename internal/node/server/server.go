@@ -107,6 +107,10 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 	if err != nil {
 		return nil, err
 	}
+	mounts, err := copyMounts(r.GetCopyVolumeMounts())
+	if err != nil {
+		return nil, err
+	}
 	dir, release, err := s.claim(r.GetNamespace(), r.GetSnapshot())
 	if err != nil {
 		return nil, err
@@ -130,7 +134,7 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 	start := time.Now()
 	m, err := s.cfg.checkpoint(ctx, node.PodRunsc(), checkpoint.Options{
 		SandboxID: sandboxID, Dir: dir, TaskDir: node.TaskDir(), PodDirs: node.PodDirs(),
-		Kind: kind, LeaveRunning: r.GetLeaveRunning(), Compress: r.GetCompress(),
+		Kind: kind, LeaveRunning: r.GetLeaveRunning(), Compress: r.GetCompress(), CopyMounts: mounts,
 	})
 	if err != nil {
 		s.cfg.Log.Error("Checkpoint failed", "namespace", r.GetNamespace(), "pod", r.GetPod(), "snapshot", r.GetSnapshot(), "err", err)
@@ -215,6 +219,22 @@ func validName(what, name string, check func(string) []string) error {
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s %q: %s", what, name, strings.Join(problems, "; ")))
 	}
 	return nil
+}
+
+// copyMounts checks the volume mounts a checkpoint is to copy: a container name and an absolute,
+// clean path each.
+func copyMounts(in []*nodev1.VolumeMount) ([]checkpoint.MountRef, error) {
+	var out []checkpoint.MountRef
+	for _, m := range in {
+		if err := validName("container", m.GetContainer(), validation.IsDNS1123Label); err != nil {
+			return nil, err
+		}
+		if p := m.GetPath(); !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("volume mount path %q of container %s: want an absolute, clean path", p, m.GetContainer()))
+		}
+		out = append(out, checkpoint.MountRef{Container: m.GetContainer(), Path: m.GetPath()})
+	}
+	return out, nil
 }
 
 func kindOf(k nodev1.Kind) (checkpoint.Kind, error) {

@@ -122,6 +122,10 @@ func TestCheckpointRefusals(t *testing.T) {
 		{&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", Snapshot: "../team-b/x"}, connect.CodeInvalidArgument, `snapshot "../team-b/x"`},
 		{&nodev1.CheckpointRequest{Namespace: "..", Pod: "py", Snapshot: "s"}, connect.CodeInvalidArgument, `namespace ".."`},
 		{&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", Snapshot: "s", Kind: 7}, connect.CodeInvalidArgument, "KIND_FULL"},
+		{&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", Snapshot: "s",
+			CopyVolumeMounts: []*nodev1.VolumeMount{{Container: "main", Path: "/data/../etc"}}}, connect.CodeInvalidArgument, `path "/data/../etc"`},
+		{&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", Snapshot: "s",
+			CopyVolumeMounts: []*nodev1.VolumeMount{{Container: "Main!", Path: "/data"}}}, connect.CodeInvalidArgument, `container "Main!"`},
 		{&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "other", Snapshot: "s"}, connect.CodeNotFound, "team-a/other has no sandbox on this node"},
 		{&nodev1.CheckpointRequest{Namespace: "team-b", Pod: "py", Snapshot: "s"}, connect.CodeNotFound, "team-b/py has no sandbox"},
 	} {

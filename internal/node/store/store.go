@@ -101,7 +101,7 @@ func copyIn(ctx context.Context, src, dst string, check func(tmp string) error) 
 	tmp := dst + ".partial-" + hex.EncodeToString(suffix)
 	err := copyTree(ctx, src, tmp)
 	if err == nil {
-		err = copyFile(filepath.Join(src, checkpoint.ManifestFile), filepath.Join(tmp, checkpoint.ManifestFile))
+		err = copyFile(filepath.Join(src, checkpoint.ManifestFile), filepath.Join(tmp, checkpoint.ManifestFile), 0o644)
 	}
 	if err == nil {
 		err = check(tmp)
@@ -115,7 +115,9 @@ func copyIn(ctx context.Context, src, dst string, check func(tmp string) error) 
 	return err
 }
 
-// copyTree copies the folders and regular files below src, except its manifest, to dst.
+// copyTree copies the folders, regular files and symbolic links below src, except its manifest,
+// to dst, with their permissions (a script the sandbox had in an emptyDir stays executable). A
+// link is copied as the link it is, never followed: it is the sandbox's (checkpoint.File).
 func copyTree(ctx context.Context, src, dst string) error {
 	return filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -128,26 +130,35 @@ func copyTree(ctx context.Context, src, dst string) error {
 		if err != nil {
 			return err
 		}
+		info, err := e.Info()
 		switch {
+		case err != nil:
+			return err
 		case e.IsDir():
-			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+			return os.MkdirAll(filepath.Join(dst, rel), info.Mode().Perm()|0o700)
 		case rel == checkpoint.ManifestFile:
 			return nil
+		case e.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, filepath.Join(dst, rel))
 		case !e.Type().IsRegular():
-			return fmt.Errorf("%s is not a regular file: a snapshot folder holds files only", rel)
+			return fmt.Errorf("%s is not a regular file or a link: a snapshot folder holds files only", rel)
 		}
-		return copyFile(path, filepath.Join(dst, rel))
+		return copyFile(path, filepath.Join(dst, rel), info.Mode().Perm())
 	})
 }
 
-// copyFile copies the regular file src to dst, synced to disk.
-func copyFile(src, dst string) error {
+// copyFile copies the regular file src to dst with the permissions mode, synced to disk.
+func copyFile(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = in.Close() }()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}

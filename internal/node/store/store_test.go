@@ -25,6 +25,13 @@ func snapshotDir(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// An emptyDir's copy keeps the sandbox's links as links, and its scripts executable.
+	if err := os.WriteFile(filepath.Join(dir, "files/1/0/run.sh"), []byte("#!/bin/sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/shadow", filepath.Join(dir, "files/1/0/link")); err != nil {
+		t.Fatal(err)
+	}
 	if err := checkpoint.WriteManifest(dir, &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +61,12 @@ func TestDirPutGetDelete(t *testing.T) {
 	}
 	if want, _ := checkpoint.Verify(src); got.SHA256 != want.SHA256 {
 		t.Errorf("fetched checksum %s, taken %s", got.SHA256, want.SHA256)
+	}
+	if target, err := os.Readlink(filepath.Join(dst, "files/1/0/link")); err != nil || target != "/etc/shadow" {
+		t.Errorf("fetched link: %q, %v; want the link to /etc/shadow, not followed", target, err)
+	}
+	if st, err := os.Stat(filepath.Join(dst, "files/1/0/run.sh")); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("fetched run.sh: %v, %v; want mode 0755", st, err)
 	}
 	if err := s.Delete(t.Context(), "team-a", "snap"); err != nil {
 		t.Fatal(err)

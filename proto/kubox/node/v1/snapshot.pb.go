@@ -101,9 +101,13 @@ type CheckpointRequest struct {
 	// the same name), and a snapshot of this name already taken of that Pod is returned as it is,
 	// so a caller that lost the answer can ask again (a pause stops the Pod's processes: a second
 	// checkpoint would save a restarted Pod instead).
-	PodUid        string `protobuf:"bytes,7,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PodUid string `protobuf:"bytes,7,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
+	// Volume mounts whose content to copy into the snapshot with the rest (the Pod's own
+	// PersistentVolumes, for the new, empty volumes of the sandboxes started from it); the Pod's
+	// private mounts (emptyDirs, its hosts file, its token) are always copied.
+	CopyVolumeMounts []*VolumeMount `protobuf:"bytes,8,rep,name=copy_volume_mounts,json=copyVolumeMounts,proto3" json:"copy_volume_mounts,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CheckpointRequest) Reset() {
@@ -185,6 +189,67 @@ func (x *CheckpointRequest) GetPodUid() string {
 	return ""
 }
 
+func (x *CheckpointRequest) GetCopyVolumeMounts() []*VolumeMount {
+	if x != nil {
+		return x.CopyVolumeMounts
+	}
+	return nil
+}
+
+// VolumeMount is a mount of a container of the Pod, by the container's name and the mount's path
+// in it.
+type VolumeMount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Container     string                 `protobuf:"bytes,1,opt,name=container,proto3" json:"container,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeMount) Reset() {
+	*x = VolumeMount{}
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeMount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeMount) ProtoMessage() {}
+
+func (x *VolumeMount) ProtoReflect() protoreflect.Message {
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
+func (*VolumeMount) Descriptor() ([]byte, []int) {
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *VolumeMount) GetContainer() string {
+	if x != nil {
+		return x.Container
+	}
+	return ""
+}
+
+func (x *VolumeMount) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
 type CheckpointResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Snapshot      *Snapshot              `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
@@ -194,7 +259,7 @@ type CheckpointResponse struct {
 
 func (x *CheckpointResponse) Reset() {
 	*x = CheckpointResponse{}
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[1]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -206,7 +271,7 @@ func (x *CheckpointResponse) String() string {
 func (*CheckpointResponse) ProtoMessage() {}
 
 func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[1]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -219,7 +284,7 @@ func (x *CheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{1}
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CheckpointResponse) GetSnapshot() *Snapshot {
@@ -255,7 +320,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[2]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +332,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[2]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +345,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{2}
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Snapshot) GetNamespace() string {
@@ -370,7 +435,7 @@ type DeleteSnapshotRequest struct {
 
 func (x *DeleteSnapshotRequest) Reset() {
 	*x = DeleteSnapshotRequest{}
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[3]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +447,7 @@ func (x *DeleteSnapshotRequest) String() string {
 func (*DeleteSnapshotRequest) ProtoMessage() {}
 
 func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[3]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +460,7 @@ func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{3}
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeleteSnapshotRequest) GetNamespace() string {
@@ -420,7 +485,7 @@ type DeleteSnapshotResponse struct {
 
 func (x *DeleteSnapshotResponse) Reset() {
 	*x = DeleteSnapshotResponse{}
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[4]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +497,7 @@ func (x *DeleteSnapshotResponse) String() string {
 func (*DeleteSnapshotResponse) ProtoMessage() {}
 
 func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[4]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +510,7 @@ func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{4}
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{5}
 }
 
 type FetchSnapshotRequest struct {
@@ -458,7 +523,7 @@ type FetchSnapshotRequest struct {
 
 func (x *FetchSnapshotRequest) Reset() {
 	*x = FetchSnapshotRequest{}
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[5]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +535,7 @@ func (x *FetchSnapshotRequest) String() string {
 func (*FetchSnapshotRequest) ProtoMessage() {}
 
 func (x *FetchSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[5]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +548,7 @@ func (x *FetchSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*FetchSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{5}
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FetchSnapshotRequest) GetNamespace() string {
@@ -511,7 +576,7 @@ type FetchSnapshotResponse struct {
 
 func (x *FetchSnapshotResponse) Reset() {
 	*x = FetchSnapshotResponse{}
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[6]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +588,7 @@ func (x *FetchSnapshotResponse) String() string {
 func (*FetchSnapshotResponse) ProtoMessage() {}
 
 func (x *FetchSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[6]
+	mi := &file_kubox_node_v1_snapshot_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +601,7 @@ func (x *FetchSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*FetchSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{6}
+	return file_kubox_node_v1_snapshot_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FetchSnapshotResponse) GetSnapshot() *Snapshot {
@@ -557,7 +622,7 @@ var File_kubox_node_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_kubox_node_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1ckubox/node/v1/snapshot.proto\x12\rkubox.node.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe2\x01\n" +
+	"\x1ckubox/node/v1/snapshot.proto\x12\rkubox.node.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xac\x02\n" +
 	"\x11CheckpointRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x10\n" +
 	"\x03pod\x18\x02 \x01(\tR\x03pod\x12\x1a\n" +
@@ -565,7 +630,11 @@ const file_kubox_node_v1_snapshot_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\x0e2\x13.kubox.node.v1.KindR\x04kind\x12#\n" +
 	"\rleave_running\x18\x05 \x01(\bR\fleaveRunning\x12\x1a\n" +
 	"\bcompress\x18\x06 \x01(\bR\bcompress\x12\x17\n" +
-	"\apod_uid\x18\a \x01(\tR\x06podUid\"I\n" +
+	"\apod_uid\x18\a \x01(\tR\x06podUid\x12H\n" +
+	"\x12copy_volume_mounts\x18\b \x03(\v2\x1a.kubox.node.v1.VolumeMountR\x10copyVolumeMounts\"?\n" +
+	"\vVolumeMount\x12\x1c\n" +
+	"\tcontainer\x18\x01 \x01(\tR\tcontainer\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"I\n" +
 	"\x12CheckpointResponse\x123\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x17.kubox.node.v1.SnapshotR\bsnapshot\"\x83\x03\n" +
 	"\bSnapshot\x12\x1c\n" +
@@ -618,37 +687,39 @@ func file_kubox_node_v1_snapshot_proto_rawDescGZIP() []byte {
 }
 
 var file_kubox_node_v1_snapshot_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kubox_node_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_kubox_node_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_kubox_node_v1_snapshot_proto_goTypes = []any{
 	(Kind)(0),                      // 0: kubox.node.v1.Kind
 	(*CheckpointRequest)(nil),      // 1: kubox.node.v1.CheckpointRequest
-	(*CheckpointResponse)(nil),     // 2: kubox.node.v1.CheckpointResponse
-	(*Snapshot)(nil),               // 3: kubox.node.v1.Snapshot
-	(*DeleteSnapshotRequest)(nil),  // 4: kubox.node.v1.DeleteSnapshotRequest
-	(*DeleteSnapshotResponse)(nil), // 5: kubox.node.v1.DeleteSnapshotResponse
-	(*FetchSnapshotRequest)(nil),   // 6: kubox.node.v1.FetchSnapshotRequest
-	(*FetchSnapshotResponse)(nil),  // 7: kubox.node.v1.FetchSnapshotResponse
-	(*durationpb.Duration)(nil),    // 8: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 9: google.protobuf.Timestamp
+	(*VolumeMount)(nil),            // 2: kubox.node.v1.VolumeMount
+	(*CheckpointResponse)(nil),     // 3: kubox.node.v1.CheckpointResponse
+	(*Snapshot)(nil),               // 4: kubox.node.v1.Snapshot
+	(*DeleteSnapshotRequest)(nil),  // 5: kubox.node.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil), // 6: kubox.node.v1.DeleteSnapshotResponse
+	(*FetchSnapshotRequest)(nil),   // 7: kubox.node.v1.FetchSnapshotRequest
+	(*FetchSnapshotResponse)(nil),  // 8: kubox.node.v1.FetchSnapshotResponse
+	(*durationpb.Duration)(nil),    // 9: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 10: google.protobuf.Timestamp
 }
 var file_kubox_node_v1_snapshot_proto_depIdxs = []int32{
-	0, // 0: kubox.node.v1.CheckpointRequest.kind:type_name -> kubox.node.v1.Kind
-	3, // 1: kubox.node.v1.CheckpointResponse.snapshot:type_name -> kubox.node.v1.Snapshot
-	0, // 2: kubox.node.v1.Snapshot.kind:type_name -> kubox.node.v1.Kind
-	8, // 3: kubox.node.v1.Snapshot.duration:type_name -> google.protobuf.Duration
-	9, // 4: kubox.node.v1.Snapshot.create_time:type_name -> google.protobuf.Timestamp
-	3, // 5: kubox.node.v1.FetchSnapshotResponse.snapshot:type_name -> kubox.node.v1.Snapshot
-	1, // 6: kubox.node.v1.SnapshotService.Checkpoint:input_type -> kubox.node.v1.CheckpointRequest
-	4, // 7: kubox.node.v1.SnapshotService.DeleteSnapshot:input_type -> kubox.node.v1.DeleteSnapshotRequest
-	6, // 8: kubox.node.v1.SnapshotService.FetchSnapshot:input_type -> kubox.node.v1.FetchSnapshotRequest
-	2, // 9: kubox.node.v1.SnapshotService.Checkpoint:output_type -> kubox.node.v1.CheckpointResponse
-	5, // 10: kubox.node.v1.SnapshotService.DeleteSnapshot:output_type -> kubox.node.v1.DeleteSnapshotResponse
-	7, // 11: kubox.node.v1.SnapshotService.FetchSnapshot:output_type -> kubox.node.v1.FetchSnapshotResponse
-	9, // [9:12] is the sub-list for method output_type
-	6, // [6:9] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	0,  // 0: kubox.node.v1.CheckpointRequest.kind:type_name -> kubox.node.v1.Kind
+	2,  // 1: kubox.node.v1.CheckpointRequest.copy_volume_mounts:type_name -> kubox.node.v1.VolumeMount
+	4,  // 2: kubox.node.v1.CheckpointResponse.snapshot:type_name -> kubox.node.v1.Snapshot
+	0,  // 3: kubox.node.v1.Snapshot.kind:type_name -> kubox.node.v1.Kind
+	9,  // 4: kubox.node.v1.Snapshot.duration:type_name -> google.protobuf.Duration
+	10, // 5: kubox.node.v1.Snapshot.create_time:type_name -> google.protobuf.Timestamp
+	4,  // 6: kubox.node.v1.FetchSnapshotResponse.snapshot:type_name -> kubox.node.v1.Snapshot
+	1,  // 7: kubox.node.v1.SnapshotService.Checkpoint:input_type -> kubox.node.v1.CheckpointRequest
+	5,  // 8: kubox.node.v1.SnapshotService.DeleteSnapshot:input_type -> kubox.node.v1.DeleteSnapshotRequest
+	7,  // 9: kubox.node.v1.SnapshotService.FetchSnapshot:input_type -> kubox.node.v1.FetchSnapshotRequest
+	3,  // 10: kubox.node.v1.SnapshotService.Checkpoint:output_type -> kubox.node.v1.CheckpointResponse
+	6,  // 11: kubox.node.v1.SnapshotService.DeleteSnapshot:output_type -> kubox.node.v1.DeleteSnapshotResponse
+	8,  // 12: kubox.node.v1.SnapshotService.FetchSnapshot:output_type -> kubox.node.v1.FetchSnapshotResponse
+	10, // [10:13] is the sub-list for method output_type
+	7,  // [7:10] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_kubox_node_v1_snapshot_proto_init() }
@@ -662,7 +733,7 @@ func file_kubox_node_v1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kubox_node_v1_snapshot_proto_rawDesc), len(file_kubox_node_v1_snapshot_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
