@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubox-dev/kubox/api/contract"
@@ -30,6 +31,18 @@ func serviceAccountWithConnect(t *testing.T, ns, name string, sandboxNames ...st
 	cluster := &framework.Env{Config: restConfig} // the integration framework's helpers, on the local node
 	tok := cluster.ServiceAccountToken(t, ns, name)
 	cluster.Grant(t, ns, name, name, framework.ConnectRule("agents.x-k8s.io", "sandboxes", sandboxNames...))
+	// The API server's authorizer learns of a new RoleBinding a moment later, and kubox-router
+	// reuses a denial for its cache period: ask the API server until it allows, as the router will.
+	user := "system:serviceaccount:" + ns + ":" + name
+	for _, sb := range sandboxNames {
+		waitFor(t, user+" allowed to connect to Sandbox "+sb, func(ctx context.Context) (bool, error) {
+			sar, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "agents.x-k8s.io",
+						Resource: "sandboxes", Subresource: "connect", Namespace: ns, Name: sb}}}, metav1.CreateOptions{})
+			return err == nil && sar.Status.Allowed, err
+		})
+	}
 	return tok
 }
 
