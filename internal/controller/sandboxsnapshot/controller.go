@@ -115,12 +115,12 @@ func ownVolumeMounts(sb *sandboxv1beta1.Sandbox) []*nodev1.VolumeMount {
 		own[vct.Metadata.Name] = true
 	}
 	spec := &sb.Spec.PodTemplate.Spec
+	// An init container that ended has no mounts left to copy; a sidecar runs on.
+	running := slices.DeleteFunc(slices.Clone(spec.InitContainers), func(c corev1.Container) bool {
+		return c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways
+	})
 	var out []*nodev1.VolumeMount
-	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
-		if slices.ContainsFunc(spec.InitContainers, func(ic corev1.Container) bool { return ic.Name == c.Name }) &&
-			(c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
-			continue // an init container that ended has no mounts left to copy
-		}
+	for _, c := range append(running, spec.Containers...) {
 		for _, m := range c.VolumeMounts {
 			if own[m.Name] {
 				out = append(out, &nodev1.VolumeMount{Container: c.Name, Path: filepath.Clean(m.MountPath)})
