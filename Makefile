@@ -107,8 +107,12 @@ test-unit: ## Go unit tests of every module (no API server, no built tool, no ro
 	$(call in-modules,$(GO_TEST) -race -count=1 $$(go list ./... | grep -v /test/))
 
 .PHONY: test-root
-test-root: ## Go unit tests that need root (build tag root: internal/devenv mounts tmpfs); Linux only
+test-root: test-gvisor-patch ## Go unit tests that need root (build tag root: internal/devenv mounts tmpfs); Linux only
 	$(GO_TEST) -count=1 -tags root ./internal/devenv
+
+.PHONY: test-gvisor-patch
+test-gvisor-patch: ## The patched gVisor shim's kubox tests (the attacks on a restore from a snapshot) on a patched copy of the pinned module; pure Go, no root, builds no tool; Linux only
+	hack/tools/install.sh test-gvisor-patch
 
 .PHONY: test-conformance
 test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agent on 127.0.0.1 (pure Go; through kubox-router in test-integration)

@@ -28,14 +28,18 @@ func (g *generator) node(rendered []byte) error {
 		return err
 	}
 	var ns, ds object
+	var identity []object
 	for _, o := range objs {
 		switch {
 		case kind(o) == "Namespace" && ns == nil:
 			ns = o
 		case kind(o) == "DaemonSet" && name(o) == nodeDaemonSet && ds == nil:
 			ds = o
+		case nodeIdentityKinds[kind(o)] && name(o) == nodeDaemonSet:
+			identity = append(identity, o)
 		default:
-			return fmt.Errorf("has %s %s; the chart knows one Namespace and the DaemonSet %s only (hack/chart/node.go)", kind(o), name(o), nodeDaemonSet)
+			return fmt.Errorf("has %s %s; the chart knows one Namespace, the DaemonSet %s and its ServiceAccount, Role "+
+				"and RoleBinding only (hack/chart/node.go)", kind(o), name(o), nodeDaemonSet)
 		}
 	}
 	if ns == nil || ds == nil {
@@ -54,8 +58,35 @@ func (g *generator) node(rendered []byte) error {
 	if err := g.nodeTemplate(ds, templateFile("DaemonSet", nodeDaemonSet), ".Values.node.enabled"); err != nil {
 		return err
 	}
+	for _, o := range identity {
+		if err := g.nodeIdentity(o); err != nil {
+			return fmt.Errorf("%s %s: %w", kind(o), name(o), err)
+		}
+	}
 	g.files[templateFile("Secret", nodeTokenSecret)] = []byte(nodeTokenSecretYAML)
 	return nil
+}
+
+// nodeIdentityKinds are the kinds of kubox-node's own identity in config/node (its ServiceAccount,
+// and the Role and RoleBinding that let it read and create its manifest key Secret).
+var nodeIdentityKinds = map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true}
+
+// nodeIdentity templates one object of kubox-node's identity behind node.enabled, in
+// node.namespace, a RoleBinding's subjects of config/node's namespace moved with it.
+func (g *generator) nodeIdentity(o object) error {
+	meta, _ := o["metadata"].(object)
+	if meta["namespace"] != g.d.Node.Namespace {
+		return fmt.Errorf("namespace %v is not config/node's Namespace %s", meta["namespace"], g.d.Node.Namespace)
+	}
+	meta["namespace"] = g.ph.add(inline("namespace", "{{ .Values.node.namespace }}"))
+	meta["labels"] = g.ph.add(labels(meta["labels"]))
+	subjects, _ := o["subjects"].([]any)
+	for _, s := range subjects {
+		if s, ok := s.(object); ok && s["namespace"] == g.d.Node.Namespace {
+			s["namespace"] = g.ph.add(inline("namespace", "{{ .Values.node.namespace }}"))
+		}
+	}
+	return g.nodeTemplate(o, templateFile(kind(o), name(o)), ".Values.node.enabled")
 }
 
 // daemonSet templates the namespace, image, pull policy, resources, flags and extra volumes of the

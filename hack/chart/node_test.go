@@ -65,7 +65,7 @@ func TestGenerateNodeFromFixture(t *testing.T) {
 
 func TestGenerateNodeRejects(t *testing.T) {
 	for name, tc := range map[string]struct{ old, new, wantErr string }{
-		"another object":     {"kind: DaemonSet", "kind: Deployment", "the chart knows one Namespace and the DaemonSet kubox-node only"},
+		"another object":     {"kind: DaemonSet", "kind: Deployment", "the chart knows one Namespace, the DaemonSet kubox-node and its ServiceAccount"},
 		"another namespace":  {"  namespace: kubox-node\n", "  namespace: elsewhere\n", "is not config/node's Namespace kubox-node"},
 		"an image by digest": {"image: registry.example/node:v2", "image: registry.example/node@sha256:0123", "pinned by digest"},
 	} {
@@ -80,5 +80,42 @@ func TestGenerateNodeRejects(t *testing.T) {
 				t.Fatalf("generate() error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestGenerateNodeIdentity: config/node's ServiceAccount, Role and RoleBinding of kubox-node are
+// templated behind node.enabled in node.namespace, the RoleBinding's subject moved with them, and
+// any other object of config/node is refused.
+func TestGenerateNodeIdentity(t *testing.T) {
+	rendered, crds := fixture(t)
+	identity := `---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: kubox-node, namespace: kubox-node}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: kubox-node, namespace: kubox-node}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: kubox-node}
+subjects: [{kind: ServiceAccount, name: kubox-node, namespace: kubox-node}]
+`
+	files, err := generate([]byte(rendered), crds, []byte(nodeFixture(t)+identity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, wants := range map[string][]string{
+		"templates/serviceaccount-kubox-node.yaml": {"{{- if .Values.node.enabled }}\n", "namespace: {{ .Values.node.namespace }}"},
+		"templates/rolebinding-kubox-node.yaml": {"{{- if .Values.node.enabled }}\n",
+			"  namespace: {{ .Values.node.namespace }}\nroleRef", "- kind: ServiceAccount\n  name: kubox-node\n  namespace: {{ .Values.node.namespace }}"},
+	} {
+		for _, want := range wants {
+			if !strings.Contains(string(files[file]), want) {
+				t.Errorf("%s lacks %q:\n%s", file, want, files[file])
+			}
+		}
+	}
+	other := "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: kubox-node, namespace: kubox-node}\n"
+	if _, err := generate([]byte(rendered), crds, []byte(nodeFixture(t)+other)); err == nil || !strings.Contains(err.Error(), "ConfigMap kubox-node") {
+		t.Errorf("a ConfigMap in config/node: error %v; want it refused by name", err)
 	}
 }

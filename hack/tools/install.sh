@@ -4,6 +4,7 @@
 #   hack/tools/install.sh [TOOL...]     build what is missing (default: every tool)
 #   hack/tools/install.sh dir TOOL      print the cache folder of TOOL (built or not)
 #   hack/tools/install.sh envtest       build etcd + kube-apiserver and print a KUBEBUILDER_ASSETS folder
+#   hack/tools/install.sh test-gvisor-patch [FLAGS]  run the patched gVisor shim's kubox tests (go test FLAGS)
 #   hack/tools/install.sh node          build what a local node needs (`kubox dev up`): etcd, kubernetes,
 #                                       containerd, gvisor (runsc + containerd-shim-runsc-v1, patched) and
 #                                       kube-network-policies (patched)
@@ -118,11 +119,11 @@ build_into() {
 	if [ "$tool" = kwok ]; then stages "$ver" >"$out/kwok-stages.yaml"; fi
 }
 
-# build_gvisor OUT LDFLAGS: runsc and containerd-shim-runsc-v1 from a temporary copy of the pinned gVisor
-# module with hack/tools/gvisor/patches/*.patch applied (the shim must tolerate a root without
-# CAP_SYS_RESOURCE). The copy lives in a temp folder and is removed; no third-party source is committed.
-build_gvisor() {
-	local out=$1 ld=$2 src tmp
+# gvisor_src: a temporary copy of the pinned gVisor module with hack/tools/gvisor/patches/*.patch
+# applied, replacing the module in a copy of the wrapper module; prints its folder (the caller
+# removes it). No third-party source is committed.
+gvisor_src() {
+	local src tmp
 	src=$(cd "$here/gvisor" && go mod download gvisor.dev/gvisor && go list -m -f '{{.Dir}}' gvisor.dev/gvisor)
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/kubox-gvisor-build.XXXXXX")
 	cp "$here/gvisor/go.mod" "$here/gvisor/go.sum" "$tmp/"
@@ -130,9 +131,17 @@ build_gvisor() {
 	chmod -R u+w "$tmp/gvisor"
 	for p in "$here"/gvisor/patches/*.patch; do
 		log "patching gVisor: $(basename "$p")"
-		patch -s -d "$tmp/gvisor" -p1 <"$p" || { rm -rf "$tmp"; return 1; }
+		patch -s -d "$tmp/gvisor" -p1 <"$p" >&2 || { rm -rf "$tmp"; return 1; }
 	done
 	(cd "$tmp" && go mod edit -replace gvisor.dev/gvisor=./gvisor) || { rm -rf "$tmp"; return 1; }
+	echo "$tmp"
+}
+
+# build_gvisor OUT LDFLAGS: runsc and containerd-shim-runsc-v1 from gvisor_src (the shim must
+# tolerate a root without CAP_SYS_RESOURCE, and restores Pods from kubox's snapshots).
+build_gvisor() {
+	local out=$1 ld=$2 tmp
+	tmp=$(gvisor_src)
 	log "building runsc $(version gvisor) (first time only)"
 	(cd "$tmp" && go build -trimpath -ldflags "$ld -X gvisor.dev/gvisor/runsc/version.version=$(version gvisor)" \
 		-o "$out/runsc" gvisor.dev/gvisor/runsc) || { rm -rf "$tmp"; return 1; }
@@ -140,6 +149,18 @@ build_gvisor() {
 	(cd "$tmp" && go build -trimpath -ldflags "$ld" -o "$out/containerd-shim-runsc-v1" gvisor.dev/gvisor/shim) ||
 		{ rm -rf "$tmp"; return 1; }
 	rm -rf "$tmp"
+}
+
+# test_gvisor_patch [GO TEST FLAGS]: the patched shim's own kubox tests (kubox_restore_test.go:
+# the attacks on a restore from a snapshot), pure Go and without root, on gvisor_src. Builds no
+# tool and writes nothing to the tool cache.
+test_gvisor_patch() {
+	local tmp rc=0
+	tmp=$(gvisor_src)
+	log "testing the patched shim (go test ./pkg/shim/v1/runsc/ -run Kubox)"
+	(cd "$tmp" && go test -count=1 -run Kubox "$@" gvisor.dev/gvisor/pkg/shim/v1/runsc) || rc=$?
+	rm -rf "$tmp"
+	return "$rc"
 }
 
 # build_knp OUT LDFLAGS: kube-network-policies from a temporary copy of the pinned module with
@@ -217,6 +238,10 @@ envtest() {
 case ${1:-} in
 dir) dir "$2" ;;
 envtest) envtest ;;
+test-gvisor-patch)
+	shift
+	test_gvisor_patch "$@"
+	;;
 node) for t in $NODE_TOOLS; do ensure "$t"; done ;;
 "")
 	for t in $ALL_TOOLS; do ensure "$t"; done

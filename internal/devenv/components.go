@@ -110,17 +110,18 @@ func EgressComponent(bin string, c Config, l Layout) Component {
 // NodeAPIComponent runs kubox-node on the node: its snapshot API on 127.0.0.1 (kubox-controller
 // and the tests run on this host), the node token in Layout.NodeToken, the snapshots in
 // Layout.Snapshots (the gVisor shim's kubox_snapshot_root) with a copy of each in
-// Layout.SnapshotStore, and the node's containerd, shim and kubelet folders.
+// Layout.SnapshotStore, the key it signs them with in Layout.ManifestKey (one node: no Secret),
+// and the node's containerd, shim and kubelet folders.
 func NodeAPIComponent(bin string, c Config, l Layout, t Tools) Component {
 	return Component{NodeAPI, []string{bin,
 		fmt.Sprintf("--api-bind-address=127.0.0.1:%d", c.Ports.NodeAPI),
 		"--token-file=" + l.NodeToken, "--snapshot-root=" + l.Snapshots, "--snapshot-store=" + l.SnapshotStore, "--runsc=" + t.Runsc,
 		"--runsc-root=" + l.RunscRoot, "--containerd-root=" + l.ContainerdRoot, "--containerd-state=" + l.ContainerdState,
-		"--kubelet-root=" + l.KubeletRoot}}
+		"--kubelet-root=" + l.KubeletRoot, "--manifest-key-file=" + l.ManifestKey}}
 }
 
-// NodeAPIURL is kubox-node's snapshot API on the local node.
-func (c Config) NodeAPIURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports.NodeAPI) }
+// NodeAPIURL is kubox-node's snapshot API on the local node (TLS only: package nodetls).
+func (c Config) NodeAPIURL() string { return fmt.Sprintf("https://127.0.0.1:%d", c.Ports.NodeAPI) }
 
 func etcdArgs(c Config, l Layout, t Tools) []string {
 	client := fmt.Sprintf("http://127.0.0.1:%d", c.Ports.EtcdClient)

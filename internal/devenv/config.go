@@ -154,6 +154,9 @@ type Layout struct {
 	SnapshotStore string
 	// NodeToken is the token kubox-node's callers present.
 	NodeToken string
+	// ManifestKey is the file, root only, where kubox-node writes the key it signs snapshot
+	// manifests with and the gVisor shim reads it (runsc.toml's kubox_manifest_key).
+	ManifestKey string
 }
 
 // NewLayout derives every path from the state directory.
@@ -169,7 +172,7 @@ func NewLayout(stateDir string) Layout {
 		ControllerConfig: j("etc", "kubox-controller.yaml"), AgentTokenKey: j("etc", "agent-token-key"),
 		AdminToken: j("etc", "admin-token"), TokenAuthFile: j("etc", "tokens.csv"),
 		EgressHosts: j("etc", "egress-hosts"), Snapshots: j("snapshots"), SnapshotStore: j("snapshot-store"),
-		NodeToken: j("etc", "node-token"),
+		NodeToken: j("etc", "node-token"), ManifestKey: j("manifest-key", "manifest.key"),
 	}
 }
 

@@ -85,8 +85,9 @@ root = %q
 log_level = "info"
 log_path = %q
 kubox_snapshot_root = %q
+kubox_manifest_key = %q
 [runsc_config]
-`, t.Runsc, l.RunscRoot, l.RunscLogs, l.Snapshots)
+`, t.Runsc, l.RunscRoot, l.RunscLogs, l.Snapshots, l.ManifestKey)
 }
 
 type cniConf struct {

@@ -48,6 +48,7 @@ func TestRenderRunsc(t *testing.T) {
 		`binary_name = "/c/gv/runsc"`,
 		`root = "/var/lib/kubox-dev/containerd/runsc"`,
 		`kubox_snapshot_root = "/var/lib/kubox-dev/snapshots"`,
+		`kubox_manifest_key = "/var/lib/kubox-dev/manifest-key/manifest.key"`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("runsc shim options lack %q:\n%s", want, got)
@@ -195,7 +196,8 @@ func TestKuboxComponents(t *testing.T) {
 		NodeAPI: {NodeAPIComponent("/bin/kubox-node", c, l, Tools{Runsc: "/c/runsc"}), []string{
 			"--api-bind-address=127.0.0.1:16097", "--token-file=/var/lib/kubox-dev/etc/node-token",
 			"--snapshot-root=/var/lib/kubox-dev/snapshots", "--snapshot-store=/var/lib/kubox-dev/snapshot-store", "--runsc=/c/runsc", "--runsc-root=/var/lib/kubox-dev/containerd/runsc",
-			"--containerd-state=/var/lib/kubox-dev/containerd/state", "--kubelet-root=/var/lib/kubox-dev/kubelet"}},
+			"--containerd-state=/var/lib/kubox-dev/containerd/state", "--kubelet-root=/var/lib/kubox-dev/kubelet",
+			"--manifest-key-file=/var/lib/kubox-dev/manifest-key/manifest.key"}},
 	}
 	for name, tc := range tests {
 		if tc.comp.Name != name {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	sandboxctl "github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/devenv"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
@@ -184,7 +185,11 @@ func nodeClient(t testing.TB) (nodev1connect.SnapshotServiceClient, string) {
 		t.Fatal(err)
 	}
 	url := devenv.DefaultConfig().NodeAPIURL()
-	return nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(key))), url), url
+	hc, err := nodeapi.HTTPClient(strings.TrimSpace(string(key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodev1connect.NewSnapshotServiceClient(hc, url), url
 }
 
 // agentCounter reads /tmp/state by running cat through the sandbox's agent at ip until ok accepts

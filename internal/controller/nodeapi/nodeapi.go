@@ -5,13 +5,17 @@ package nodeapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -24,6 +28,7 @@ import (
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/node/nodetls"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
 )
@@ -53,7 +58,7 @@ func New(o Options) Client {
 	if o.TokenFile == "" {
 		return nil
 	}
-	return clients(o)
+	return &clients{Options: o}
 }
 
 // FromConfig is the Client the controller configuration's controllers.sandbox.memory describes,
@@ -70,12 +75,21 @@ var ErrNotConfigured = errors.New("kubox-controller has no controllers.sandbox.m
 // installing kubox-node creates.
 var ErrNotInstalled = errors.New("kubox-node is not installed: install config/node and create the Secret kubox-node-token in kubox-node and in the controller's namespace (docs/install.md)")
 
-type clients Options
+// clients is the Client of Options: one HTTP transport per token value, whose connections are
+// kept between calls.
+type clients struct {
+	Options
+	mu  sync.Mutex
+	sum [sha256.Size]byte
+	rt  *http.Transport
+}
 
 // CheckpointTimeout bounds one checkpoint: a sandbox holding GiBs takes seconds.
 const CheckpointTimeout = 2 * time.Minute
 
-func (n clients) client(hostIP string) (nodev1connect.SnapshotServiceClient, error) {
+// client is the API of kubox-node at hostIP, over TLS to the key of the node token (package
+// nodetls): the token crosses only to a server that holds it already, never in clear.
+func (n *clients) client(hostIP string) (nodev1connect.SnapshotServiceClient, error) {
 	b, err := os.ReadFile(n.TokenFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: the node token %s does not exist", ErrNotInstalled, n.TokenFile)
@@ -83,17 +97,54 @@ func (n clients) client(hostIP string) (nodev1connect.SnapshotServiceClient, err
 	if err != nil {
 		return nil, fmt.Errorf("reading the node token: %w", err)
 	}
+	tok := strings.TrimSpace(string(b))
 	url := n.URL
-	if url == "" {
-		if hostIP == "" {
-			return nil, errors.New("the Pod has no status.hostIP yet, so its node's kubox-node cannot be reached")
-		}
-		url = "http://" + net.JoinHostPort(hostIP, strconv.Itoa(int(n.Port)))
+	switch {
+	case url != "" && !strings.HasPrefix(url, "https://"):
+		return nil, fmt.Errorf("controllers.sandbox.memory.nodeAPIURL %q: kubox-node serves its API over HTTPS only, "+
+			"so that the node token never crosses the network in clear; use https://", url)
+	case url == "" && hostIP == "":
+		return nil, errors.New("the Pod has no status.hostIP yet, so its node's kubox-node cannot be reached")
+	case url == "":
+		url = "https://" + net.JoinHostPort(hostIP, strconv.Itoa(int(n.Port)))
 	}
-	return nodev1connect.NewSnapshotServiceClient(contract.BearerClient(strings.TrimSpace(string(b))), url), nil
+	rt, err := n.transport([]byte(tok))
+	if err != nil {
+		return nil, fmt.Errorf("the node token in %s: %w", n.TokenFile, err)
+	}
+	return nodev1connect.NewSnapshotServiceClient(&http.Client{Transport: &contract.BearerTransport{Token: tok, Base: rt}}, url), nil
 }
 
-func (n clients) Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error) {
+// HTTPClient is an http.Client of kubox-node's API with the node token tok, for tools and tests
+// that call it themselves: over TLS to kubox-node with that token only (nodetls.ClientConfig),
+// with the token on every request.
+func HTTPClient(tok string) (*http.Client, error) {
+	cfg, err := nodetls.ClientConfig([]byte(tok))
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: &contract.BearerTransport{Token: tok, Base: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}}, nil
+}
+
+// transport is the HTTP transport that trusts only kubox-node with the token tok.
+func (n *clients) transport(tok []byte) (*http.Transport, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if sum := sha256.Sum256(tok); n.rt == nil || sum != n.sum {
+		cfg, err := nodetls.ClientConfig(tok)
+		if err != nil {
+			return nil, err
+		}
+		if n.rt != nil {
+			n.rt.CloseIdleConnections()
+		}
+		n.sum, n.rt = sum, &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, IdleConnTimeout: 90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second, Proxy: nil}
+	}
+	return n.rt, nil
+}
+
+func (n *clients) Checkpoint(ctx context.Context, hostIP string, req *nodev1.CheckpointRequest) (*nodev1.Snapshot, error) {
 	c, err := n.client(hostIP)
 	if err != nil {
 		return nil, err
@@ -107,7 +158,7 @@ func (n clients) Checkpoint(ctx context.Context, hostIP string, req *nodev1.Chec
 	return res.Msg.GetSnapshot(), nil
 }
 
-func (n clients) DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error {
+func (n *clients) DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot string) error {
 	c, err := n.client(hostIP)
 	if err != nil {
 		return err
@@ -120,7 +171,7 @@ func (n clients) DeleteSnapshot(ctx context.Context, hostIP, namespace, snapshot
 const FetchTimeout = 5 * time.Minute
 
 // Fetch implements Client.
-func (n clients) Fetch(ctx context.Context, hostIP, namespace, snapshot string) (*nodev1.FetchSnapshotResponse, error) {
+func (n *clients) Fetch(ctx context.Context, hostIP, namespace, snapshot string) (*nodev1.FetchSnapshotResponse, error) {
 	c, err := n.client(hostIP)
 	if err != nil {
 		return nil, err
@@ -165,4 +216,72 @@ func InternalIP(n *corev1.Node) string {
 		}
 	}
 	return ""
+}
+
+// ErrNoSnapshotNode is the error of a deletion from the snapshot store when no node can be asked:
+// none is Ready and labelled contract.SnapshotNodeLabel, or none of their kubox-nodes answered.
+var ErrNoSnapshotNode = errors.New("no kubox-node could delete it from the snapshot store")
+
+// SnapshotNodes are the Ready, schedulable nodes labelled contract.SnapshotNodeLabel with an
+// InternalIP, by name: those whose kubox-node mounts the snapshot store.
+func SnapshotNodes(ctx context.Context, r client.Reader) ([]corev1.Node, error) {
+	nodes := &corev1.NodeList{}
+	if err := r.List(ctx, nodes, client.MatchingLabels{contract.SnapshotNodeLabel: "true"}); err != nil {
+		return nil, fmt.Errorf("listing the nodes labelled %s=true: %w", contract.SnapshotNodeLabel, err)
+	}
+	out := slices.DeleteFunc(nodes.Items, func(n corev1.Node) bool {
+		return n.Spec.Unschedulable || InternalIP(&n) == "" || !nodeReady(&n)
+	})
+	slices.SortFunc(out, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// DeleteEverywhere deletes the snapshot s of namespace ns from the node that took it and from
+// kubox-node's snapshot store: through kubox-node on s.NodeName while that Node exists (it removes
+// its copy and the store's); once the Node is gone, when the store holds the snapshot (s.Stored),
+// through the first kubox-node of SnapshotNodes that answers, since each mounts the store. Every
+// node that fetched a copy removes it once the store no longer holds it (kubox-node's sweep), so
+// no copy outlives the deletion, whichever node is gone. A snapshot of a gone node that the store
+// does not hold went with the node: nothing to delete. ErrNoSnapshotNode wraps the error when no
+// node could be asked.
+func DeleteEverywhere(ctx context.Context, r client.Reader, c Client, ns string, s *sandboxv1beta1.MemoryStatus) error {
+	ip, found, err := NodeIP(ctx, r, s.NodeName)
+	switch {
+	case err != nil:
+		return err
+	case found && c == nil:
+		return ErrNotConfigured
+	case found:
+		return c.DeleteSnapshot(ctx, ip, ns, s.Snapshot)
+	case !s.Stored:
+		return nil
+	case c == nil:
+		return fmt.Errorf("node %s is gone: %w: %w", s.NodeName, ErrNoSnapshotNode, ErrNotConfigured)
+	}
+	nodes, err := SnapshotNodes(ctx, r)
+	if err != nil {
+		return err
+	}
+	var why []string
+	for _, n := range nodes {
+		err := c.DeleteSnapshot(ctx, InternalIP(&n), ns, s.Snapshot)
+		if err == nil {
+			return nil
+		}
+		why = append(why, fmt.Sprintf("node %s: %v", n.Name, err))
+	}
+	if len(nodes) == 0 {
+		why = append(why, fmt.Sprintf("no node is Ready and labelled %s=true", contract.SnapshotNodeLabel))
+	}
+	return fmt.Errorf("node %s, which took the snapshot, is gone, and the snapshot store may still hold it: %w (%s)",
+		s.NodeName, ErrNoSnapshotNode, strings.Join(why, "; "))
 }

@@ -3,12 +3,7 @@ package nodeapi
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -33,33 +28,6 @@ func TestMissingTokenFileSaysKuboxNodeIsNotInstalled(t *testing.T) {
 	err := c.DeleteSnapshot(t.Context(), "127.0.0.1", "ns", "snap")
 	if !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("DeleteSnapshot with no token file: %v, want ErrNotInstalled", err)
-	}
-}
-
-func TestCallsGoToThePodsNodeWithTheToken(t *testing.T) {
-	node := &fakeNode{}
-	mux := http.NewServeMux()
-	mux.Handle(nodev1connect.NewSnapshotServiceHandler(node))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := int32(n)
-	if err := New(Options{TokenFile: tokenFile, Port: p}).DeleteSnapshot(t.Context(), host, "ns", "snap"); err != nil {
-		t.Fatalf("DeleteSnapshot at %s: %v", host, err)
-	}
-	if node.auth != "Bearer s3cret" {
-		t.Errorf("kubox-node got Authorization %q, want the token file's token", node.auth)
-	}
-	if err := New(Options{TokenFile: tokenFile, Port: p}).DeleteSnapshot(t.Context(), "", "ns", "snap"); err == nil {
-		t.Error("DeleteSnapshot with no host IP succeeded, want an error naming the missing status.hostIP")
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,6 +34,14 @@ type Options struct {
 	// own PersistentVolumes, which the sandboxes started from the checkpoint get new and empty.
 	// Each must be a bind mount of the Pod.
 	CopyMounts []MountRef
+	// MaxCopyBytes bounds the bytes copied from the Pod's mounts (CopyMounts included), all
+	// together; zero is DefaultMaxCopyBytes. A checkpoint that would copy more fails, naming
+	// the mount and the limit: a sandbox's files are the tenant's, and must not fill the node.
+	MaxCopyBytes int64
+	// Key signs the manifest (SignatureFile), bound to the namespace and name of Dir, which is
+	// <snapshot root>/<namespace>/<snapshot>. Without it the checkpoint is unsigned, and the
+	// gVisor shim and the snapshot store refuse it (tests only; kubox-node always has a key).
+	Key Key
 }
 
 // MountRef is a mount of one of the Pod's containers: the container's name, the mount's path in it.
@@ -76,7 +82,7 @@ func Checkpoint(ctx context.Context, r Runsc, o Options) (m *Manifest, err error
 	if err := writeManifest(o.Dir, m); err != nil {
 		return nil, err
 	}
-	return Verify(o.Dir)
+	return signCheckpoint(o.Dir, o.Key)
 }
 
 // saveStopped takes the memory image and copies the bundles' private mounts at one moment, while
@@ -92,7 +98,7 @@ func saveStopped(ctx context.Context, r Runsc, o Options, bundles []bundle, m *M
 		if err := r.run(ctx, checkpointArgs(o)...); err != nil {
 			return err
 		}
-		return saveBundles(o, bundles, m)
+		return saveBundles(ctx, o, bundles, m)
 	}
 	if err := r.run(ctx, "pause", o.SandboxID); err != nil {
 		return err
@@ -102,21 +108,23 @@ func saveStopped(ctx context.Context, r Runsc, o Options, bundles []bundle, m *M
 			err = rerr
 		}
 	}()
-	if err := saveBundles(o, bundles, m); err != nil {
+	if err := saveBundles(ctx, o, bundles, m); err != nil {
 		return err
 	}
 	return r.run(ctx, checkpointArgs(o)...)
 }
 
-// saveBundles saves every bundle of the Pod into the checkpoint directory. A mount of
-// o.CopyMounts that no container has fails the checkpoint: its content would be silently missing.
-func saveBundles(o Options, bundles []bundle, m *Manifest) error {
+// saveBundles saves every bundle of the Pod into the checkpoint directory, copying at most
+// o.MaxCopyBytes from its mounts until ctx ends. A mount of o.CopyMounts that no container has
+// fails the checkpoint: its content would be silently missing.
+func saveBundles(ctx context.Context, o Options, bundles []bundle, m *Manifest) error {
+	budget := newCopyBudget(ctx, o.MaxCopyBytes)
 	want := map[MountRef]bool{}
 	for _, r := range o.CopyMounts {
 		want[r] = false
 	}
 	for n, b := range bundles {
-		c, err := saveBundle(o.Dir, b, n, o.PodDirs, want)
+		c, err := saveBundle(o.Dir, b, n, o.PodDirs, want, budget)
 		if err != nil {
 			return err
 		}
@@ -144,8 +152,8 @@ func checkpointArgs(o Options) []string {
 }
 
 // saveBundle writes bundle b's spec as specs/<n>.json and copies its private mounts, and the
-// volume mounts of toCopy (marked true once copied), to files/<n>/.
-func saveBundle(dir string, b bundle, n int, podDirs []string, toCopy map[MountRef]bool) (Container, error) {
+// volume mounts of toCopy (marked true once copied), to files/<n>/, within budget.
+func saveBundle(dir string, b bundle, n int, podDirs []string, toCopy map[MountRef]bool, budget *copyBudget) (Container, error) {
 	c := describe(b, n)
 	for i, m := range b.spec.mounts() {
 		pm, private := privateMountOf(m, podDirs)
@@ -156,10 +164,10 @@ func saveBundle(dir string, b bundle, n int, podDirs []string, toCopy map[MountR
 			continue
 		}
 		if volume {
-			pm = privateMount{source: fmt.Sprint(m["source"]), tenant: true}
+			pm = privateMount{source: fmt.Sprint(m["source"])}
 		}
 		rel := filepath.Join(filesDir, strconv.Itoa(n), strconv.Itoa(i))
-		if err := copyTree(pm.source, filepath.Join(dir, rel), !pm.tenant); err != nil {
+		if err := copyTree(pm.source, filepath.Join(dir, rel), pm.kubelets, budget); err != nil {
 			return c, fmt.Errorf("copy mount %s of %s: %w", m["destination"], b.id, err)
 		}
 		if volume {
@@ -185,75 +193,4 @@ func setIndex(m map[int]string, i int, v string) map[int]string {
 	}
 	m[i] = v
 	return m
-}
-
-// copyTree copies src to dst. With follow, symbolic links are followed, so the copy holds regular
-// files only (a projected service-account volume is a tree of links into a timestamped folder):
-// only for what the kubelet wrote. Without it, for what the sandbox wrote, a link is copied as
-// the link it is: followed on the node, a link the sandbox made to a node file (/etc/shadow)
-// would put that file in the snapshot, readable to every sandbox started from it. Sockets, pipes
-// and devices hold nothing to copy and are left out; the sandbox is stopped while this runs, so
-// nothing it does can change a folder into a link under the copy.
-func copyTree(src, dst string, follow bool) error {
-	stat := os.Lstat
-	if follow {
-		stat = os.Stat
-	}
-	st, err := stat(src)
-	if err != nil {
-		return err
-	}
-	switch {
-	case st.Mode()&fs.ModeSymlink != 0:
-		return copyLink(src, dst)
-	case st.Mode().IsRegular():
-		return copyFile(src, dst, st.Mode().Perm())
-	case !st.IsDir():
-		return nil
-	}
-	if err := os.MkdirAll(dst, st.Mode().Perm()|0o700); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), follow); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyLink makes dst a symbolic link with src's target, which is never resolved here.
-func copyLink(src, dst string) error {
-	target, err := os.Readlink(src)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	return os.Symlink(target, dst)
-}
-
-func copyFile(src, dst string, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = in.Close() }()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
 }

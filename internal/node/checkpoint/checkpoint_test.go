@@ -37,14 +37,18 @@ mkdir -p "$d" && echo state > "$d/checkpoint.img" && head -c 8192 /dev/zero > "$
 	return Runsc{Binary: bin, Root: t.TempDir()}
 }
 
+// tokenVolume is where, below a Pod folder, fakePod puts the projected service-account token.
+const tokenVolume = "uid-p/volumes/kubernetes.io~projected/kube-api-access"
+
 // fakePod writes containerd's task directory for a Pod (a sandbox and a container "py") and a
 // per-Pod folder with the files the kubelet bind-mounts, and returns both.
 func fakePod(t *testing.T) (taskDir, podDir string) {
 	t.Helper()
 	taskDir, podDir = t.TempDir(), t.TempDir()
-	must(t, os.MkdirAll(filepath.Join(podDir, "token", "..2026"), 0o755))
-	must(t, os.WriteFile(filepath.Join(podDir, "token", "..2026", "token"), []byte("jwt"), 0o644))
-	must(t, os.Symlink("..2026/token", filepath.Join(podDir, "token", "token")))
+	token := filepath.Join(podDir, tokenVolume)
+	must(t, os.MkdirAll(filepath.Join(token, "..2026"), 0o755))
+	must(t, os.WriteFile(filepath.Join(token, "..2026", "token"), []byte("jwt"), 0o644))
+	must(t, os.Symlink("..2026/token", filepath.Join(token, "token")))
 	must(t, os.WriteFile(filepath.Join(podDir, "etc-hosts"), []byte("127.0.0.1 localhost\n"), 0o644))
 	writeBundle(t, taskDir, "sb1", map[string]any{
 		annContainerType: "sandbox", annSandboxID: "sb1", annSandboxName: "p", annSandboxNS: "ns", annSandboxUID: "uid-p",
@@ -55,7 +59,7 @@ func fakePod(t *testing.T) (taskDir, podDir string) {
 			map[string]any{"destination": "/proc", "type": "proc", "source": "proc"},
 			map[string]any{"destination": "/etc/hosts", "type": "bind", "source": filepath.Join(podDir, "etc-hosts")},
 			map[string]any{"destination": "/data", "type": "bind", "source": "/srv/volume"},
-			map[string]any{"destination": "/run/secrets", "type": "bind", "source": filepath.Join(podDir, "token")},
+			map[string]any{"destination": "/run/secrets", "type": "bind", "source": token},
 		})
 	writeBundle(t, taskDir, "other", map[string]any{annContainerType: "sandbox", annSandboxID: "other"}, nil)
 	return taskDir, podDir
@@ -143,7 +147,7 @@ func TestCheckpointCopiesFilesWhileStopped(t *testing.T) {
 			taskDir, podDir := fakePod(t)
 			log := filepath.Join(t.TempDir(), "runsc.log")
 			t.Setenv("RUNSC_LOG", log)
-			t.Setenv("LATE", filepath.Join(podDir, "token", "late"))
+			t.Setenv("LATE", filepath.Join(podDir, tokenVolume, "late"))
 			if tc.fail != "" {
 				t.Setenv("FAIL", tc.fail)
 			}
@@ -212,24 +216,33 @@ func TestVerifyNeedsTheImageOfItsKind(t *testing.T) {
 
 func TestPrivateMount(t *testing.T) {
 	pods := []string{"/k/pods"}
-	for src, want := range map[string]struct{ private, tenant bool }{
+	for src, want := range map[string]struct{ private, kubelets bool }{
 		"/k/pods/u/etc-hosts": {private: true},
-		"/k/pods/u/volumes/kubernetes.io~projected/kube-api-access-x": {private: true},
-		"/k/pods/u/volumes/kubernetes.io~empty-dir/scratch":           {private: true, tenant: true},
+		"/k/pods/u/volumes/kubernetes.io~projected/kube-api-access-x": {private: true, kubelets: true},
+		"/k/pods/u/volumes/kubernetes.io~secret/creds":                {private: true, kubelets: true},
+		"/k/pods/u/volumes/kubernetes.io~configmap/conf":              {private: true, kubelets: true},
+		"/k/pods/u/volumes/kubernetes.io~downward-api/info":           {private: true, kubelets: true},
+		"/k/pods/u/volumes/kubernetes.io~projected/x/deeper":          {private: true},
+		"/k/pods/u/volumes/kubernetes.io~empty-dir/scratch":           {private: true},
+		"/k/pods/u/volume-subpaths/conf/py/0":                         {private: true},
+		"/k/pods/u/volume-subpaths/x/volumes/kubernetes.io~secret/y":  {private: true},
+		"/k/pods/u/containers/py/abc":                                 {private: true},
 		"/k/pods/u/volumes/kubernetes.io~csi/pvc-1/mount":             {},
+		"/k/pods/../../etc/volumes/kubernetes.io~secret/x":            {},
 		"/tmp/hostpath_pv/pvc-1":                                      {},
 		"/k/podsX/u/etc-hosts":                                        {},
 	} {
 		pm, got := privateMountOf(map[string]any{"type": "bind", "source": src}, pods)
-		if got != want.private || pm.tenant != want.tenant {
-			t.Errorf("privateMountOf(%s) = %+v, %t; want private %t, tenant %t", src, pm, got, want.private, want.tenant)
+		if got != want.private || pm.kubelets != want.kubelets {
+			t.Errorf("privateMountOf(%s) = %+v, %t; want private %t, kubelets %t", src, pm, got, want.private, want.kubelets)
 		}
 	}
 }
 
 // TestTenantLinksAreNotFollowed: a link the sandbox made in its emptyDir to a file of the node is
 // copied as the link, never as the node file's content; the kubelet's links (a projected token)
-// are followed. The manifest records the link, and Verify notices a link changed.
+// are followed within their volume. The manifest records the link, and Verify notices a link
+// changed.
 func TestTenantLinksAreNotFollowed(t *testing.T) {
 	node := t.TempDir()
 	secret := filepath.Join(node, "shadow")
@@ -240,7 +253,7 @@ func TestTenantLinksAreNotFollowed(t *testing.T) {
 	must(t, os.Symlink(secret, filepath.Join(scratch, "steal")))
 	must(t, os.Symlink("sub/run.sh", filepath.Join(scratch, "run")))
 	dir := t.TempDir()
-	must(t, copyTree(scratch, filepath.Join(dir, "files", "0"), false))
+	must(t, copyTree(scratch, filepath.Join(dir, "files", "0"), false, newCopyBudget(t.Context(), 0)))
 	for name, want := range map[string]string{"steal": secret, "run": "sub/run.sh"} {
 		if got, err := os.Readlink(filepath.Join(dir, "files", "0", name)); err != nil || got != want {
 			t.Errorf("copy of %s: link %q, %v; want the link to %q, not the file", name, got, err, want)
@@ -250,9 +263,10 @@ func TestTenantLinksAreNotFollowed(t *testing.T) {
 		t.Errorf("copy of sub/run.sh: %v, %v; want mode 0755", st, err)
 	}
 	kubelet := t.TempDir()
-	must(t, os.Symlink(secret, filepath.Join(kubelet, "token")))
-	must(t, copyTree(kubelet, filepath.Join(dir, "files", "1"), true))
-	if b, err := os.ReadFile(filepath.Join(dir, "files", "1", "token")); err != nil || string(b) != "root:hash" {
+	must(t, os.WriteFile(filepath.Join(kubelet, "..token"), []byte("jwt"), 0o600))
+	must(t, os.Symlink("..token", filepath.Join(kubelet, "token")))
+	must(t, copyTree(kubelet, filepath.Join(dir, "files", "1"), true, newCopyBudget(t.Context(), 0)))
+	if b, err := os.ReadFile(filepath.Join(dir, "files", "1", "token")); err != nil || string(b) != "jwt" {
 		t.Errorf("copy of the kubelet's link: %q, %v; want the file it names", b, err)
 	}
 

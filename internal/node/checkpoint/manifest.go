@@ -104,8 +104,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// hashFiles lists every regular file and symbolic link below dir except the manifest, with its
-// size and SHA-256 (a link's target, which is never followed), sorted by path.
+// hashFiles lists every regular file and symbolic link below dir except the manifest and its
+// signature, with its size and SHA-256 (a link's target, which is never followed), sorted by path.
 func hashFiles(dir string) ([]File, error) {
 	var files []File
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -113,7 +113,7 @@ func hashFiles(dir string) ([]File, error) {
 			return err
 		}
 		rel, err := filepath.Rel(dir, path)
-		if err != nil || rel == ManifestFile {
+		if err != nil || rel == ManifestFile || rel == SignatureFile {
 			return err
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
@@ -213,14 +213,18 @@ func Verify(dir string) (*Manifest, error) {
 	return m, nil
 }
 
-// ReadManifest reads the manifest file path without checking the files it lists (Verify does):
-// a directory whose manifest was written holds what it lists, since the manifest is written
-// last. ErrIncomplete when it is missing or unreadable.
+// ReadManifest reads the manifest file path without checking the files it lists (Verify does)
+// or its signature (Key.CheckSignature does): a directory whose manifest was written holds what
+// it lists, since the manifest is written last. ErrIncomplete when it is missing or unreadable.
 func ReadManifest(path string) (*Manifest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIncomplete, err)
 	}
+	return parseManifest(b)
+}
+
+func parseManifest(b []byte) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: manifest: %v", ErrIncomplete, err)

@@ -157,35 +157,44 @@ var podVolumes = map[string]bool{
 	"kubernetes.io~downward-api": true, "kubernetes.io~empty-dir": true,
 }
 
-// sandboxWritableVolumes are the Pod volume plugins whose content the sandbox writes: what they
-// hold is the tenant's, symbolic links included, and is never followed on the node.
-var sandboxWritableVolumes = map[string]bool{"kubernetes.io~empty-dir": true}
+// kubeletVolumes are the Pod volume plugins whose content only the kubelet writes, mounted
+// read-only into the sandbox: the only content whose symbolic links a copy follows (within the
+// volume). Everything else below a Pod's folders the sandbox can write: an emptyDir, a subPath
+// mount (.../volume-subpaths/..., a bind mount of a folder of any volume, which the sandbox can
+// fill with links), /dev/shm, the termination log.
+var kubeletVolumes = map[string]bool{
+	"kubernetes.io~projected": true, "kubernetes.io~secret": true, "kubernetes.io~configmap": true,
+	"kubernetes.io~downward-api": true,
+}
 
 // A privateMount is a bind mount whose source belongs to the Pod alone and so must be copied.
 type privateMount struct {
 	source string
-	// tenant is true when the sandbox writes the content (an emptyDir): its symbolic links are
-	// copied as links, never followed, or a link to a node file would copy that file into the
-	// snapshot. The other sources (the hosts file, a projected token, a Secret) are the kubelet's,
-	// read-only to the sandbox, and made of links the copy follows.
-	tenant bool
+	// kubelets is true for a volume of kubeletVolumes, whose links the copy follows (within the
+	// volume). Any other source's links are copied as links, never followed, or a link the
+	// sandbox made to a node file would copy that file into the snapshot.
+	kubelets bool
 }
 
 // privateMountOf returns the bind mount m's source when it belongs to the Pod alone (under one of
 // the node's per-Pod directories, and not a persistent volume): it is gone once the Pod is.
+// Only the exact layout of the kubelet's own volumes, <pod dir>/<pod UID>/volumes/<plugin>/<name>,
+// counts as kubelets.
 func privateMountOf(m map[string]any, podDirs []string) (privateMount, bool) {
 	if m["type"] != "bind" {
 		return privateMount{}, false
 	}
 	src, _ := m["source"].(string)
+	if filepath.Clean(src) != src || !filepath.IsAbs(src) {
+		return privateMount{}, false
+	}
 	for _, d := range podDirs {
 		rest, ok := strings.CutPrefix(src, strings.TrimSuffix(d, "/")+"/")
 		if !ok {
 			continue
 		}
-		if _, vol, isVolume := strings.Cut(rest, "/volumes/"); isVolume {
-			plugin, _, _ := strings.Cut(vol, "/")
-			return privateMount{source: src, tenant: sandboxWritableVolumes[plugin]}, podVolumes[plugin]
+		if parts := strings.Split(rest, "/"); len(parts) >= 3 && parts[1] == "volumes" {
+			return privateMount{source: src, kubelets: kubeletVolumes[parts[2]] && len(parts) == 4}, podVolumes[parts[2]]
 		}
 		return privateMount{source: src}, true
 	}

@@ -113,7 +113,7 @@ func prepareBundle(ctx context.Context, o RestoreOptions, c Container, id string
 	sources := map[int]string{}
 	for i, rel := range c.Copied {
 		sources[i] = filepath.Join(dir, "files", strconv.Itoa(i))
-		if err := copyTree(filepath.Join(o.Dir, rel), sources[i], false); err != nil {
+		if err := copyTree(filepath.Join(o.Dir, rel), sources[i], false, newCopyBudget(ctx, 0)); err != nil {
 			return "", err
 		}
 	}

@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,8 +41,8 @@ func TestRestoredPod(t *testing.T) {
 	if got.Labels["app"] != "py" {
 		t.Errorf("labels = %v, want the source's", got.Labels)
 	}
-	if got.Spec.NodeName != "node-b" {
-		t.Errorf("nodeName = %q, want node-b, where the checkpoint lives", got.Spec.NodeName)
+	if got.Spec.NodeName != "" || RequiredNode(got) != "node-b" {
+		t.Errorf("nodeName %q, required node %q: want no nodeName and node-b, where the checkpoint lives, required", got.Spec.NodeName, RequiredNode(got))
 	}
 	if len(got.Spec.InitContainers) != 1 || got.Spec.InitContainers[0].Name != "proxy" {
 		t.Errorf("init containers = %v: want only the sidecar, which was running at the checkpoint", got.Spec.InitContainers)
@@ -60,11 +62,67 @@ func TestShapeForFilesystemRestoreKeepsInitContainers(t *testing.T) {
 		InitContainers: []corev1.Container{{Name: "kubox-agent-init", Image: "agent"}},
 		Containers:     []corev1.Container{{Name: "py", Image: "python"}},
 	}}
-	ShapeForFilesystemRestore(pod, "node-b", "/snapshots/team-a/s1/image")
-	if pod.Annotations[RestoreImageAnnotation] != "/snapshots/team-a/s1/image" || pod.Spec.NodeName != "node-b" {
-		t.Errorf("annotations %v on node %q: want the image, on node-b", pod.Annotations, pod.Spec.NodeName)
+	ShapeForFilesystemRestore(pod, "/snapshots/team-a/s1/image")
+	if pod.Annotations[RestoreImageAnnotation] != "/snapshots/team-a/s1/image" || pod.Spec.NodeName != "" || pod.Spec.Affinity != nil {
+		t.Errorf("annotations %v, node %q, affinity %v: want the image, and the placement left to RequireNode", pod.Annotations, pod.Spec.NodeName, pod.Spec.Affinity)
 	}
 	if len(pod.Spec.InitContainers) != 1 || len(pod.Spec.Containers) != 1 {
 		t.Errorf("containers %v, init containers %v: a Pod started on a snapshot's files runs all of them", pod.Spec.Containers, pod.Spec.InitContainers)
+	}
+}
+
+// TestRequireNode: a restoring Pod is required on the snapshot's node through the scheduler, never
+// bound with spec.nodeName, and the Pod's own required terms still apply (ANDed with the node).
+func TestRequireNode(t *testing.T) {
+	on := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-b"}}
+	zone := corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}
+	gpu := corev1.NodeSelectorRequirement{Key: "gpu", Operator: corev1.NodeSelectorOpExists}
+	required := func(terms ...corev1.NodeSelectorTerm) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
+	}
+	preferred := []corev1.PreferredSchedulingTerm{{Weight: 1, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{gpu}}}}
+	for name, tc := range map[string]struct {
+		spec corev1.PodSpec
+		want corev1.PodSpec
+	}{
+		"no affinity, a nodeName of its own": {
+			spec: corev1.PodSpec{NodeName: "node-a"},
+			want: corev1.PodSpec{Affinity: required(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{on}})},
+		},
+		"the Pod's own terms, each ANDed": {
+			spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": "gvisor"}, Affinity: required(
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{zone}},
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{gpu}})},
+			want: corev1.PodSpec{NodeSelector: map[string]string{"pool": "gvisor"}, Affinity: required(
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{zone}, MatchFields: []corev1.NodeSelectorRequirement{on}},
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{gpu}, MatchFields: []corev1.NodeSelectorRequirement{on}})},
+		},
+		"an empty term still matches no node": {
+			spec: corev1.PodSpec{Affinity: required(corev1.NodeSelectorTerm{}, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{zone}})},
+			want: corev1.PodSpec{Affinity: required(corev1.NodeSelectorTerm{},
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{zone}, MatchFields: []corev1.NodeSelectorRequirement{on}})},
+		},
+		"preferred terms and pod affinity kept": {
+			spec: corev1.PodSpec{Affinity: &corev1.Affinity{
+				NodeAffinity:    &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred},
+				PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}},
+			want: corev1.PodSpec{Affinity: &corev1.Affinity{
+				NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred,
+					RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{on}}}}},
+				PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: tc.spec}
+			RequireNode(pod, "node-b")
+			if diff := cmp.Diff(tc.want, pod.Spec); diff != "" {
+				t.Errorf("spec (-want +got):\n%s", diff)
+			}
+			RequireNode(pod, "node-b")
+			if diff := cmp.Diff(tc.want, pod.Spec); diff != "" {
+				t.Errorf("spec after a second RequireNode (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -44,7 +44,7 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 	if err != nil {
 		return nil, err
 	}
-	if res := onNode(ns, name, dir); res != nil {
+	if res := s.onNode(ns, name, dir); res != nil {
 		return res, nil
 	}
 	_, release, err := s.claim(ns, name)
@@ -52,7 +52,7 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 		return nil, err
 	}
 	defer release()
-	if res := onNode(ns, name, dir); res != nil { // fetched by a call that held the claim before
+	if res := s.onNode(ns, name, dir); res != nil { // fetched by a call that held the claim before
 		return res, nil
 	}
 	if s.cfg.Store == nil {
@@ -60,17 +60,25 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 			"no snapshot store (--snapshot-store) to fetch it from: restore it on the node that took it", ns, name))
 	}
 	_ = os.RemoveAll(dir) // an incomplete folder left by a crash
+	// The marker goes first: a crash between the copy and a marker written after it would leave a
+	// copy that no sweep ever removes, after the snapshot is deleted.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	if err := os.WriteFile(fetchedMarker(dir), nil, 0o600); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
 	start := time.Now()
 	switch err := s.cfg.Store.Get(ctx, ns, name, dir); {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("snapshot %s/%s is neither on this node nor in the snapshot store", ns, name))
+	case errors.Is(err, checkpoint.ErrUnsigned):
+		s.cfg.Log.Error("Refused a snapshot of the store that kubox-node did not sign", "namespace", ns, "snapshot", name, "err", err)
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("snapshot %s/%s in the snapshot store is refused: %w", ns, name, err))
 	case err != nil:
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("fetching snapshot %s/%s from the snapshot store: %w", ns, name, err))
 	}
 	m, err := readManifest(dir)
-	if err == nil {
-		err = os.WriteFile(fetchedMarker(dir), nil, 0o600)
-	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
@@ -81,9 +89,11 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 }
 
 // onNode answers a fetch of the snapshot in dir when its manifest is there (written last, so the
-// snapshot is complete), and is nil otherwise.
-func onNode(ns, name, dir string) *connect.Response[nodev1.FetchSnapshotResponse] {
-	m, err := readManifest(dir)
+// snapshot is complete) with this node's signature for ns/name, and is nil otherwise: a folder
+// without one (a crash before the signature, a snapshot of an older kubox-node) is fetched
+// again from the store, and refused by the gVisor shim if it stays.
+func (s *Server) onNode(ns, name, dir string) *connect.Response[nodev1.FetchSnapshotResponse] {
+	m, err := s.cfg.Key.CheckSignature(dir, ns, name)
 	if err != nil {
 		return nil
 	}

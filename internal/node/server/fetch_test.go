@@ -18,12 +18,15 @@ import (
 	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
 )
 
+// testKey is the manifest key of the tests' nodes.
+var testKey = checkpoint.Key("0123456789abcdef0123456789abcdef")
+
 // serveWithStore starts the API with a snapshot store (nil: none) and a checkpoint that writes a
 // complete snapshot folder; it returns the client and the node's snapshot root.
 func serveWithStore(t *testing.T, st store.Store) (nodev1connect.SnapshotServiceClient, string) {
 	t.Helper()
 	root := t.TempDir()
-	s, err := New(Config{Node: fakeNode(t), SnapshotRoot: root, Token: auth.Fixed([]byte(token)), Store: st,
+	s, err := New(Config{Node: fakeNode(t), SnapshotRoot: root, Token: auth.Fixed([]byte(token)), Store: st, Key: testKey,
 		checkpoint: func(_ context.Context, _ checkpoint.Runsc, o checkpoint.Options) (*checkpoint.Manifest, error) {
 			if err := os.MkdirAll(filepath.Join(o.Dir, "image"), 0o700); err != nil {
 				return nil, err
@@ -32,7 +35,10 @@ func serveWithStore(t *testing.T, st store.Store) (nodev1connect.SnapshotService
 				return nil, err
 			}
 			m := &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full, Pod: checkpoint.PodRef{Namespace: "team-a", Name: "py", UID: "uid-1"}}
-			return m, checkpoint.WriteManifest(o.Dir, m)
+			if err := checkpoint.WriteManifest(o.Dir, m); err != nil {
+				return nil, err
+			}
+			return m, o.Key.Sign(o.Dir, filepath.Base(filepath.Dir(o.Dir)), filepath.Base(o.Dir))
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +52,7 @@ func serveWithStore(t *testing.T, st store.Store) (nodev1connect.SnapshotService
 // fetch of a snapshot on the node copies nothing, a fetch of one the node lost copies it back
 // verified, and a delete removes both copies.
 func TestSnapshotsGoToTheStoreAndComeBack(t *testing.T) {
-	st := store.Dir{Root: t.TempDir()}
+	st := store.Dir{Root: t.TempDir(), Key: testKey}
 	c, root := serveWithStore(t, st)
 	ctx := context.Background()
 	res, err := c.Checkpoint(ctx, connect.NewRequest(&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", PodUid: "uid-1", Snapshot: "s1"}))
@@ -113,7 +119,7 @@ func TestFetchWithoutAStoreSaysWhere(t *testing.T) {
 // store no longer holds it (deleted through the node that took it); one it took itself, or one
 // the store still holds, stays.
 func TestSweepRemovesFetchedCopiesTheStoreDropped(t *testing.T) {
-	st := store.Dir{Root: t.TempDir()}
+	st := store.Dir{Root: t.TempDir(), Key: testKey}
 	c, root := serveWithStore(t, st)
 	ctx := context.Background()
 	for _, name := range []string{"fetched", "kept", "own"} {
@@ -151,7 +157,7 @@ func TestSweepRemovesFetchedCopiesTheStoreDropped(t *testing.T) {
 // sweeper is a Server on root and st, for calling sweepOnce directly.
 func sweeper(t *testing.T, root string, st store.Store) *Server {
 	t.Helper()
-	s, err := New(Config{SnapshotRoot: root, Store: st, Token: auth.Fixed([]byte(token))})
+	s, err := New(Config{SnapshotRoot: root, Store: st, Token: auth.Fixed([]byte(token)), Key: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +178,10 @@ func TestFetchOfALocalSnapshotNeedsNoClaim(t *testing.T) {
 	if err := checkpoint.WriteManifest(dir, &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full}); err != nil {
 		t.Fatal(err)
 	}
-	s := sweeper(t, root, store.Dir{Root: t.TempDir()})
+	if err := testKey.Sign(dir, "team-a", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	s := sweeper(t, root, store.Dir{Root: t.TempDir(), Key: testKey})
 	_, release, err := s.claim("team-a", "s1") // another call holds it
 	if err != nil {
 		t.Fatal(err)
@@ -185,5 +194,36 @@ func TestFetchOfALocalSnapshotNeedsNoClaim(t *testing.T) {
 	req = connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: "team-a", Snapshot: "../etc"})
 	if _, err := s.FetchSnapshot(context.Background(), req); connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Errorf("fetch of a name that is not a DNS label: %v, want InvalidArgument", err)
+	}
+}
+
+// TestFetchRefusesAnUnsignedSnapshotOfTheStore: a snapshot planted in the shared store without
+// this cluster's signature (by a node or anyone who writes the volume) is refused, says why, and
+// leaves nothing on the node for the gVisor shim to restore.
+func TestFetchRefusesAnUnsignedSnapshotOfTheStore(t *testing.T) {
+	st := store.Dir{Root: t.TempDir(), Key: testKey}
+	c, root := serveWithStore(t, st)
+	ctx := context.Background()
+	if _, err := c.Checkpoint(ctx, connect.NewRequest(&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", PodUid: "uid-1", Snapshot: "s1"})); err != nil {
+		t.Fatal(err)
+	}
+	// Planted: the store's copy gets other memory and a manifest that matches it, unsigned.
+	stored := filepath.Join(st.Root, "team-a", "s1")
+	if err := os.WriteFile(filepath.Join(stored, "image", "checkpoint.img"), []byte("planted memory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteManifest(stored, &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full}); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(root, "team-a", "s1")
+	if err := os.RemoveAll(local); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.FetchSnapshot(ctx, connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: "team-a", Snapshot: "s1"}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "signature") {
+		t.Errorf("fetch of a planted snapshot: %v; want FailedPrecondition naming the signature", err)
+	}
+	if _, err := os.Stat(local); !os.IsNotExist(err) {
+		t.Errorf("%s after the refused fetch: %v; want nothing on the node", local, err)
 	}
 }

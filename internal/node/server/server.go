@@ -1,14 +1,17 @@
 // Package server is kubox-node's API: it checkpoints the gVisor sandboxes of Pods running on its
 // node into snapshots below <snapshot root>/<namespace>/ (package checkpoint) and removes them.
 // kubox's patched gVisor shim restores a new Pod from such a snapshot (docs/checkpoint.md). Every
-// call needs the node token as `Authorization: Bearer <token>`.
+// call needs the node token as `Authorization: Bearer <token>`, and Serve serves it over TLS only
+// (package nodetls), so that the token never crosses the network in clear.
 package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -42,9 +45,15 @@ type Config struct {
 	// Store, when set, keeps a copy of every snapshot taken here, from which FetchSnapshot copies
 	// the snapshots this node lacks (taken on another node, or lost here).
 	Store store.Store
+	// Key signs every snapshot taken here and checks those found on this node (checkpoint.Key);
+	// the gVisor shim restores only from a snapshot it signed.
+	Key checkpoint.Key
 	// Token is required of every call.
 	Token *auth.Token
-	Log   *slog.Logger
+	// MaxCopyBytes bounds what a checkpoint copies from a Pod's mounts
+	// (checkpoint.Options.MaxCopyBytes); zero is checkpoint.DefaultMaxCopyBytes.
+	MaxCopyBytes int64
+	Log          *slog.Logger
 	// checkpoint replaces checkpoint.Checkpoint in tests.
 	checkpoint func(context.Context, checkpoint.Runsc, checkpoint.Options) (*checkpoint.Manifest, error)
 }
@@ -82,6 +91,31 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	return mux
 }
+
+// Serve serves Handler on l over TLS only, with tlsConfig (nodetls.ServerConfig: a certificate of
+// the node token's key), until ctx ends, then lets the calls in flight finish for up to
+// shutdownGrace. Every call carries the node token, which must never cross the network in clear:
+// a plain HTTP request is answered 400 and never reaches the API.
+func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Config) error {
+	if tlsConfig == nil || (tlsConfig.GetCertificate == nil && len(tlsConfig.Certificates) == 0) {
+		return errors.New("kubox-node serves its API over TLS only, and has no certificate (nodetls.ServerConfig)")
+	}
+	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelDebug)}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.ServeTLS(l, "", ""); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// shutdownGrace is how long Serve waits for the calls in flight once its context ends.
+const shutdownGrace = 30 * time.Second
 
 // authenticate refuses a call without the node token.
 func (s *Server) authenticate() connect.UnaryInterceptorFunc {
@@ -134,7 +168,8 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 	start := time.Now()
 	m, err := s.cfg.checkpoint(ctx, node.PodRunsc(), checkpoint.Options{
 		SandboxID: sandboxID, Dir: dir, TaskDir: node.TaskDir(), PodDirs: node.PodDirs(),
-		Kind: kind, LeaveRunning: r.GetLeaveRunning(), Compress: r.GetCompress(), CopyMounts: mounts,
+		Kind: kind, LeaveRunning: r.GetLeaveRunning(), Compress: r.GetCompress(), CopyMounts: mounts, Key: s.cfg.Key,
+		MaxCopyBytes: s.cfg.MaxCopyBytes,
 	})
 	if err != nil {
 		s.cfg.Log.Error("Checkpoint failed", "namespace", r.GetNamespace(), "pod", r.GetPod(), "snapshot", r.GetSnapshot(), "err", err)
@@ -151,7 +186,7 @@ func (s *Server) Checkpoint(ctx context.Context, req *connect.Request[nodev1.Che
 // existing answers a Checkpoint whose snapshot folder exists: with the snapshot, when it is a
 // complete one of the Pod with the request's pod_uid (a retry), and AlreadyExists otherwise.
 func (s *Server) existing(ctx context.Context, r *nodev1.CheckpointRequest, dir string) (*connect.Response[nodev1.CheckpointResponse], error) {
-	m, err := checkpoint.Verify(dir)
+	m, err := s.cfg.Key.Verify(dir, r.GetNamespace(), r.GetSnapshot())
 	if err == nil && r.GetPodUid() != "" && m.Pod.UID == r.GetPodUid() && m.Pod.Name == r.GetPod() {
 		snap := snapshotOf(r.GetNamespace(), r.GetSnapshot(), dir, m)
 		snap.Stored = s.put(ctx, snap, dir)

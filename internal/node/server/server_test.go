@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	"github.com/kubox-dev/kubox/internal/node/nodetls"
+	"github.com/kubox-dev/kubox/internal/node/store"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/node/v1/nodev1connect"
 )
@@ -211,7 +214,7 @@ func TestCheckpointRetryReturnsTheSnapshotTaken(t *testing.T) {
 	node := fakeNode(t)
 	bin, checkpoints := fakeRunsc(t)
 	node.Runsc = bin
-	s, err := New(Config{Node: node, SnapshotRoot: t.TempDir(), Token: auth.Fixed([]byte(token))})
+	s, err := New(Config{Node: node, SnapshotRoot: t.TempDir(), Token: auth.Fixed([]byte(token)), Key: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,5 +244,74 @@ func TestCheckpointRetryReturnsTheSnapshotTaken(t *testing.T) {
 	}
 	if checkpoints() != 1 {
 		t.Errorf("%d checkpoints, want 1", checkpoints())
+	}
+}
+
+// TestTheAPIRefusesPlainHTTP: kubox-node serves its API over TLS only (package nodetls): a call
+// in plain HTTP, which would carry the node token in clear, is not served; the same call over TLS
+// to the key of the node token is.
+func TestTheAPIRefusesPlainHTTP(t *testing.T) {
+	s, err := New(Config{Node: fakeNode(t), SnapshotRoot: t.TempDir(), Token: auth.Fixed([]byte(token))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Serve(ctx, l, nodetls.ServerConfig(func() ([]byte, error) { return []byte(token), nil }))
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	req := connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: "team-a", Snapshot: "s"})
+	plain := nodev1connect.NewSnapshotServiceClient(contract.BearerClient(token), "http://"+l.Addr().String())
+	if _, err := plain.DeleteSnapshot(t.Context(), req); err == nil {
+		t.Errorf("DeleteSnapshot in plain HTTP with the node token was served; want it refused")
+	}
+	cfg, err := nodetls.ClientConfig([]byte(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &contract.BearerTransport{Token: token, Base: &http.Transport{TLSClientConfig: cfg}}}
+	if _, err := nodev1connect.NewSnapshotServiceClient(hc, "https://"+l.Addr().String()).DeleteSnapshot(t.Context(), req); err != nil {
+		t.Errorf("DeleteSnapshot over TLS: %v", err)
+	}
+}
+
+// TestDeletingASnapshotWhoseNodeIsGoneRemovesEveryCopy (hole 12 of issue 36): node A took s1
+// and put it in the shared store, node B fetched a copy to restore it, then A is gone. Deleting s1
+// through C, a node that never held it (what the controller asks once A's Node is gone), removes
+// the store's copy; B's sweep then removes B's copy: no copy of the memory is left anywhere.
+func TestDeletingASnapshotWhoseNodeIsGoneRemovesEveryCopy(t *testing.T) {
+	st := store.Dir{Root: t.TempDir(), Key: testKey}
+	ctx := t.Context()
+	a, _ := serveWithStore(t, st)
+	if _, err := a.Checkpoint(ctx, connect.NewRequest(&nodev1.CheckpointRequest{Namespace: "team-a", Pod: "py", PodUid: "uid-1", Snapshot: "s1"})); err != nil {
+		t.Fatal(err)
+	}
+	b, bRoot := serveWithStore(t, st)
+	res, err := b.FetchSnapshot(ctx, connect.NewRequest(&nodev1.FetchSnapshotRequest{Namespace: "team-a", Snapshot: "s1"}))
+	if err != nil || !res.Msg.GetFetched() {
+		t.Fatalf("node B's fetch of s1: %v, %v; want it copied from the store", res, err)
+	}
+	c, _ := serveWithStore(t, st)
+	if _, err := c.DeleteSnapshot(ctx, connect.NewRequest(&nodev1.DeleteSnapshotRequest{Namespace: "team-a", Snapshot: "s1"})); err != nil {
+		t.Fatalf("DeleteSnapshot through node C: %v", err)
+	}
+	if has, err := st.Has(ctx, "team-a", "s1"); err != nil || has {
+		t.Errorf("the store after the delete through C: holds s1 %t, %v; want it gone", has, err)
+	}
+	sweeper(t, bRoot, st).sweepOnce(ctx)
+	for _, p := range []string{filepath.Join(bRoot, "team-a", "s1"), filepath.Join(bRoot, "team-a", "s1.fetched")} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s on node B after its sweep: %v; want it gone", p, err)
+		}
 	}
 }

@@ -25,10 +25,12 @@ var ErrNotFound = errors.New("not in the snapshot store")
 // last and make it visible whole, so a snapshot the store shows is complete.
 type Store interface {
 	// Put copies the verified snapshot folder dir into the store as namespace/name; a snapshot
-	// the store already holds under that name is left as it is.
+	// the store already holds under that name is left as it is. The copy must carry kubox-node's
+	// signature for namespace/name (checkpoint.Key).
 	Put(ctx context.Context, namespace, name, dir string) error
 	// Get copies namespace/name into dir, which must not exist, and verifies it against its
-	// manifest; ErrNotFound when the store does not hold it.
+	// manifest and the manifest's signature for namespace/name (checkpoint.ErrUnsigned when it
+	// has none that matches); ErrNotFound when the store does not hold it.
 	Get(ctx context.Context, namespace, name, dir string) error
 	// Delete removes namespace/name; removing one that is not there succeeds.
 	Delete(ctx context.Context, namespace, name string) error
@@ -39,7 +41,13 @@ type Store interface {
 // Dir is a Store on a filesystem every node mounts at Root: a ReadWriteMany PersistentVolume
 // (NFS, CephFS, a cloud file share) mounted into each kubox-node, or, on one node, a folder of
 // another disk.
-type Dir struct{ Root string }
+type Dir struct {
+	Root string
+	// Key checks the signature of every snapshot Put stores and Get fetches
+	// (checkpoint.Key.Verify): the nodes that share the store share the key, and a snapshot
+	// someone else wrote there is refused.
+	Key checkpoint.Key
+}
 
 var _ Store = Dir{}
 
@@ -55,13 +63,16 @@ func (d Dir) Put(ctx context.Context, namespace, name, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
-	return copyIn(ctx, dir, dst, verify)
+	return copyIn(ctx, dir, dst, d.verify(namespace, name))
 }
 
-// verify reads a copied folder back against its manifest.
-func verify(dir string) error {
-	_, err := checkpoint.Verify(dir)
-	return err
+// verify checks a copied folder of the snapshot namespace/name: its manifest signed with the
+// store's key for that name (checkpoint.ErrUnsigned otherwise), its files read back against it.
+func (d Dir) verify(namespace, name string) func(dir string) error {
+	return func(dir string) error {
+		_, err := d.Key.Verify(dir, namespace, name)
+		return err
+	}
 }
 
 // Get implements Store: the folder is copied beside dir, verified, then renamed to dir.
@@ -76,7 +87,7 @@ func (d Dir) Get(ctx context.Context, namespace, name, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return err
 	}
-	return copyIn(ctx, src, dir, verify)
+	return copyIn(ctx, src, dir, d.verify(namespace, name))
 }
 
 // Delete implements Store.

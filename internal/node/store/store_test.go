@@ -9,10 +9,14 @@ import (
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
-// snapshotDir writes a complete full snapshot folder below t's temporary folder.
+// testKey is the manifest key of the tests' nodes.
+var testKey = checkpoint.Key("0123456789abcdef0123456789abcdef")
+
+// snapshotDir writes a complete full snapshot folder team-a/snap below t's temporary folder,
+// signed with testKey.
 func snapshotDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "snap")
+	dir := filepath.Join(t.TempDir(), "team-a", "snap")
 	for path, data := range map[string]string{
 		"image/checkpoint.img": "memory of the sandbox",
 		"specs/0.json":         `{"ociVersion":"1.0.2"}`,
@@ -35,12 +39,15 @@ func snapshotDir(t *testing.T) string {
 	if err := checkpoint.WriteManifest(dir, &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full}); err != nil {
 		t.Fatal(err)
 	}
+	if err := testKey.Sign(dir, "team-a", "snap"); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 
 func TestDirPutGetDelete(t *testing.T) {
 	src := snapshotDir(t)
-	s := Dir{Root: filepath.Join(t.TempDir(), "store")}
+	s := Dir{Root: filepath.Join(t.TempDir(), "store"), Key: testKey}
 	if err := s.Put(t.Context(), "team-a", "snap", src); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +89,7 @@ func TestDirPutGetDelete(t *testing.T) {
 // TestDirGetRefusesADamagedCopy: a stored copy that no longer matches its manifest is not fetched,
 // and nothing is left where the restore would look.
 func TestDirGetRefusesADamagedCopy(t *testing.T) {
-	s := Dir{Root: t.TempDir()}
+	s := Dir{Root: t.TempDir(), Key: testKey}
 	if err := s.Put(t.Context(), "team-a", "snap", snapshotDir(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +113,75 @@ func TestDirPutWithoutAManifestStoresNothing(t *testing.T) {
 	if err := os.Remove(filepath.Join(src, checkpoint.ManifestFile)); err != nil {
 		t.Fatal(err)
 	}
-	s := Dir{Root: t.TempDir()}
+	s := Dir{Root: t.TempDir(), Key: testKey}
 	if err := s.Put(t.Context(), "team-a", "snap", src); err == nil {
 		t.Fatal("Put of a folder without a manifest succeeded")
 	}
 	if left, _ := os.ReadDir(filepath.Join(s.Root, "team-a")); len(left) != 0 {
 		t.Errorf("the store holds %v after a failed Put, want nothing", left)
+	}
+}
+
+// TestDirGetRefusesAnUnsignedSnapshot: a snapshot someone planted in the shared store (a node, or
+// anyone who can write the volume, without this cluster's manifest key) is not fetched, and
+// nothing is left where the restore would look.
+func TestDirGetRefusesAnUnsignedSnapshot(t *testing.T) {
+	for name, plant := range map[string]func(t *testing.T, s Dir){
+		"written without a signature": func(t *testing.T, s Dir) {
+			src := snapshotDir(t)
+			must(t, os.Remove(filepath.Join(src, checkpoint.SignatureFile)))
+			must(t, os.MkdirAll(filepath.Join(s.Root, "team-a"), 0o700))
+			must(t, os.Rename(src, filepath.Join(s.Root, "team-a", "snap")))
+		},
+		"files and manifest replaced": func(t *testing.T, s Dir) {
+			must(t, s.Put(t.Context(), "team-a", "snap", snapshotDir(t)))
+			dir := filepath.Join(s.Root, "team-a", "snap")
+			must(t, os.WriteFile(filepath.Join(dir, "image", "checkpoint.img"), []byte("planted memory"), 0o600))
+			must(t, checkpoint.WriteManifest(dir, &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full}))
+		},
+		"another namespace's snapshot copied in": func(t *testing.T, s Dir) {
+			must(t, s.Put(t.Context(), "team-a", "snap", snapshotDir(t)))
+			must(t, os.MkdirAll(filepath.Join(s.Root, "team-b"), 0o700))
+			must(t, os.Rename(filepath.Join(s.Root, "team-a", "snap"), filepath.Join(s.Root, "team-b", "snap")))
+		},
+		"signed with another key": func(t *testing.T, s Dir) {
+			src := snapshotDir(t)
+			must(t, checkpoint.Key("another key of thirty-two bytes!").Sign(src, "team-a", "snap"))
+			must(t, os.MkdirAll(filepath.Join(s.Root, "team-a"), 0o700))
+			must(t, os.Rename(src, filepath.Join(s.Root, "team-a", "snap")))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := Dir{Root: t.TempDir(), Key: testKey}
+			plant(t, s)
+			ns := "team-a"
+			if _, err := os.Stat(filepath.Join(s.Root, "team-b")); err == nil {
+				ns = "team-b"
+			}
+			node := t.TempDir()
+			if err := s.Get(t.Context(), ns, "snap", filepath.Join(node, "snap")); !errors.Is(err, checkpoint.ErrUnsigned) {
+				t.Errorf("Get of a snapshot kubox-node did not sign: %v, want ErrUnsigned", err)
+			}
+			if left, _ := os.ReadDir(node); len(left) != 0 {
+				t.Errorf("after a refused Get the node's folder holds %v, want nothing", left)
+			}
+		})
+	}
+}
+
+// TestDirPutRefusesAnUnsignedSnapshot: Put stores only what this node signed.
+func TestDirPutRefusesAnUnsignedSnapshot(t *testing.T) {
+	src := snapshotDir(t)
+	must(t, os.Remove(filepath.Join(src, checkpoint.SignatureFile)))
+	s := Dir{Root: t.TempDir(), Key: testKey}
+	if err := s.Put(t.Context(), "team-a", "snap", src); !errors.Is(err, checkpoint.ErrUnsigned) {
+		t.Fatalf("Put of an unsigned snapshot: %v, want ErrUnsigned", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
