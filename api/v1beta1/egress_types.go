@@ -33,9 +33,10 @@ type EgressPolicy struct {
 	// +kubebuilder:validation:items:Pattern=`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
 	DenyDomains []string `json:"denyDomains,omitempty"`
 
-	// allowCIDRs are address ranges ("203.0.113.0/24") the sandbox may reach by IP address, and
-	// that an allowed name may resolve into even when they are private or link-local (which the
-	// proxy refuses otherwise).
+	// allowCIDRs are address ranges ("203.0.113.0/24") the sandbox may reach by IP address. One
+	// that lies inside a blocked range (private, link-local, metadata, ...: docs/egress.md) also
+	// lets an allowed name resolve into that part of it; a wider one (0.0.0.0/0, ::/0) holds only
+	// public addresses. IPv4-mapped, NAT64 and 6to4 forms are checked as the IPv4 address inside.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
@@ -72,7 +73,9 @@ type EgressPolicy struct {
 // EgressCredential is a header kubox-egress adds to requests for some domains. kubox addition.
 type EgressCredential struct {
 	// secretRef names the Secret key, in the sandbox's namespace, that holds the header's value
-	// (leading and trailing whitespace, such as a final newline, is dropped).
+	// (leading and trailing whitespace, such as a final newline, is dropped). Whoever adds the
+	// credential must be allowed to get that Secret (checked at admission): kubox-egress reads it
+	// with its own rights.
 	// +required
 	SecretRef SecretKeyReference `json:"secretRef"`
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,14 +30,14 @@ type Sandbox struct {
 
 // Config configures a Proxy.
 type Config struct {
-	// Identify returns the sandbox whose Pod has the address src; false for any other source,
-	// which the proxy refuses.
-	Identify func(src netip.Addr) (*Sandbox, bool)
+	// Identify returns the sandbox whose Pod has the address src (canonical: CanonicalAddr), or
+	// why src is none, which the proxy tells the client it refuses.
+	Identify func(src netip.Addr) (*Sandbox, error)
 	// Resolve looks up a name; default the system resolver. The proxy dials only what it
 	// resolved itself.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
-	// Blocked are the ranges a resolved name may not point into unless the policy's AllowCIDRs
-	// hold the address; default BlockedRanges.
+	// Blocked are the ranges neither an IP literal nor a resolved name may be in unless the
+	// policy's AllowCIDRs open them (Policy.AllowsAddress); default BlockedRanges.
 	Blocked []netip.Prefix
 	// UpstreamRoots verify the servers of inspected (credential) domains; nil: the system's.
 	UpstreamRoots *x509.CertPool
@@ -46,6 +47,11 @@ type Config struct {
 	Log *slog.Logger
 	// Registerer gets the kubox_egress_* metrics; nil: not registered.
 	Registerer prometheus.Registerer
+}
+
+// UnknownSource is Identify's answer for a source that is no sandbox with an egress policy.
+func UnknownSource(src netip.Addr) error {
+	return fmt.Errorf("the source %s is not a sandbox with an egress policy", src)
 }
 
 // Proxy is the egress proxy; it is an http.Handler to serve as an HTTP proxy.
@@ -114,21 +120,25 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.gp.ServeHT
 // addresses it may dial. The error is the refusal, worded for the client.
 func (p *Proxy) decide(ctx context.Context, remoteAddr, host string, port int) (*connState, error) {
 	st := &connState{src: remoteAddr, host: host, port: port}
-	sb, ok := p.cfg.Identify(addrOf(remoteAddr))
-	if !ok {
-		st.verdict.Reason = "unknown source"
-		return st, fmt.Errorf("kubox egress refused %s:%d: the source %s is not a sandbox with an egress policy", host, port, remoteAddr)
+	src := addrOf(remoteAddr)
+	sb, err := p.cfg.Identify(src)
+	if err == nil && sb == nil {
+		err = UnknownSource(src)
+	}
+	if err != nil {
+		st.verdict.Reason = "unknown source: " + err.Error()
+		return st, fmt.Errorf("kubox egress refused %s:%d: %w", host, port, err)
 	}
 	st.sb = sb
 	refuse := func(reason string) (*connState, error) {
 		st.verdict = Verdict{Reason: reason}
 		return st, fmt.Errorf("kubox egress refused %s:%d for sandbox %s: %s", host, port, sb.Name, reason)
 	}
-	if st.verdict = sb.Policy.Decide(host, port); !st.verdict.Allowed {
+	if st.verdict = sb.Policy.Decide(host, port, p.cfg.Blocked); !st.verdict.Allowed {
 		return refuse(st.verdict.Reason)
 	}
-	if addr, err := netip.ParseAddr(host); err == nil {
-		st.addrs = []netip.Addr{addr.Unmap()}
+	if addr, ok := Literal(host); ok { // decided on as it is dialed
+		st.addrs = []netip.Addr{addr}
 		return st, nil
 	}
 	addrs, err := p.cfg.Resolve(ctx, host)
@@ -138,9 +148,9 @@ func (p *Proxy) decide(ctx context.Context, remoteAddr, host string, port int) (
 	why := ""
 	for _, a := range addrs {
 		if ok, reason := sb.Policy.AllowsAddress(a, p.cfg.Blocked); ok {
-			st.addrs = append(st.addrs, a.Unmap())
+			st.addrs = append(st.addrs, CanonicalAddr(a))
 		} else {
-			why = reason
+			why = fmt.Sprintf("%s resolves to no address it may reach: %s", host, reason)
 		}
 	}
 	if len(st.addrs) == 0 {
@@ -268,11 +278,12 @@ func (p *Proxy) dialAny(ctx context.Context, network string, addrs []netip.Addr,
 	return nil, netip.Addr{}, errors.Join(errs...)
 }
 
-// splitHostPort splits host[:port], with def when there is no port.
+// splitHostPort splits host[:port], with def when there is no port; an IPv6 literal's
+// brackets go either way.
 func splitHostPort(hostport string, def int) (string, int) {
 	host, ps, err := net.SplitHostPort(hostport)
 	if err != nil {
-		return hostport, def
+		return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), def
 	}
 	port, err := strconv.Atoi(ps)
 	if err != nil {
@@ -287,7 +298,7 @@ func addrOf(remote string) netip.Addr {
 	if err != nil {
 		return netip.Addr{}
 	}
-	return ap.Addr().Unmap()
+	return CanonicalAddr(ap.Addr())
 }
 
 // goproxyLog sends goproxy's own messages to the proxy's log, at debug level: what matters to

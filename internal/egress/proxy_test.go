@@ -97,14 +97,14 @@ func newWorld(t testing.TB) *world {
 	sandboxB := &Sandbox{Name: "team-b/b", Policy: &Policy{AllowDomains: []string{"other.test"}, Ports: ports}}
 	loopback := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("169.254.0.0/16")} // BlockedRanges minus 127/8
 	p := New(Config{
-		Identify: func(src netip.Addr) (*Sandbox, bool) {
+		Identify: func(src netip.Addr) (*Sandbox, error) {
 			switch src.String() {
 			case "127.0.0.1":
-				return sandboxA, true
+				return sandboxA, nil
 			case "127.0.0.2":
-				return sandboxB, true
+				return sandboxB, nil
 			}
-			return nil, false
+			return nil, UnknownSource(src)
 		},
 		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
 			switch host {

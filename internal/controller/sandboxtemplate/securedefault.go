@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // The secure default is the NetworkPolicy of a Managed template without spec.networkPolicy. It
@@ -22,45 +23,24 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 // dnsPort is the port cluster DNS servers answer on, over UDP and TCP (TCP for large answers).
 const dnsPort = 53
 
-// publicIPv4 is the public IPv4 internet: everything except the ranges below. A cluster's own
-// Pod and Service addresses are almost always in one of them; a cluster that uses public
+// publicIPv4 and publicIPv6 are the public internet: everything except contract.BlockedRanges,
+// the list kubox-egress refuses too (private, loopback, link-local and metadata, CGNAT,
+// reserved and multicast ranges, and the IPv6 prefixes that carry an IPv4 address). A cluster's
+// own Pod and Service addresses are almost always in one of them; a cluster that uses public
 // addresses for its Pods or Services must write its own rules.
-var publicIPv4 = networkingv1.IPBlock{
-	CIDR: "0.0.0.0/0",
-	Except: []string{
-		// Private networks (RFC 1918): Pod, Service and node addresses of nearly every cluster,
-		// and the cloud VPC around it.
-		"10.0.0.0/8",
-		"172.16.0.0/12",
-		"192.168.0.0/16",
-		// Shared address space for carrier-grade NAT (RFC 6598). Used by some clusters for Pods
-		// or Services and by overlay VPNs; Alibaba Cloud's metadata service is 100.100.100.200.
-		"100.64.0.0/10",
-		// Link-local (RFC 3927): the instance metadata service of AWS, GCP, Azure, OpenStack,
-		// Oracle, DigitalOcean and others at 169.254.169.254 (credentials for the node's
-		// identity), AWS's time and ECS endpoints, Tencent Cloud's 169.254.0.23, and
-		// node-local DNS caches.
-		"169.254.0.0/16",
-		// Loopback (RFC 1122): never a destination outside the pod.
-		"127.0.0.0/8",
-		// Azure's platform address (WireServer): it serves VM extension settings and the
-		// host's DHCP and DNS to the node, and nothing a sandbox needs.
-		"168.63.129.16/32",
-	},
-}
+var publicIPv4, publicIPv6 = publicInternet()
 
-// publicIPv6 is the public IPv6 internet: everything except the ranges below.
-var publicIPv6 = networkingv1.IPBlock{
-	CIDR: "::/0",
-	Except: []string{
-		// Unique local addresses (RFC 4193): private IPv6 Pod, Service and VPC networks, and
-		// AWS's IPv6 instance metadata endpoint fd00:ec2::254.
-		"fc00::/7",
-		// Link-local (RFC 4291).
-		"fe80::/10",
-		// Loopback.
-		"::1/128",
-	},
+// publicInternet is 0.0.0.0/0 and ::/0, each except the blocked ranges of its family.
+func publicInternet() (v4, v6 networkingv1.IPBlock) {
+	v4, v6 = networkingv1.IPBlock{CIDR: "0.0.0.0/0"}, networkingv1.IPBlock{CIDR: "::/0"}
+	for _, p := range contract.BlockedRanges() {
+		if p.Addr().Is4() {
+			v4.Except = append(v4.Except, p.String())
+		} else {
+			v6.Except = append(v6.Except, p.String())
+		}
+	}
+	return v4, v6
 }
 
 // secureDefaultIngress admits connections from the router's pods only, on any port: the router

@@ -28,6 +28,7 @@ import (
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/egress"
+	"github.com/kubox-dev/kubox/internal/provenance"
 )
 
 // podIPField indexes the Pods of sandboxes by each of their IPs.
@@ -123,39 +124,74 @@ func (s *Source) Start(ctx context.Context) error { return s.cache.Start(ctx) }
 // WaitForSync waits until the informers hold the cluster's Pods and Sandboxes.
 func (s *Source) WaitForSync(ctx context.Context) bool { return s.cache.WaitForCacheSync(ctx) }
 
-// Identify returns the sandbox whose running Pod has the address src, if that sandbox has an
-// egress policy.
-func (s *Source) Identify(src netip.Addr) (*egress.Sandbox, bool) {
+// Identify returns the sandbox whose one live Pod has the address src, if that sandbox has an
+// egress policy, or why src names none.
+func (s *Source) Identify(src netip.Addr) (*egress.Sandbox, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	sb, ok := s.sandboxAt(ctx, src.Unmap())
-	if !ok || sb.Spec.Egress == nil {
-		return nil, false
+	sb, err := s.sandboxAt(ctx, egress.CanonicalAddr(src))
+	if err != nil {
+		return nil, err
 	}
-	return s.view(ctx, sb), true
+	if sb.Spec.Egress == nil {
+		return nil, egress.UnknownSource(src)
+	}
+	return s.view(ctx, sb), nil
 }
 
-// sandboxAt finds the Sandbox controlling the live Pod with IP addr. The Pod must be controlled
-// by the Sandbox its label names: a label alone anyone creating Pods can copy.
-func (s *Source) sandboxAt(ctx context.Context, addr netip.Addr) (*sandboxv1beta1.Sandbox, bool) {
+// sandboxAt finds the Sandbox controlling the one live Pod with IP addr. The Pod must be
+// controlled by the Sandbox its label names, by a reference of kind Sandbox (provenance): a
+// label alone anyone creating Pods can copy.
+func (s *Source) sandboxAt(ctx context.Context, addr netip.Addr) (*sandboxv1beta1.Sandbox, error) {
 	var pods corev1.PodList
 	if err := s.cache.List(ctx, &pods, client.MatchingFields{podIPField: addr.String()}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, false
+		return nil, fmt.Errorf("the source %s cannot be looked up: %w", addr, err)
 	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue // its IP may already be another Pod's
+	pod, err := holder(pods.Items, addr)
+	if err != nil {
+		if pod != nil {
+			s.cfg.Log.Warn("Refusing the egress of a hostNetwork sandbox: its address is its node's", "pod", pod.Namespace+"/"+pod.Name, "source", addr.String())
 		}
-		owner := controllerUID(pod)
-		sb := &sandboxv1beta1.Sandbox{}
-		key := client.ObjectKey{Namespace: pod.Namespace, Name: pod.Labels[sandboxv1beta1.SandboxNameLabel]}
-		if err := s.cache.Get(ctx, key, sb, client.UnsafeDisableDeepCopy); err != nil || owner == "" || sb.UID != owner {
-			continue
-		}
-		return sb, true
+		return nil, err
 	}
-	return nil, false
+	sb := &sandboxv1beta1.Sandbox{}
+	key := client.ObjectKey{Namespace: pod.Namespace, Name: pod.Labels[sandboxv1beta1.SandboxNameLabel]}
+	if err := s.cache.Get(ctx, key, sb, client.UnsafeDisableDeepCopy); err != nil || !provenance.ControlledBy(pod, provenance.Sandbox, sb.UID) {
+		return nil, egress.UnknownSource(addr)
+	}
+	return sb, nil
+}
+
+// holder is the one live Pod of pods (those with IP addr) that addr identifies. A terminating
+// or terminated Pod holds nothing: its IP may already be another Pod's. A hostNetwork Pod's
+// address is its node's, shared by every process on the node and every Pod whose traffic leaves
+// through it, so it identifies no sandbox (the error says so, with that Pod); nor does an
+// address two live Pods report.
+func holder(pods []corev1.Pod, addr netip.Addr) (*corev1.Pod, error) {
+	var live []*corev1.Pod
+	for i := range pods {
+		if pod := &pods[i]; podLive(pod) {
+			if pod.Spec.HostNetwork {
+				return pod, fmt.Errorf("the source %s is the node address of sandbox Pod %s/%s, which runs with hostNetwork: "+
+					"a node's address names no one sandbox, so kubox egress serves no hostNetwork sandbox; run it without hostNetwork",
+					addr, pod.Namespace, pod.Name)
+			}
+			live = append(live, pod)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return nil, egress.UnknownSource(addr)
+	case 1:
+		return live[0], nil
+	}
+	return nil, fmt.Errorf("the source %s is the address of %d live Pods (%s/%s, %s/%s, ...): it names no one sandbox",
+		addr, len(live), live[0].Namespace, live[0].Name, live[1].Namespace, live[1].Name)
+}
+
+// podLive reports whether pod is neither terminating nor terminated, as the router's podLive.
+func podLive(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // view returns the proxy's view of sb, rebuilt when sb changed or its credentials are older
@@ -250,7 +286,7 @@ func prefixes(cidrs []string) ([]netip.Prefix, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, pfx.Masked())
+		out = append(out, egress.CanonicalPrefix(pfx)) // ::ffff:10.0.0.0/104 is 10.0.0.0/8: addresses are unmapped too
 	}
 	return out, nil
 }
@@ -275,13 +311,14 @@ func controllerUID(o metav1.Object) types.UID {
 	return ""
 }
 
-// trimPod keeps what the Source reads of a Pod: its name, labels, owners, phase and IPs.
+// trimPod keeps what the Source reads of a Pod: its name, labels, owners, deletion timestamp,
+// hostNetwork, phase and IPs.
 func trimPod(o any) (any, error) {
 	pod, ok := o.(*corev1.Pod)
 	if !ok {
 		return o, nil
 	}
-	pod.Spec = corev1.PodSpec{}
+	pod.Spec = corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork}
 	pod.ManagedFields, pod.Annotations = nil, nil
 	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP, PodIPs: pod.Status.PodIPs}
 	return pod, nil

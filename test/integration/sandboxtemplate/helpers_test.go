@@ -106,9 +106,12 @@ func secureDefault(tplName string, router, dns configv1alpha1.PeerSelector) netw
 			},
 			{To: []networkingv1.NetworkPolicyPeer{
 				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{
-					"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "127.0.0.0/8", "168.63.129.16/32",
+					"0.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+					"168.63.129.16/32", "192.0.0.0/24", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
 				}}},
-				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10", "::1/128"}}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{
+					"::/96", "64:ff9b::/96", "64:ff9b:1::/48", "2001::/32", "2002::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+				}}},
 			}},
 		})
 }
