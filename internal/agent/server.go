@@ -112,7 +112,8 @@ type Agent struct {
 	// optional servers are skipped, with a warning, when their port is taken: sandboxd's ports,
 	// which a real sandboxd sidecar in the same Pod may hold.
 	optional map[*http.Server]bool
-	// activity counts every port's requests for ActivityService; writes is the file APIs' gate,
+	// activity counts every port's authenticated requests for ActivityService (each port wraps
+	// its handler in it behind its authentication); writes is the file APIs' gate,
 	// closed on Shutdown, after which sync (unix.Sync) flushes the file systems.
 	activity *activity.Tracker
 	writes   *activity.Writes
@@ -163,9 +164,6 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.addE2B()
-	for _, s := range a.servers {
-		s.Handler = a.activity.Wrap(s.Handler)
-	}
 	if len(cfg.Main) > 0 {
 		if a.main, err = a.procs.StartMain(process.MainSpec{Argv: cfg.Main}); err != nil {
 			return nil, err
@@ -203,10 +201,7 @@ func (a *Agent) mainHandler() (http.Handler, error) {
 	}
 	mux.Handle(files.ContentPrefix, files.NewContentHandler(root, a.writes)) // streamed: no body limit
 	mux.HandleFunc(HealthPath, health)
-	if a.cfg.Token == nil {
-		return mux, nil
-	}
-	return auth.Middleware(a.cfg.Token, mux, auth.Options{ExemptPaths: []string{HealthPath}}), nil
+	return a.authenticate(mux, true), nil
 }
 
 // baseEnv is the environment processes start from before a claim's settings: env, or else the
@@ -266,11 +261,12 @@ func (a *Agent) compatHandler() (http.Handler, error) {
 		}
 		py.ServeHTTP(w, r)
 	})
-	guarded := http.Handler(compat)
+	counted := a.activity.Wrap(compat) // behind authentication: a refused request is no activity
+	guarded := counted
 	if a.cfg.CompatAuth && a.cfg.Token != nil {
-		guarded = auth.Middleware(a.cfg.Token, compat, auth.Options{}) // withProbes opens the probe paths, for GET only
+		guarded = auth.Middleware(a.cfg.Token, counted, auth.Options{}) // withProbes opens the probe paths, for GET only
 	}
-	return withProbes(compat, guarded, CompatProbePaths...), nil
+	return withProbes(counted, guarded, CompatProbePaths...), nil
 }
 
 // addSandboxd adds the servers of sandboxd's ports (see internal/agent/sandboxd): they need the
@@ -311,7 +307,7 @@ func (a *Agent) addE2B() {
 	streams := limits.NewStreamLimiter(a.cfg.MaxStreams, limits.DefaultRetryAfter)
 	a.e2b = e2b.NewHandler(e2b.Options{
 		Processes: a.procs, Root: a.root, WorkDir: a.cfg.WorkDir, Environ: a.settings.Environ, Token: a.cfg.Token,
-		Writes: a.writes,
+		Writes: a.writes, Authenticated: a.activity.Wrap,
 		Wrap: func(h http.Handler) http.Handler {
 			return streams.Wrap(limits.BodyLimit(a.cfg.MaxMessageBytes, h))
 		},
@@ -328,11 +324,17 @@ func (a *Agent) addOptional(s *http.Server) {
 	a.servers = append(a.servers, s)
 }
 
+// authenticate is how every port but E2B's (whose token header is envd's: internal/agent/e2b)
+// admits requests: with required and a token, only those carrying the agent token, and the
+// health paths. Only what it admits reaches the activity tracker, so a client without the token
+// (a scanner, another tenant's Pod) cannot keep an idle sandbox awake: the tracker is fed after
+// authentication, never before it.
 func (a *Agent) authenticate(h http.Handler, required bool, exempt ...string) http.Handler {
+	counted := a.activity.Wrap(h)
 	if !required || a.cfg.Token == nil {
-		return h
+		return counted
 	}
-	return auth.Middleware(a.cfg.Token, h, auth.Options{ExemptPaths: append([]string{HealthPath}, exempt...)})
+	return auth.Middleware(a.cfg.Token, counted, auth.Options{ExemptPaths: append([]string{HealthPath}, exempt...)})
 }
 
 // pyruntimeOptions are python-runtime's timeout and limits from the configuration and the

@@ -33,7 +33,12 @@ const callerKey = "kubox.caller"
 
 // caller is who a tool call acts as.
 type caller struct {
-	// id names the identity: the Kubernetes user name, or "claim-token:<claim>" for a claim token.
+	// id names the identity, and binds the caller's HTTP sessions and claims to it (the MCP SDK
+	// refuses a session's requests from another id): "kubernetes:<user>/<uid>" as the API server
+	// answered for the token, or "claim-token:<SHA-256 of the token>" for a claim token. Never
+	// anything the caller wrote: a claim token's payload is not verified here (the router, which
+	// holds the key, verifies it on every use), so only the whole token, which only its holder
+	// has, names its caller.
 	id string
 	// kube acts with the caller's Kubernetes identity; nil for a claim token.
 	kube *kubox.Client
@@ -58,22 +63,30 @@ func (s *Server) callerOf(req *mcp.CallToolRequest) (*caller, error) {
 
 // verify is the HTTP endpoint's auth.TokenVerifier.
 func (s *Server) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	key := sha256.Sum256([]byte(token))
-	c, err := s.callers.get(hex.EncodeToString(key[:]), func() (*caller, error) { return s.newCaller(ctx, token) })
+	key := tokenDigest(token)
+	c, err := s.callers.get(key, func() (*caller, error) { return s.newCaller(ctx, token, key) })
 	if err != nil {
 		return nil, err
 	}
 	return &auth.TokenInfo{UserID: c.id, Expiration: time.Now().Add(verifiedFor), Extra: map[string]any{callerKey: c}}, nil
 }
 
-// newCaller checks token and builds the clients that act with it.
-func (s *Server) newCaller(ctx context.Context, token string) (*caller, error) {
+// tokenDigest is the hex SHA-256 of token: the callers' cache key, and a claim token's identity.
+func tokenDigest(token string) string {
+	d := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(d[:])
+}
+
+// newCaller checks token and builds the clients that act with it; digest is tokenDigest(token).
+// A claim token is read (Peek) only to address its claim's sandbox through the router, which
+// verifies it; what it says is never who the caller is.
+func (s *Server) newCaller(ctx context.Context, token, digest string) (*caller, error) {
 	if strings.HasPrefix(token, claimtoken.Prefix) {
 		g, err := claimtoken.Peek(token, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 		}
-		return &caller{id: "claim-token:" + g.Namespace + "/" + g.Claim + "/" + string(g.UID), grant: g, token: token}, nil
+		return &caller{id: "claim-token:" + digest, grant: g, token: token}, nil
 	}
 	cfg := rest.AnonymousClientConfig(s.cfg.API)
 	cfg.BearerToken = token
@@ -85,7 +98,7 @@ func (s *Server) newCaller(ctx context.Context, token string) (*caller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &caller{id: user, kube: kc}, nil
+	return &caller{id: "kubernetes:" + user, kube: kc}, nil
 }
 
 // whoAmI asks the API server who cfg's token is: a SelfSubjectReview, which every authenticated

@@ -15,7 +15,9 @@
 //     or release.
 //
 // An HTTP session belongs to the identity that opened it (the MCP SDK refuses a request with
-// another identity's session ID). Claims made through the server are released (deleted) when
+// another identity's session ID), and identities are what the caller cannot forge: the API
+// server's answer for a Kubernetes token, the SHA-256 of the whole token for a claim token (whose
+// payload this server cannot verify, so never believes). Claims made through the server are released (deleted) when
 // the session that made them ends, when they have not been used for Config.IdleRelease, and
 // when the server stops; each also carries a TTL (Config.ClaimTTL), so a claim outlives a
 // crashed server by at most that long.

@@ -62,6 +62,11 @@ type Config struct {
 	// PathRoutingPrefix enables browser path routing, "{prefix}/{ns}/{name}/{port}/..." with a
 	// session cookie (agent-sandbox's --path-routing-prefix); empty: off. See pathroute.go.
 	PathRoutingPrefix string
+	// PathRoutingHost is the host name (no port) path routes are served on, and the only thing
+	// served on it: sandboxes' pages get an origin apart from the dashboard's (/ui/, which keeps
+	// the viewer's Kubernetes token in its origin's sessionStorage) and from the router's API.
+	// Required with PathRoutingPrefix. See pathroute.go.
+	PathRoutingHost string
 	// PathRoutingRewriteResponses rewrites Location and Content-Location headers of path-routed
 	// responses that point at the sandbox's own root so they stay under the prefix.
 	PathRoutingRewriteResponses bool
@@ -168,6 +173,9 @@ func (c *Config) validate() error {
 			c.MaxResponseHeaderBytes, minResponseHeaderBytes, maxResponseHeaderBytes))
 	}
 	if err := validatePathPrefix(c.PathRoutingPrefix); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validatePathRoutingHost(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.PathRoutingRewriteResponses && c.PathRoutingPrefix == "" {

@@ -25,6 +25,9 @@ func (rt *Router) newDashboard(restConfig *rest.Config) (*ui.Handler, error) {
 // serveDashboard serves /ui/.
 func (rt *Router) serveDashboard(w http.ResponseWriter, r *http.Request) {
 	infoFrom(r.Context()).route = kindUI
+	// The dashboard's window is its own: a page of another origin (a sandbox's, on the
+	// path-routing or a preview host) that opens it gets no handle to it, nor it to that page.
+	w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
 	rt.dashboard.ServeHTTP(w, r)
 }
 

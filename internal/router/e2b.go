@@ -169,6 +169,9 @@ func newE2BClient(restConfig *rest.Config, mapper client.Options) (client.Client
 	return c, nil
 }
 
+// principal is the caller as the router's own authorization sees it (authorizeMint).
+func (c *e2bCaller) principal() *principal { return &principal{kind: principalUser, user: c.user} }
+
 func withCaller(ctx context.Context, c *e2bCaller) context.Context {
 	return context.WithValue(ctx, callerTokenKey{}, c.token)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/router/claimtoken"
 )
 
 // E2B's defaults: a sandbox lives 15 s unless the request says otherwise (the SDKs send 300).
@@ -218,6 +217,11 @@ func (rt *Router) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.
 		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: v})
 	}
 	claim.Spec.Lifecycle = e2bLifecycle(rt.now(), timeout)
+	// The answer carries an envd access token: refuse before creating anything a caller who may
+	// not connect to it would be left with.
+	if herr := rt.authorizeMint(ctx, c.principal(), claim.Namespace, claim.Name); herr != nil {
+		return herr
+	}
 	if err := rt.e2bKube.Create(ctx, claim); err != nil {
 		return e2bKubeError(err, "creating a SandboxClaim in "+c.namespace)
 	}
@@ -229,7 +233,7 @@ func (rt *Router) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return herr
 	}
-	return rt.writeE2BSandbox(w, r, http.StatusCreated, claimTemplate(claim), ready)
+	return rt.writeE2BSandbox(w, r, c, http.StatusCreated, claimTemplate(claim), ready, claim.Spec.Lifecycle.ShutdownTime)
 }
 
 // e2bSource points claim at the warm pool templateID, else at the template templateID (cold).
@@ -350,18 +354,22 @@ func (rt *Router) e2bList(ctx context.Context, w http.ResponseWriter, r *http.Re
 	return nil
 }
 
-// e2bGet describes one sandbox, with a new envd access token.
+// e2bGet describes one sandbox, with a new envd access token when the caller may connect to it.
 func (rt *Router) e2bGet(ctx context.Context, w http.ResponseWriter, r *http.Request, c *e2bCaller) *httpError {
 	cl, herr := rt.e2bClaim(ctx, c, r.PathValue("id"))
 	if herr != nil {
 		return herr
 	}
 	d := rt.e2bDetailOf(ctx, cl)
-	tok, herr := rt.e2bAccessToken(cl)
-	if herr != nil {
+	tok, herr := rt.e2bAccessToken(ctx, c, cl.Namespace, cl.Name, claimShutdown(cl))
+	switch {
+	case herr == nil:
+		d.EnvdAccessToken = tok
+	case herr.code != http.StatusForbidden:
 		return herr
 	}
-	d.EnvdAccessToken, d.Domain = tok, rt.e2bDomain(r)
+	// A caller who may read the claim but not connect to it gets its details without a token.
+	d.Domain = rt.e2bDomain(r)
 	writeJSON(w, http.StatusOK, d)
 	return nil
 }
@@ -405,21 +413,22 @@ func (rt *Router) e2bSetTimeout(ctx context.Context, w http.ResponseWriter, r *h
 	if herr != nil {
 		return herr
 	}
-	if herr := rt.patchE2BTimeout(ctx, cl, timeout); herr != nil {
+	if _, herr := rt.patchE2BTimeout(ctx, cl, timeout); herr != nil {
 		return herr
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (rt *Router) patchE2BTimeout(ctx context.Context, cl *extv1beta1.SandboxClaim, timeout time.Duration) *httpError {
+// patchE2BTimeout sets the claim's shutdownTime timeout from now, and returns the lifecycle set.
+func (rt *Router) patchE2BTimeout(ctx context.Context, cl *extv1beta1.SandboxClaim, timeout time.Duration) (*extv1beta1.ClaimLifecycle, *httpError) {
 	lc := e2bLifecycle(rt.now(), timeout)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": cl.UID},
 		"spec": map[string]any{"lifecycle": map[string]any{"shutdownTime": lc.ShutdownTime, "shutdownPolicy": lc.ShutdownPolicy}}})
 	if err := rt.e2bKube.Patch(ctx, cl, rawMergePatch(patch)); err != nil {
-		return e2bKubeError(err, "setting the timeout of SandboxClaim "+cl.Name)
+		return nil, e2bKubeError(err, "setting the timeout of SandboxClaim "+cl.Name)
 	}
-	return nil
+	return lc, nil
 }
 
 // e2bPause suspends the claim's sandbox (its Pod goes; the Sandbox, its volumes and its claim
@@ -512,7 +521,11 @@ func (rt *Router) e2bWake(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if !paused && !running {
 		return errorf(http.StatusConflict, "sandbox %s is already running", cl.Name)
 	}
-	if herr := rt.patchE2BTimeout(ctx, cl, timeout); herr != nil {
+	if herr := rt.authorizeMint(ctx, c.principal(), cl.Namespace, cl.Name); herr != nil {
+		return herr // before anything changes: the answer carries an envd access token
+	}
+	lc, herr := rt.patchE2BTimeout(ctx, cl, timeout)
+	if herr != nil {
 		return herr
 	}
 	code, gen := http.StatusOK, int64(0)
@@ -526,7 +539,7 @@ func (rt *Router) e2bWake(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if herr != nil {
 		return herr
 	}
-	return rt.writeE2BSandbox(w, r, code, claimTemplate(cl), ready)
+	return rt.writeE2BSandbox(w, r, c, code, claimTemplate(cl), ready, lc.ShutdownTime)
 }
 
 // setE2BMode patches the sandbox's operatingMode as the caller, guarded by its UID, and returns
@@ -648,9 +661,10 @@ func claimConditionSummary(cl *extv1beta1.SandboxClaim) string {
 }
 
 // writeE2BSandbox answers E2B's Sandbox for a ready claim (as the router's cache holds it, whose
-// spec is trimmed: hence templateID), with a new envd access token.
-func (rt *Router) writeE2BSandbox(w http.ResponseWriter, r *http.Request, code int, templateID string, cl *extv1beta1.SandboxClaim) *httpError {
-	tok, herr := rt.e2bAccessToken(cl)
+// spec is trimmed: hence templateID), with a new envd access token that lives until shutdown.
+func (rt *Router) writeE2BSandbox(w http.ResponseWriter, r *http.Request, c *e2bCaller, code int, templateID string,
+	cl *extv1beta1.SandboxClaim, shutdown *metav1.Time) *httpError {
+	tok, herr := rt.e2bAccessToken(r.Context(), c, cl.Namespace, cl.Name, shutdown)
 	if herr != nil {
 		return herr
 	}
@@ -659,15 +673,38 @@ func (rt *Router) writeE2BSandbox(w http.ResponseWriter, r *http.Request, code i
 	return nil
 }
 
-// e2bAccessToken mints a claim token for the claim, valid for the router's longest lifetime:
-// it opens only this claim's sandbox, and dies with the claim whatever its expiry.
-func (rt *Router) e2bAccessToken(cl *extv1beta1.SandboxClaim) (string, *httpError) {
-	c := claimtoken.Claims{Namespace: cl.Namespace, Claim: cl.Name, UID: cl.UID, Expiry: rt.now().Add(rt.cfg.ClaimTokenMaxTTL).Unix()}
-	tok, err := claimtoken.Mint(rt.cfg.AgentTokenKey, c)
-	if err != nil {
-		return "", errorf(http.StatusInternalServerError, "minting the envd access token: %v", err)
+// e2bMinTokenTTL is the shortest lifetime of an envd access token: a sandbox whose timeout is
+// about to pass still gets a token a command can be sent with.
+const e2bMinTokenTTL = time.Minute
+
+// e2bAccessToken mints the envd access token of claim ns/name for the caller, through
+// mintClaimToken, so only a caller RBAC allows to create sandboxclaims/connect on it gets one.
+// E2B's SDKs take the token on create, connect and getInfo and keep it, so it lives as long as
+// the sandbox's timeout then (its claim's shutdownTime, when the claim and every token of it
+// die), at least e2bMinTokenTTL and at most --claim-token-max-ttl. A sandbox whose timeout is
+// extended later needs Sandbox.connect for a token that lasts as long (docs/e2b.md).
+func (rt *Router) e2bAccessToken(ctx context.Context, c *e2bCaller, ns, name string, shutdown *metav1.Time) (string, *httpError) {
+	now := rt.now()
+	expiry := now.Add(rt.cfg.ClaimTokenMaxTTL)
+	if shutdown != nil && shutdown.Before(&metav1.Time{Time: expiry}) {
+		expiry = shutdown.Time
+	}
+	if floor := now.Add(min(e2bMinTokenTTL, rt.cfg.ClaimTokenMaxTTL)); expiry.Before(floor) {
+		expiry = floor
+	}
+	tok, _, herr := rt.mintClaimToken(ctx, c.principal(), ns, name, expiry)
+	if herr != nil {
+		return "", errorf(herr.code, "the envd access token of sandbox %s: %s", name, herr.msg)
 	}
 	return tok, nil
+}
+
+// claimShutdown is the claim's shutdownTime, or nil.
+func claimShutdown(cl *extv1beta1.SandboxClaim) *metav1.Time {
+	if cl.Spec.Lifecycle == nil {
+		return nil
+	}
+	return cl.Spec.Lifecycle.ShutdownTime
 }
 
 // decodeE2B reads a JSON body into v; an empty body leaves v as it is.

@@ -36,6 +36,9 @@ func (rt *Router) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rte, herr := rt.parseProxyRoute(r)
+	if herr == nil {
+		herr = rt.checkPathRoutingOrigin(r, rte)
+	}
 	switch {
 	case herr != nil:
 		writeError(w, herr)

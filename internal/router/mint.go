@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	"github.com/kubox-dev/kubox/internal/router/claimtoken"
 )
 
@@ -53,31 +55,56 @@ func (rt *Router) mint(w http.ResponseWriter, r *http.Request, ns, name string) 
 	}
 	ctx := r.Context()
 	p, herr := rt.authenticate(ctx, r, false)
-	if herr == nil && p.kind == principalClaim {
-		herr = errorf(http.StatusForbidden, "a claim token cannot mint claim tokens; use a Kubernetes identity allowed to create sandboxclaims/connect")
-	}
 	if herr == nil {
 		infoFrom(ctx).principal = p.name()
-		herr = rt.authorize(ctx, p, access{namespace: ns, name: name, claim: true})
+		herr = rt.authorizeMint(ctx, p, ns, name)
 	}
 	rt.recordDecision(herr)
 	if herr != nil {
 		return herr
 	}
-	claim, herr := rt.lookupClaim(ctx, ns, name)
+	tok, c, herr := rt.mintClaimToken(ctx, p, ns, name, rt.now().Add(ttl))
 	if herr != nil {
 		return herr
 	}
-	if claim == nil {
-		return errorf(http.StatusNotFound, "SandboxClaim %s/%s does not exist (or the router has not seen it yet); create it first", ns, name)
-	}
-	c := claimtoken.Claims{Namespace: ns, Claim: name, UID: claim.UID, Expiry: rt.now().Add(ttl).Unix()}
-	tok, err := claimtoken.Mint(rt.cfg.AgentTokenKey, c)
-	if err != nil {
-		return errorf(http.StatusInternalServerError, "minting a claim token: %v", err)
-	}
 	writeJSON(w, http.StatusOK, mintResponse{Token: tok, ExpiresAt: c.ExpiresAt().Format(time.RFC3339), Claim: name, Namespace: ns})
 	return nil
+}
+
+// mintClaimToken is the one way the router mints a claim token, for every path that hands one
+// out (POST /v1/claims/.../token, and E2B's create, getInfo, connect and resume): p must be
+// allowed to connect to the claim (authorizeMint), and then the claim ns/name must exist in the
+// router's cache; the token names its UID and expires at expiry. Reading a claim (get) is never
+// enough: a token runs commands in the claim's sandbox.
+func (rt *Router) mintClaimToken(ctx context.Context, p *principal, ns, name string, expiry time.Time) (string, claimtoken.Claims, *httpError) {
+	if herr := rt.authorizeMint(ctx, p, ns, name); herr != nil {
+		return "", claimtoken.Claims{}, herr
+	}
+	claim, herr := rt.lookupClaim(ctx, ns, name)
+	if herr != nil {
+		return "", claimtoken.Claims{}, herr
+	}
+	if claim == nil {
+		return "", claimtoken.Claims{}, errorf(http.StatusNotFound,
+			"SandboxClaim %s/%s does not exist (or the router has not seen it yet); create it first", ns, name)
+	}
+	c := claimtoken.Claims{Namespace: ns, Claim: name, UID: claim.UID, Expiry: expiry.Unix()}
+	tok, err := claimtoken.Mint(rt.cfg.AgentTokenKey, c)
+	if err != nil {
+		return "", claimtoken.Claims{}, errorf(http.StatusInternalServerError, "minting a claim token for SandboxClaim %s/%s: %v", ns, name, err)
+	}
+	return tok, c, nil
+}
+
+// authorizeMint decides whether p may have a claim token for claim ns/name: a Kubernetes identity
+// RBAC allows to create sandboxclaims/connect on it, or the shared token's holder. A claim token
+// cannot mint another: it would outlive its expiry.
+func (rt *Router) authorizeMint(ctx context.Context, p *principal, ns, name string) *httpError {
+	if p.kind == principalClaim || p.kind == principalSession {
+		return errorf(http.StatusForbidden, "a claim token or browser session cannot mint claim tokens; use a Kubernetes identity "+
+			"allowed to create sandboxclaims/connect (group %s) on SandboxClaim %s/%s", extv1beta1.GroupVersion.Group, ns, name)
+	}
+	return rt.authorize(ctx, p, access{namespace: ns, name: name, claim: true})
 }
 
 func parseMintPath(r *http.Request) (ns, name string, herr *httpError) {

@@ -1,7 +1,9 @@
 package router
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +21,14 @@ import (
 //
 // "/browse/{ns}/{name}/kubox-session" is the router's own: it turns a one-time ticket into the
 // session cookie (pathroute_session.go). No port is called that, so no sandbox path is hidden.
+//
+// Path routes have a host of their own, Config.PathRoutingHost, and that host serves nothing
+// else (checkPathRoutingOrigin): a page a sandbox serves runs with its URL's origin, and on the
+// dashboard's origin its scripts would read the viewer's Kubernetes token from sessionStorage
+// (or from a dashboard window they open). The browser's same-origin policy is the boundary: the
+// content host's pages cannot read another origin's storage or reach into its windows, and the
+// dashboard also answers Cross-Origin-Opener-Policy: same-origin (dashboard.go), so a window a
+// sandbox page opens on it is severed from its opener.
 
 // Route kinds of path routing, also the "route" field of the access log.
 const (
@@ -52,6 +62,66 @@ func validatePathPrefix(p string) error {
 	}
 	if slices.Contains(reservedPrefixSegments, segs[0]) {
 		return fmt.Errorf("--path-routing-prefix %q would hide the router's own paths under /%s/; choose another, such as /browse", p, segs[0])
+	}
+	return nil
+}
+
+// validatePathRoutingHost reports why the path-routing host cannot be used: path routing needs
+// one, a bare host name that is not under the preview or E2B domains (whose hosts are other
+// routes).
+func (c *Config) validatePathRoutingHost() error {
+	h := strings.ToLower(c.PathRoutingHost)
+	switch {
+	case c.PathRoutingPrefix == "" && h == "":
+		return nil
+	case c.PathRoutingPrefix == "":
+		return errors.New("--path-routing-host needs --path-routing-prefix: without it no request is path-routed")
+	case h == "":
+		return fmt.Errorf("--path-routing-prefix %s needs --path-routing-host: a host name browsers open path routes on "+
+			"(sandboxes.example.com, with DNS and TLS for it in front of the router), other than the one they open the "+
+			"dashboard (/ui/) on: a sandbox's page on the dashboard's origin could read the viewer's token", c.PathRoutingPrefix)
+	case strings.ContainsAny(h, ":/ ") || strings.HasSuffix(h, "."):
+		return fmt.Errorf("--path-routing-host %q must be a bare host name such as sandboxes.example.com (no scheme, port or path)", c.PathRoutingHost)
+	}
+	for _, d := range []string{c.PreviewDomain, c.E2BDomain} {
+		if d = strings.ToLower(d); d != "" && (h == d || strings.HasSuffix(h, "."+d)) {
+			return fmt.Errorf("--path-routing-host %q is under the domain %s, whose hosts are preview or E2B routes; give a host outside it", c.PathRoutingHost, d)
+		}
+	}
+	return nil
+}
+
+// onPathRoutingHost reports whether host (a request's Host, perhaps with a port) is the
+// path-routing host. Ports are not compared: the content host's name is for content alone.
+func (rt *Router) onPathRoutingHost(host string) bool {
+	if rt.cfg.PathRoutingHost == "" {
+		return false
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.EqualFold(strings.TrimSuffix(host, "."), rt.cfg.PathRoutingHost)
+}
+
+// checkPathRoutingOrigin keeps sandboxes' pages and the router's own apart: a path route (rte of
+// kindPath or kindPathSession) is served only on the path-routing host, and on that host only
+// path routes and the health paths are. So no page a sandbox serves ever shares an origin with
+// the dashboard, and the dashboard is never opened on the sandboxes' origin.
+func (rt *Router) checkPathRoutingOrigin(r *http.Request, rte *route) *httpError {
+	if rt.cfg.PathRoutingPrefix == "" {
+		return nil
+	}
+	content := rt.onPathRoutingHost(r.Host)
+	path := rte != nil && (rte.kind == kindPath || rte.kind == kindPathSession)
+	switch {
+	case path && !content:
+		return errorf(http.StatusForbidden, "path routes (%s/...) are served only on host %s (--path-routing-host), not on %s: "+
+			"a sandbox's page on this host would share its origin with the dashboard and could read its viewers' tokens; "+
+			"open the same path on %s", rt.cfg.PathRoutingPrefix, rt.cfg.PathRoutingHost, clip(r.Host), rt.cfg.PathRoutingHost)
+	case content && !path && r.URL.Path != healthPath && r.URL.Path != readyPath:
+		return errorf(http.StatusForbidden, "host %s serves only path routes (%s/{namespace}/{name}/{port}/...): it is the origin of "+
+			"sandboxes' pages (--path-routing-host), so the dashboard and the router's other routes are not served on it; "+
+			"use the router's other host name for %s", clip(r.Host), rt.cfg.PathRoutingPrefix, clip(r.URL.Path))
 	}
 	return nil
 }

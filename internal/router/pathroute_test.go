@@ -240,3 +240,45 @@ func TestTicketLedgerIsOneUse(t *testing.T) {
 		t.Errorf("expired tickets are kept: %v", l.used)
 	}
 }
+
+// TestCheckPathRoutingOrigin: path routes only on the path-routing host, and on it nothing but
+// path routes and the health paths, whatever the port and case of the Host.
+func TestCheckPathRoutingOrigin(t *testing.T) {
+	rt := &Router{cfg: Config{PathRoutingPrefix: "/browse", PathRoutingHost: "sandboxes.example.com"}}
+	for name, c := range map[string]struct {
+		host, path string
+		allowed    bool
+	}{
+		"a page on the content host":           {host: "sandboxes.example.com", path: "/browse/ns/web/3000/", allowed: true},
+		"a page on the content host, port":     {host: "Sandboxes.Example.com.:8443", path: "/browse/ns/web/3000/x", allowed: true},
+		"a session on the content host":        {host: "sandboxes.example.com", path: "/browse/ns/web/kubox-session", allowed: true},
+		"health on the content host":           {host: "sandboxes.example.com", path: "/healthz", allowed: true},
+		"a page on the dashboard's host":       {host: "kubox.example.com", path: "/browse/ns/web/3000/"},
+		"a session on the dashboard's host":    {host: "kubox.example.com", path: "/browse/ns/web/kubox-session"},
+		"a page on a host under the content's": {host: "a.sandboxes.example.com", path: "/browse/ns/web/3000/"},
+		"the dashboard on the content host":    {host: "sandboxes.example.com:443", path: "/ui/"},
+		"the agent route on the content host":  {host: "sandboxes.example.com", path: "/sandboxes/ns/web/"},
+		"the dashboard elsewhere":              {host: "kubox.example.com", path: "/ui/", allowed: true},
+		"the agent route elsewhere":            {host: "kubox.example.com", path: "/sandboxes/ns/web/", allowed: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, c.path, nil)
+			r.Host = c.host
+			rte, herr := rt.parseProxyRoute(r)
+			if herr != nil {
+				t.Fatalf("parseProxyRoute: %v", herr)
+			}
+			herr = rt.checkPathRoutingOrigin(r, rte)
+			if got := herr == nil; got != c.allowed {
+				t.Errorf("%s on %s: allowed %v (%v), want %v", c.path, c.host, got, herr, c.allowed)
+			}
+			if herr != nil && (herr.code != http.StatusForbidden || !strings.Contains(herr.msg, "--path-routing-host")) {
+				t.Errorf("refusal %d %q; want 403 naming --path-routing-host", herr.code, herr.msg)
+			}
+		})
+	}
+	off := &Router{cfg: Config{}}
+	if herr := off.checkPathRoutingOrigin(httptest.NewRequest(http.MethodGet, "/ui/", nil), nil); herr != nil {
+		t.Errorf("without path routing the dashboard was refused: %v", herr)
+	}
+}

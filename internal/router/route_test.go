@@ -118,12 +118,23 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("the default configuration with a key: %v", err)
 	}
 	for name, mutate := range map[string]func(*Config){
-		"no key":          func(c *Config) { c.AgentTokenKey = nil },
-		"short key":       func(c *Config) { c.AgentTokenKey = make([]byte, 31) },
-		"proxy timeout":   func(c *Config) { c.ProxyTimeout = 0 },
-		"negative limit":  func(c *Config) { c.MaxRequestBodyBytes = -1 },
-		"preview domain":  func(c *Config) { c.PreviewDomain = "http://x" },
-		"claim token ttl": func(c *Config) { c.ClaimTokenMaxTTL = 0 },
+		"no key":                           func(c *Config) { c.AgentTokenKey = nil },
+		"short key":                        func(c *Config) { c.AgentTokenKey = make([]byte, 31) },
+		"proxy timeout":                    func(c *Config) { c.ProxyTimeout = 0 },
+		"negative limit":                   func(c *Config) { c.MaxRequestBodyBytes = -1 },
+		"preview domain":                   func(c *Config) { c.PreviewDomain = "http://x" },
+		"claim token ttl":                  func(c *Config) { c.ClaimTokenMaxTTL = 0 },
+		"path routing without its host":    func(c *Config) { c.PathRoutingPrefix = "/browse" },
+		"path-routing host without routes": func(c *Config) { c.PathRoutingHost = "sandboxes.example.com" },
+		"path-routing host with a port": func(c *Config) {
+			c.PathRoutingPrefix, c.PathRoutingHost = "/browse", "sandboxes.example.com:443"
+		},
+		"path-routing host under the preview domain": func(c *Config) {
+			c.PathRoutingPrefix, c.PathRoutingHost, c.PreviewDomain = "/browse", "x.preview.example.com", "preview.example.com"
+		},
+		"path-routing host under the E2B domain": func(c *Config) {
+			c.PathRoutingPrefix, c.PathRoutingHost, c.E2BDomain = "/browse", "e2b.example.com", "e2b.example.com"
+		},
 	} {
 		c := good
 		mutate(&c)

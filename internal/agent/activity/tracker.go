@@ -10,9 +10,11 @@ import (
 )
 
 // IgnoredPaths are the request paths that are not activity: kubelet's probes (the agent's
-// health, python-runtime's "/", sandboxd's health) and the controller's own GetActivity call.
+// health, python-runtime's "/", sandboxd's health, envd's health, which E2B's isRunning calls)
+// and the controller's own GetActivity call. The agent wraps a port's handler in the Tracker
+// only behind its authentication, so a refused request is never activity either.
 var IgnoredPaths = []string{
-	"/", contract.AgentHealthPath, contract.SandboxdHealthPath,
+	"/", contract.AgentHealthPath, contract.SandboxdHealthPath, contract.E2BHealthPath,
 	agentv1connect.ActivityServiceGetActivityProcedure,
 }
 

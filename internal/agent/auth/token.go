@@ -43,10 +43,12 @@ func WatchFile(file string) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
+	sum := sha256.Sum256(tok)
+	clear(tok) // only the digest stays in memory, so a Full snapshot of the agent holds no usable token
 	if statErr != nil {
 		return nil, statErr
 	}
-	return &Token{file: file, seen: key, sum: sha256.Sum256(tok)}, nil
+	return &Token{file: file, seen: key, sum: sum}, nil
 }
 
 // Matches reports whether presented is the current token, comparing SHA-256 digests in constant
@@ -71,6 +73,7 @@ func (t *Token) current() [sha256.Size]byte {
 	if err != nil {
 		return t.sum
 	}
+	defer clear(b) // keep only the digest (see WatchFile)
 	tok, err := checkToken(bytes.TrimSpace(b), "the agent token file "+t.file, t.file)
 	if err != nil {
 		return t.sum

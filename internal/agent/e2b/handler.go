@@ -25,6 +25,9 @@ type Options struct {
 	Environ func() []string
 	// Token is required of every request but /health; nil serves without authentication.
 	Token *auth.Token
+	// Authenticated, when not nil, wraps what is served once a request is authenticated (the
+	// agent's activity tracker: a refused request is no activity).
+	Authenticated func(http.Handler) http.Handler
 	// Writes is the agent's write gate: MakeDir, Move, Remove and uploads are refused once the
 	// sandbox suspends. Nil admits every write.
 	Writes files.WriteGate
@@ -61,8 +64,11 @@ func NewHandler(opts Options) *Handler {
 	mux.Handle(EnvsPath, envs(opts.Environ))
 	mux.HandleFunc(contract.E2BHealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	var served http.Handler = mux
+	if opts.Authenticated != nil {
+		served = opts.Authenticated(mux)
+	}
 	if opts.Token != nil {
-		served = authenticate(opts.Token, mux)
+		served = authenticate(opts.Token, served)
 	}
 	return &Handler{Handler: served, fs: fsvc}
 }

@@ -60,7 +60,7 @@ func NewCommand() *cobra.Command {
   /sandboxes/{namespace}/{name}/...  and  /claims/{namespace}/{name}/...   (the agent's port)
   X-Sandbox-ID / X-Sandbox-Namespace / X-Sandbox-Port headers              (agent-sandbox's clients)
   {port}-{id}.<--preview-domain>                                            (browsers)
-  <--path-routing-prefix>/{namespace}/{name}/{port}/...                     (browsers, session cookie)
+  <--path-routing-prefix>/{namespace}/{name}/{port}/...                     (browsers, session cookie; on --path-routing-host only)
 Clients authenticate with a Kubernetes token allowed to create sandboxes/connect or
 sandboxclaims/connect, a claim token (POST /v1/claims/{namespace}/{name}/token), or the shared
 token. See docs/router.md.`,
@@ -94,7 +94,9 @@ func (o *options) bindFlags(cmd *cobra.Command) {
 	f.StringVar(&c.UIMetricsURL, "ui-metrics-url", "", "kubox-controller's metrics URL, which the dashboard (/ui/) scrapes "+
 		"for its claim latency picture (empty: no picture; e.g. http://kubox-controller-metrics.kubox-system:8080/metrics)")
 	f.StringVar(&c.PathRoutingPrefix, "path-routing-prefix", "", "serve <prefix>/{namespace}/{name}/{port}/... to browsers, "+
-		"with a session cookie from <prefix>/{namespace}/{name}/kubox-session (empty: off; e.g. /browse)")
+		"with a session cookie from <prefix>/{namespace}/{name}/kubox-session (empty: off; e.g. /browse; needs --path-routing-host)")
+	f.StringVar(&c.PathRoutingHost, "path-routing-host", "", "the host name path routes are served on, and nothing else: "+
+		"sandboxes' pages get an origin apart from the dashboard's (required with --path-routing-prefix; e.g. sandboxes.example.com)")
 	f.BoolVar(&c.PathRoutingRewriteResponses, "path-routing-rewrite-responses", false, "on path routes, rewrite Location and "+
 		"Content-Location headers that point at the sandbox's root so they stay under the prefix")
 	f.StringSliceVar(&c.CORSAllowedOrigins, "cors-allowed-origins", nil, "origins of web pages (https://app.example.com) whose "+
@@ -142,7 +144,7 @@ func (o *options) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("Starting", "version", version.Get().GitVersion, "namespace", o.cfg.Namespace, "previewDomain", o.cfg.PreviewDomain,
-		"pathRoutingPrefix", o.cfg.PathRoutingPrefix,
+		"pathRoutingPrefix", o.cfg.PathRoutingPrefix, "pathRoutingHost", o.cfg.PathRoutingHost,
 		"sharedToken", len(o.cfg.SharedToken) > 0, "unauthenticatedHeaderRouting", o.cfg.AllowUnauthenticatedHeaderRouting)
 	return rt.Start(ctx)
 }

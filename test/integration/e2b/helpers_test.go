@@ -97,6 +97,8 @@ func e2bRules() []rbacv1.PolicyRule {
 			Verbs: []string{"create", "get", "list", "delete", "patch"}},
 		{APIGroups: []string{extv1beta1.GroupVersion.Group}, Resources: []string{"sandboxwarmpools", "sandboxtemplates"}, Verbs: []string{"get"}},
 		{APIGroups: []string{sandboxv1beta1.GroupVersion.Group}, Resources: []string{"sandboxes"}, Verbs: []string{"get", "patch"}},
+		// create, connect, getInfo and resume answer an envd access token: only for connect rights.
+		framework.ConnectRule(extv1beta1.GroupVersion.Group, "sandboxclaims"),
 	}
 }
 

@@ -23,6 +23,13 @@ import (
 // pathPrefix is the --path-routing-prefix of these tests.
 const pathPrefix = "/browse"
 
+// contentHost is their --path-routing-host: the router's address, 127.0.0.1, serves path routes;
+// dashboardHost, the same listener by another name, serves the dashboard and the other routes.
+const (
+	contentHost   = "127.0.0.1"
+	dashboardHost = "localhost"
+)
+
 // pathSetup is a router with path routing, a sandbox with a real kubox-agent and an app, and a
 // second sandbox with the same app.
 type pathSetup struct {
@@ -39,6 +46,7 @@ func newPathSetup(t *testing.T) *pathSetup {
 	s := &pathSetup{rt: startRouter(t, ns, func(c *router.Config) {
 		withSharedToken(c)
 		c.PathRoutingPrefix, c.PathRoutingRewriteResponses = pathPrefix, true
+		c.PathRoutingHost = contentHost
 	})}
 	s.agent = startAgentSandbox(t, ns, "web")
 	markReady(t, createSandbox(t, ns, "other", nil), "127.0.0.1")
@@ -337,4 +345,61 @@ func TestPathRouteTicketErrors(t *testing.T) {
 	if res := browse(t, browser(t), s.rt.url+ticketURL); res.code != http.StatusOK || !strings.Contains(res.body, "is open until") {
 		t.Errorf("redeeming the ticket without next: %s; want 200 after all the refusals above", res)
 	}
+}
+
+// TestPathRouteHasAnOriginApartFromTheDashboard: a page a sandbox serves on a path route never
+// runs with the dashboard's origin, where its scripts could read the viewer's Kubernetes token
+// from sessionStorage. Path routes (pages and the session endpoint) are refused on the
+// dashboard's host; the dashboard is refused on the path-routing host; and the dashboard's
+// window is its own (Cross-Origin-Opener-Policy), so a sandbox's page that opens it gets no
+// handle to it. (Issue #36, hole 7: path routes put sandbox pages on the dashboard's origin.)
+func TestPathRouteHasAnOriginApartFromTheDashboard(t *testing.T) {
+	s := newPathSetup(t)
+	port := strings.TrimPrefix(s.rt.url, "http://"+contentHost)
+	onDashboard, onContent := "Host: "+dashboardHost+port, "Host: "+contentHost+port
+
+	if res := do(t, http.MethodGet, s.rt.url+"/ui/", "", onDashboard); res.code != http.StatusOK ||
+		res.hdr.Get("Cross-Origin-Opener-Policy") != "same-origin" {
+		t.Errorf("the dashboard on %s: %d with Cross-Origin-Opener-Policy %q; want 200 and same-origin", dashboardHost, res.code,
+			res.hdr.Get("Cross-Origin-Opener-Policy"))
+	}
+	for name, c := range map[string]struct {
+		method, path, host string
+		header             string
+	}{
+		"a sandbox page on the dashboard's host":         {method: http.MethodGet, path: s.web + "/index.html", host: onDashboard},
+		"a ticket minted on the dashboard's host":        {method: http.MethodPost, path: pathPrefix + "/" + s.rt.ns + "/web/kubox-session", host: onDashboard},
+		"the dashboard on the path-routing host":         {method: http.MethodGet, path: "/ui/", host: onContent},
+		"the dashboard's API on the path-routing host":   {method: http.MethodGet, path: "/ui/api/whoami", host: onContent},
+		"the agent's route on the path-routing host":     {method: http.MethodGet, path: "/sandboxes/" + s.rt.ns + "/web/", host: onContent},
+		"minting a claim token on the path-routing host": {method: http.MethodPost, path: "/v1/claims/" + s.rt.ns + "/web/token", host: onContent},
+		"a header route on the path-routing host":        {method: http.MethodGet, path: "/", host: onContent, header: "X-Sandbox-ID: web"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			headers := []string{c.host, bearer(sharedToken)}
+			if c.header != "" {
+				headers = append(headers, c.header)
+			}
+			res := do(t, c.method, s.rt.url+c.path, "", headers...)
+			if res.code != http.StatusForbidden || strings.HasPrefix(res.body, "app ") || strings.Contains(res.body, "<html") ||
+				!strings.Contains(res.errorMessage(), "--path-routing-host") {
+				t.Errorf("%s %s (%s): %s; want 403 naming --path-routing-host, and no page", c.method, c.path, c.host, clipBody(res))
+			}
+		})
+	}
+	if res := do(t, http.MethodGet, s.rt.url+s.web+"/index.html", "", onContent, bearer(sharedToken)); res.code != http.StatusOK ||
+		res.body != "app GET /index.html" {
+		t.Errorf("the sandbox page on the path-routing host: %s; want the app's answer", res)
+	}
+	if res := do(t, http.MethodGet, s.rt.url+"/healthz", "", onContent); res.code != http.StatusOK {
+		t.Errorf("/healthz on the path-routing host: %s; want 200 (load balancers probe every host)", res)
+	}
+}
+
+// clipBody shows a response with at most 300 bytes of its body.
+func clipBody(r response) string {
+	if len(r.body) > 300 {
+		r.body = r.body[:300] + "..."
+	}
+	return r.String()
 }
