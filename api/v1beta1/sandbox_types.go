@@ -13,7 +13,10 @@ type PodMetadata struct {
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// annotations are added to the sandbox's Pod. Keys under agents.x-k8s.io/ and
-	// extensions.agents.x-k8s.io/ are reserved for the controller and ignored.
+	// extensions.agents.x-k8s.io/ are reserved for the controller and ignored. Keys starting
+	// kubox.dev/restore- are refused at admission and never copied to the Pod: they tell the
+	// node's runtime what to restore the Pod from, and kubox-controller alone sets them, on the
+	// Pods it restores (use snapshotRef).
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -113,7 +116,8 @@ type SandboxBlueprint struct {
 	// on the snapshot's node (gVisor only). The Pod template must have the containers of the
 	// Sandbox the snapshot was taken of: a fork copies it. Set in a SandboxTemplate, it makes a
 	// warm pool of restores. A Pod resuming from status.memory (suspendPolicy.keepMemory) takes
-	// that instead. kubox addition.
+	// that instead. Whoever sets snapshotRef, or changes it, must be allowed to get the snapshot
+	// (checked at admission). kubox addition.
 	// +optional
 	SnapshotRef *SnapshotReference `json:"snapshotRef,omitempty"`
 }

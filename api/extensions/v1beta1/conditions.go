@@ -35,6 +35,10 @@ const (
 	// ClaimReasonSecretFilesRejected: the claim's secretFiles are not allowed by the template's
 	// claimPolicy, or a Secret it names cannot be read. kubox addition.
 	ClaimReasonSecretFilesRejected = "SecretFilesRejected"
+	// ClaimReasonSnapshotRefRejected: the claim's snapshotRef names a snapshot other than its
+	// template's own, and the template's claimPolicy.snapshotRefPolicy is not Allowed. kubox
+	// addition.
+	ClaimReasonSnapshotRefRejected = "SnapshotRefRejected"
 	// ClaimReasonEgressRejected: the claim's egress widens its template's (a domain the template
 	// does not allow), or the template has no egress to narrow. kubox addition.
 	ClaimReasonEgressRejected = "EgressRejected"

@@ -184,7 +184,10 @@ type SandboxClaimSpec struct {
 	// from the template. The snapshot must be of a sandbox with the template's Pod (the runtime
 	// refuses other mounts or containers). A warm pool member serves the claim only when the
 	// pool's template starts from the same snapshot; otherwise the sandbox starts cold, once the
-	// snapshot is Ready. kubox addition.
+	// snapshot is Ready. Whoever creates the claim, or changes snapshotRef, must be allowed to get
+	// the snapshot (checked at admission), and a snapshot other than the template's own
+	// snapshotRef needs the template's claimPolicy.snapshotRefPolicy Allowed (else Ready=False
+	// with reason SnapshotRefRejected). kubox addition.
 	// +optional
 	SnapshotRef *sandboxv1beta1.SnapshotReference `json:"snapshotRef,omitempty"`
 }

@@ -10,7 +10,9 @@ import (
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a snapshot is taken once; create another SandboxSnapshot to take a new one"
 type SandboxSnapshotSpec struct {
 	// sandboxRef names the running Sandbox, in the same namespace, to snapshot. Its Pod must run
-	// under gVisor on a node with kubox-node; it keeps running.
+	// under gVisor on a node with kubox-node; it keeps running. Whoever creates the snapshot must
+	// be allowed to connect to that Sandbox (create on sandboxes/connect, group agents.x-k8s.io;
+	// checked at admission): the snapshot holds its memory and files.
 	// +required
 	SandboxRef SnapshotSourceReference `json:"sandboxRef"`
 
@@ -71,6 +73,14 @@ type SandboxSnapshotStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	SourcePodUID string `json:"sourcePodUID,omitempty"`
+
+	// sourceClaim is the SandboxClaim whose own settings (spec.env, spec.secretFiles) the
+	// snapshotted sandbox held when the snapshot was taken, directly or through the snapshot it
+	// started from; absent when it held none. Sandboxes serving another claim, and warm pool
+	// members, do not start from a snapshot that holds a claim's settings: they stay Ready=False
+	// (SnapshotNotReady) saying so. kubox addition.
+	// +optional
+	SourceClaim *SnapshotSourceClaim `json:"sourceClaim,omitempty"`
 }
 
 // Condition type and reasons of a SandboxSnapshot.

@@ -50,6 +50,20 @@ const (
 	VolumeClaimTemplatesPolicyOverrides VolumeClaimTemplatesPolicy = "Overrides"
 )
 
+// SnapshotRefPolicy says whether claims may start the sandboxes of a template from a
+// SandboxSnapshot of their choosing. kubox addition.
+// +kubebuilder:validation:Enum=Disallowed;Allowed
+type SnapshotRefPolicy string
+
+const (
+	// SnapshotRefPolicyDisallowed rejects a claim whose snapshotRef names a snapshot other than
+	// the template's own spec.snapshotRef.
+	SnapshotRefPolicyDisallowed SnapshotRefPolicy = "Disallowed"
+	// SnapshotRefPolicyAllowed lets a claim name any SandboxSnapshot of its namespace that its
+	// creator may get.
+	SnapshotRefPolicyAllowed SnapshotRefPolicy = "Allowed"
+)
+
 // NetworkPolicySpec holds the rules of a template's NetworkPolicy. The controller sets the pod
 // selector (the template's sandboxes) and the policy types (Ingress and Egress) itself.
 type NetworkPolicySpec struct {
@@ -127,6 +141,15 @@ type ClaimPolicy struct {
 	// +kubebuilder:validation:items:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.all(p, p.startsWith('/') && p != '/' && !p.contains('/../') && !p.endsWith('/..') && !p.contains('//'))",message="claimPolicy.allowedSecretFilePaths must be absolute, clean paths other than /"
 	AllowedSecretFilePaths []string `json:"allowedSecretFilePaths,omitempty"`
+
+	// snapshotRefPolicy says whether a claim's spec.snapshotRef may start its sandbox from a
+	// SandboxSnapshot: Disallowed (the default, also when claimPolicy is unset) gives a claim
+	// naming any snapshot but the template's own spec.snapshotRef Ready=False with reason
+	// SnapshotRefRejected; Allowed lets it name any SandboxSnapshot of the claim's namespace that
+	// its creator may get (checked at admission). A snapshot holds the memory, processes and files
+	// of the sandbox it was taken of, and must be of a sandbox with the template's Pod.
+	// +optional
+	SnapshotRefPolicy SnapshotRefPolicy `json:"snapshotRefPolicy,omitempty"`
 }
 
 // SandboxTemplateSpec is the blueprint of the sandboxes built from a template, and what claims

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,17 +90,20 @@ func (r *Reconciler) dropMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox)
 	return nil
 }
 
-// deleteFromNode deletes the memory snapshot m from the node that holds it (kubox-node at the
-// Node's InternalIP); a node that is gone took it along.
+// deleteFromNode deletes the memory snapshot m from the node that holds it and from the snapshot
+// store (nodeapi.DeleteEverywhere: through another node once that node is gone). When the node is
+// gone and no kubox-node can delete the store's copy, the copy left is logged and the Sandbox is
+// not held back.
 func (r *Reconciler) deleteFromNode(ctx context.Context, ns string, m *sandboxv1beta1.MemoryStatus) error {
 	if r.nodes == nil {
 		return nodeapi.ErrNotConfigured
 	}
-	ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, m.NodeName)
-	if err != nil || !found {
-		return err
+	err := nodeapi.DeleteEverywhere(ctx, r.apiReader, r.nodes, ns, m)
+	if errors.Is(err, nodeapi.ErrNoSnapshotNode) {
+		ctrl.LoggerFrom(ctx).Error(err, "Leaving a memory snapshot in the snapshot store", "snapshot", m.Snapshot, "node", m.NodeName)
+		return nil
 	}
-	return r.nodes.DeleteSnapshot(ctx, ip, ns, m.Snapshot)
+	return err
 }
 
 // keepMemory checkpoints the running Pod of a sandbox being suspended and records the snapshot in
@@ -170,13 +175,14 @@ func (r *Reconciler) deleteSnapshot(ctx context.Context, sb *sandboxv1beta1.Sand
 }
 
 // resumeFromMemory shapes the new Pod of a sandbox whose memory was kept so that it continues from
-// the snapshot, on the snapshot's node (checkpoint.ShapeForRestore), and reports whether it did.
+// the snapshot (checkpoint.ShapeForRestore; placeRestore then chooses its node), and reports
+// whether it did.
 func resumeFromMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
 	m := sb.Status.Memory
 	if m == nil || !keepsMemory(sb) {
 		return false
 	}
-	checkpoint.ShapeForRestore(pod, m.NodeName, m.Image)
+	checkpoint.ShapeForRestore(pod, m.Image)
 	return true
 }
 
@@ -184,8 +190,10 @@ func resumeFromMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
 const snapshotRetry = 2 * time.Second
 
 // startFromSnapshot shapes the new Pod of a sandbox with spec.snapshotRef to start from that
-// SandboxSnapshot, on its node (restored, or started afresh on the files of a Filesystem one),
-// and returns the snapshot; or why the Pod cannot be created yet.
+// SandboxSnapshot (restored, or started afresh on the files of a Filesystem one; placeRestore then
+// chooses its node), and returns the snapshot; or why the Pod cannot be created yet, which includes
+// a snapshot that holds the settings of a claim other than the one the sandbox serves
+// (extv1beta1.ClaimSettingsRefusal).
 func (r *Reconciler) startFromSnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) (*sandboxv1beta1.MemoryStatus, string, error) {
 	name := sb.Spec.SnapshotRef.Name
 	snap := &extv1beta1.SandboxSnapshot{}
@@ -199,10 +207,14 @@ func (r *Reconciler) startFromSnapshot(ctx context.Context, sb *sandboxv1beta1.S
 	if s == nil {
 		return nil, fmt.Sprintf("SandboxSnapshot %s, which spec.snapshotRef names, is not Ready: %s", name, why), nil
 	}
+	_, poolMember := sb.Labels[sandboxv1beta1.WarmPoolSandboxLabel]
+	if why := extv1beta1.ClaimSettingsRefusal(snap, types.UID(sb.Labels[sandboxv1beta1.ClaimUIDLabel]), poolMember); why != "" {
+		return nil, why, nil
+	}
 	if snap.FilesystemOnly() {
-		checkpoint.ShapeForFilesystemRestore(pod, s.NodeName, s.Image)
+		checkpoint.ShapeForFilesystemRestore(pod, s.Image)
 	} else {
-		checkpoint.ShapeForRestore(pod, s.NodeName, s.Image)
+		checkpoint.ShapeForRestore(pod, s.Image)
 	}
 	return s, "", nil
 }
@@ -232,8 +244,8 @@ func restoringMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
 	return m != nil && pod.Annotations[checkpoint.RestoreImageAnnotation] == m.Image && restoring(pod)
 }
 
-// restoreDeadline is how long a Pod restored from a snapshot may stay Pending: a sandbox the shim
-// cannot restore is retried by the kubelet for ever (FailedCreatePodSandBox).
+// restoreDeadline is how long a Pod restored from a snapshot may stay Pending once it is scheduled:
+// a sandbox the shim cannot restore is retried by the kubelet for ever (FailedCreatePodSandBox).
 const restoreDeadline = 90 * time.Second
 
 // restoreFailure says why the Pod being restored from a snapshot failed, or "" while it has not,
@@ -252,13 +264,27 @@ func restoreFailure(pod *corev1.Pod, now time.Time) (string, time.Duration) {
 			}
 		}
 	}
-	if pod.Status.Phase != corev1.PodPending {
+	if pod.Status.Phase != corev1.PodPending || pod.Spec.NodeName == "" {
+		// Not scheduled yet: the scheduler, not the shim, holds it back, and its PodScheduled
+		// condition, which the Sandbox shows, says why.
 		return "", 0
 	}
-	if age := now.Sub(pod.CreationTimestamp.Time); age < restoreDeadline {
+	if age := now.Sub(scheduledAt(pod)); age < restoreDeadline {
 		return "", restoreDeadline - age
 	}
 	return fmt.Sprintf("the Pod did not start within %s (its events say why, such as FailedCreatePodSandBox)", restoreDeadline), 0
+}
+
+// scheduledAt is when pod was bound to its node (PodScheduled=True), or its creation when that is
+// not known: the restore deadline runs from there, since a Pod waits for a fitting node first.
+func scheduledAt(pod *corev1.Pod) time.Time {
+	at := pod.CreationTimestamp.Time
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && c.LastTransitionTime.After(at) {
+			at = c.LastTransitionTime.Time
+		}
+	}
+	return at
 }
 
 // snapshotRestoreFailure is the Ready message of a sandbox whose Pod could not start from the

@@ -197,9 +197,9 @@ func TestResumeFromMemory(t *testing.T) {
 		TakenAt: &testEarlier}
 	restored := build()
 	resumeFromMemory(sb, restored)
-	if restored.Annotations[checkpoint.RestoreImageAnnotation] != "/snapshots/team-a/pod-uid-1/image" || restored.Spec.NodeName != "node-a" ||
+	if restored.Annotations[checkpoint.RestoreImageAnnotation] != "/snapshots/team-a/pod-uid-1/image" || restored.Spec.NodeName != "" ||
 		len(restored.Spec.InitContainers) != 1 || restored.Spec.InitContainers[0].Name != "sidecar" {
-		t.Errorf("restored Pod: annotations %v, node %q, init containers %v; want the image, node-a and the sidecar only",
+		t.Errorf("restored Pod: annotations %v, node %q, init containers %v; want the image, no node (placeRestore's) and the sidecar only",
 			restored.Annotations, restored.Spec.NodeName, restored.Spec.InitContainers)
 	}
 	obs := &observed{pod: restored}
@@ -224,6 +224,7 @@ func TestRestoreFailure(t *testing.T) {
 		p := testPod().Obj()
 		p.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: "/s/image"}
 		p.CreationTimestamp = metav1.NewTime(created)
+		p.Spec.NodeName = "node-a"
 		p.Status.Phase = corev1.PodPending
 		mutate(p)
 		return p
@@ -236,6 +237,16 @@ func TestRestoreFailure(t *testing.T) {
 		"pending, before the deadline": {restoring(func(*corev1.Pod) {}), "", restoreDeadline - time.Minute},
 		"pending past the deadline": {restoring(func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(testNow.Add(-2 * time.Minute)) }),
 			"did not start within", 0},
+		"not scheduled, long after its creation": {restoring(func(p *corev1.Pod) {
+			p.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Hour))
+			p.Spec.NodeName = ""
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}
+		}), "", 0},
+		"scheduled late, before the deadline": {restoring(func(p *corev1.Pod) {
+			p.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Hour))
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(testNow.Add(-time.Minute))}}
+		}), "", restoreDeadline - time.Minute},
 		"a container failed to start": {restoring(func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodRunning
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", LastTerminationState: corev1.ContainerState{
@@ -300,7 +311,7 @@ func TestFailRestoreSuspendsAgainWithTheSnapshot(t *testing.T) {
 }
 
 // TestStartFromSnapshot checks that a Sandbox with spec.snapshotRef waits, saying why, while the
-// SandboxSnapshot is missing or not Ready, and that its Pod then starts from it, on its node.
+// SandboxSnapshot is missing or not Ready, and that its Pod then starts from it (placeRestore places it).
 func TestStartFromSnapshot(t *testing.T) {
 	sb := withMeta(testSandbox().Obj())
 	sb.Spec.SnapshotRef = &sandboxv1beta1.SnapshotReference{Name: "warm"}
@@ -312,12 +323,32 @@ func TestStartFromSnapshot(t *testing.T) {
 		s.Status.Snapshot = &sandboxv1beta1.MemoryStatus{Snapshot: "snap-uid", NodeName: "node-b", Image: "/snapshots/team-a/snap-uid/image"}
 		return s
 	}
+	held := func(typ extv1beta1.SnapshotType) *extv1beta1.SandboxSnapshot {
+		s := ready(typ)
+		s.Status.SourceClaim = &extv1beta1.SnapshotSourceClaim{Name: "alice", UID: "alice-uid", Env: true}
+		return s
+	}
 	for name, tc := range map[string]struct {
 		snap      *extv1beta1.SandboxSnapshot
+		labels    map[string]string // the Sandbox's
 		wantWait  string
 		wantImage string
 		wantInit  int // init containers the Pod keeps
 	}{
+		// A snapshot holding claim alice's env serves alice and forks, no pool member or other claim.
+		"held by a claim, a pool member": {snap: held(extv1beta1.SnapshotTypeFull), labels: map[string]string{sandboxv1beta1.WarmPoolSandboxLabel: "h"},
+			wantWait: "SandboxSnapshot warm holds the spec.env of SandboxClaim alice, which a restore would hand to whichever claim takes this warm pool member: " +
+				"snapshot a sandbox that serves no claim with spec.env or spec.secretFiles (such as a warm pool member before it is claimed), " +
+				"or take a Filesystem snapshot (it holds no process memory), and name that snapshot instead"},
+		"held by a claim, another claim": {snap: held(extv1beta1.SnapshotTypeFull), labels: map[string]string{sandboxv1beta1.ClaimUIDLabel: "bob-uid"},
+			wantWait: "SandboxSnapshot warm holds the spec.env of SandboxClaim alice, which a restore would hand to this Sandbox's claim: " +
+				"snapshot a sandbox that serves no claim with spec.env or spec.secretFiles (such as a warm pool member before it is claimed), " +
+				"or take a Filesystem snapshot (it holds no process memory), and name that snapshot instead"},
+		"held by a claim, the same claim": {snap: held(extv1beta1.SnapshotTypeFull), labels: map[string]string{sandboxv1beta1.ClaimUIDLabel: "alice-uid"},
+			wantImage: "/snapshots/team-a/snap-uid/image"},
+		"held by a claim, a fork": {snap: held(extv1beta1.SnapshotTypeFull), wantImage: "/snapshots/team-a/snap-uid/image"},
+		"env held, Filesystem, another": {snap: held(extv1beta1.SnapshotTypeFilesystem), labels: map[string]string{sandboxv1beta1.ClaimUIDLabel: "bob-uid"},
+			wantImage: "/snapshots/team-a/snap-uid/image", wantInit: 1},
 		"missing": {wantWait: "SandboxSnapshot warm, which spec.snapshotRef names, does not exist"},
 		"failed": {
 			snap: func() *extv1beta1.SandboxSnapshot {
@@ -342,15 +373,18 @@ func TestStartFromSnapshot(t *testing.T) {
 			r := &Reconciler{client: b.Build()}
 			pod := testPod().Obj()
 			pod.Spec.InitContainers = []corev1.Container{{Name: AgentInitContainerName}}
-			_, why, err := r.startFromSnapshot(t.Context(), sb, pod)
+			sb := sb.DeepCopy()
+			sb.Labels = tc.labels
+			from, why, err := r.startFromSnapshot(t.Context(), sb, pod)
 			if err != nil || why != tc.wantWait {
 				t.Fatalf("startFromSnapshot() = %q, %v; want %q", why, err, tc.wantWait)
 			}
 			if got := pod.Annotations[checkpoint.RestoreImageAnnotation]; got != tc.wantImage {
 				t.Errorf("restore image %q, want %q", got, tc.wantImage)
 			}
-			if tc.wantImage != "" && (pod.Spec.NodeName != "node-b" || len(pod.Spec.InitContainers) != tc.wantInit) {
-				t.Errorf("Pod on %q with init containers %v; want node-b, with %d", pod.Spec.NodeName, pod.Spec.InitContainers, tc.wantInit)
+			if tc.wantImage != "" && (from.NodeName != "node-b" || pod.Spec.NodeName != "" || len(pod.Spec.InitContainers) != tc.wantInit) {
+				t.Errorf("snapshot on %q, Pod on %q with init containers %v; want node-b's snapshot, the Pod placed by placeRestore, with %d",
+					from.NodeName, pod.Spec.NodeName, pod.Spec.InitContainers, tc.wantInit)
 			}
 			obs := &observed{snapshotWait: why}
 			if c := readyCondition(sb, obs); why != "" && (c.Reason != sandboxv1beta1.SandboxReasonSnapshotNotReady || c.Message != why) {

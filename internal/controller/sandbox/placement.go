@@ -9,34 +9,32 @@ import (
 
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
-// placeRestore makes the snapshot m available on the node a Pod shaped to restore from it will run
-// on, and moves the Pod there: the snapshot's own node while that Node exists, otherwise another
-// Ready node labelled contract.SnapshotNodeLabel, whose kubox-node fetches the snapshot from its
-// snapshot store. It returns why the Pod must wait (the snapshot is on no reachable node), or "".
-// A kubox-node that cannot be asked (down, not installed) leaves the Pod on the snapshot's node:
-// the shim restores what that node has, as before there was a store.
+// placeRestore chooses the node a Pod shaped to restore from the snapshot m runs on (restoreNode),
+// makes the snapshot available there, and requires the Pod on it through the scheduler
+// (checkpoint.RequireNode: node affinity, never spec.nodeName, so the node's taints, cordon and
+// free resources and the Pod's own affinity still apply, and a Pod that does not fit stays
+// Pending with the scheduler's reason in PodScheduled). It returns why the Pod must wait (the
+// snapshot is on no reachable node), or "". Without kubox-node (not configured), or when it
+// cannot be asked (down, not installed), the Pod is required on the snapshot's node: the shim
+// restores what that node has, as before there was a store.
 func (r *Reconciler) placeRestore(ctx context.Context, ns string, pod *corev1.Pod, m *sandboxv1beta1.MemoryStatus) (string, error) {
 	if r.nodes == nil {
+		checkpoint.RequireNode(pod, m.NodeName)
 		return "", nil
 	}
-	node := m.NodeName
-	ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, node)
-	if err != nil {
-		return "", err
-	}
-	if !found {
-		if node, ip, err = r.otherSnapshotNode(ctx); err != nil || node == "" {
-			return fmt.Sprintf("node %s, which took snapshot %s, is gone, and no other node is Ready and labelled %s=true",
-				m.NodeName, m.Snapshot, contract.SnapshotNodeLabel), err
-		}
+	node, ip, why, err := r.restoreNode(ctx, pod, m)
+	if err != nil || why != "" {
+		return why, err
 	}
 	res, err := r.nodes.Fetch(ctx, ip, ns, m.Snapshot)
 	switch code := connect.CodeOf(err); {
@@ -46,7 +44,7 @@ func (r *Reconciler) placeRestore(ctx context.Context, ns string, pod *corev1.Po
 		}
 	case code == connect.CodeNotFound || code == connect.CodeAborted:
 		return fmt.Sprintf("snapshot %s is not available on node %s yet: %v", m.Snapshot, node, err), nil
-	case !found:
+	case node != m.NodeName:
 		return fmt.Sprintf("snapshot %s could not be fetched to node %s: %v", m.Snapshot, node, err), nil
 	default:
 		if !errors.Is(err, nodeapi.ErrNotInstalled) {
@@ -54,31 +52,65 @@ func (r *Reconciler) placeRestore(ctx context.Context, ns string, pod *corev1.Po
 				"snapshot", m.Snapshot, "node", node)
 		}
 	}
-	pod.Spec.NodeName = node
+	checkpoint.RequireNode(pod, node)
 	return "", nil
 }
 
-// otherSnapshotNode is the first, by name, of the Ready, schedulable nodes labelled
-// contract.SnapshotNodeLabel, with its InternalIP; "" when there is none.
-func (r *Reconciler) otherSnapshotNode(ctx context.Context) (name, ip string, err error) {
-	nodes := &corev1.NodeList{}
-	if err := r.apiReader.List(ctx, nodes, client.MatchingLabels{contract.SnapshotNodeLabel: "true"}); err != nil {
-		return "", "", fmt.Errorf("listing the nodes labelled %s: %w", contract.SnapshotNodeLabel, err)
+// restoreNode chooses where a Pod restoring from m runs, with the node's InternalIP: the
+// snapshot's own node when the Pod fits there (unfit), otherwise the first, by name, of the
+// other nodes labelled contract.SnapshotNodeLabel that it fits, whose kubox-node fetches the
+// snapshot from its snapshot store. When no other node fits either, the snapshot's node still:
+// the Pod waits there for the scheduler, which says why. It returns why the Pod must wait
+// instead when the snapshot's node is gone and no other node fits.
+func (r *Reconciler) restoreNode(ctx context.Context, pod *corev1.Pod, m *sandboxv1beta1.MemoryStatus) (name, ip, why string, err error) {
+	own := &corev1.Node{}
+	switch err := r.apiReader.Get(ctx, client.ObjectKey{Name: m.NodeName}, own); {
+	case apierrors.IsNotFound(err):
+		own = nil
+	case err != nil:
+		return "", "", "", fmt.Errorf("reading node %s, which took snapshot %s: %w", m.NodeName, m.Snapshot, err)
 	}
-	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	for _, n := range nodes.Items {
-		if ip := nodeapi.InternalIP(&n); ip != "" && !n.Spec.Unschedulable && nodeReady(&n) {
-			return n.Name, ip, nil
+	ownUnfit := "is gone"
+	if own != nil {
+		if ownUnfit, err = r.unfit(ctx, pod, own); err != nil || ownUnfit == "" {
+			return own.Name, nodeapi.InternalIP(own), "", err
 		}
 	}
-	return "", "", nil
+	other, err := r.otherSnapshotNode(ctx, pod, m.NodeName)
+	switch {
+	case err != nil:
+		return "", "", "", err
+	case other != nil:
+		ctrl.LoggerFrom(ctx).Info("Restoring on another node, which fetches the snapshot", "snapshot", m.Snapshot,
+			"snapshotNode", m.NodeName, "why", ownUnfit, "node", other.Name, "pod", pod.Name)
+		return other.Name, nodeapi.InternalIP(other), "", nil
+	case own != nil:
+		return own.Name, nodeapi.InternalIP(own), "", nil
+	}
+	return "", "", fmt.Sprintf("node %s, which took snapshot %s, is gone, and no other node labelled %s=true is Ready and fits Pod %s",
+		m.NodeName, m.Snapshot, contract.SnapshotNodeLabel, pod.Name), nil
 }
 
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+// otherSnapshotNode is the first, by name, of the nodes labelled contract.SnapshotNodeLabel, other
+// than except, that have an InternalIP and that the Pod fits (unfit); nil when there is none.
+func (r *Reconciler) otherSnapshotNode(ctx context.Context, pod *corev1.Pod, except string) (*corev1.Node, error) {
+	nodes := &corev1.NodeList{}
+	if err := r.apiReader.List(ctx, nodes, client.MatchingLabels{contract.SnapshotNodeLabel: "true"}); err != nil {
+		return nil, fmt.Errorf("listing the nodes labelled %s: %w", contract.SnapshotNodeLabel, err)
+	}
+	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.Name == except || nodeapi.InternalIP(n) == "" {
+			continue
+		}
+		why, err := r.unfit(ctx, pod, n)
+		if err != nil {
+			return nil, err
+		}
+		if why == "" {
+			return n, nil
 		}
 	}
-	return false
+	return nil, nil
 }

@@ -312,9 +312,16 @@ func userKeys(m map[string]string) map[string]string {
 	return out
 }
 
+// restoreAnnotationPrefix starts the Pod annotations that tell the node's runtime what to
+// restore a Pod from (checkpoint.RestoreImageAnnotation): the controller sets them itself on the
+// Pods it restores and never takes one from a pod template, whatever let it into the Sandbox
+// (config/admission refuses it there).
+const restoreAnnotationPrefix = "kubox.dev/restore-"
+
 func reservedKey(k string) bool {
 	return strings.HasPrefix(k, sandboxv1beta1.AgentsPrefix) ||
 		strings.HasPrefix(k, sandboxv1beta1.ExtensionsPrefix) ||
+		strings.HasPrefix(k, restoreAnnotationPrefix) ||
 		k == sandboxv1beta1.TraceContextAnnotation
 }
 

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -198,6 +200,39 @@ func TestBuildPodSandboxNameLabelCannotBeOverridden(t *testing.T) {
 	}
 	if got := pod.Labels[sandboxv1beta1.SandboxNameHashLabel]; got != testNameHash {
 		t.Errorf("pod label %s = %q, want %q", sandboxv1beta1.SandboxNameHashLabel, got, testNameHash)
+	}
+}
+
+// A kubox.dev/restore-* annotation makes the node's runtime (root) restore the Pod from the
+// image it names: the controller sets it itself on the Pods it restores and never copies one from
+// a pod template, whatever let it into the Sandbox (admission refuses it there).
+func TestBuildPodDropsRestoreAnnotations(t *testing.T) {
+	cases := map[string]struct{ key string }{
+		"the shim's restore image":   {key: checkpoint.RestoreImageAnnotation},
+		"another restore annotation": {key: "kubox.dev/restore-manifest"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sb := withMeta(testSandbox().PodAnnotation(tc.key, "/snapshots/other-namespace/s1/image").
+				PodAnnotation("sandbox.users.io/note", "kept").Obj())
+			pod, err := (&Reconciler{scheme: testScheme(t)}).buildPod(sb)
+			if err != nil {
+				t.Fatalf("buildPod: %v", err)
+			}
+			want := map[string]string{"sandbox.users.io/note": "kept"}
+			got := map[string]string{}
+			for k, v := range pod.Annotations {
+				if k == tc.key || k == "sandbox.users.io/note" {
+					got[k] = v
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Pod annotations from the pod template (-want +got):\n%s", diff)
+			}
+			if keys := pod.Annotations[sandboxv1beta1.PropagatedAnnotationsAnnotation]; strings.Contains(keys, tc.key) {
+				t.Errorf("propagated annotation keys %q include %s", keys, tc.key)
+			}
+		})
 	}
 }
 

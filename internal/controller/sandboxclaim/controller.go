@@ -190,6 +190,10 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		obs.fail(f)
 		return nil
 	}
+	if f := validateSnapshotRef(claim.Spec.SnapshotRef, src.template); f != nil {
+		obs.fail(f)
+		return nil
+	}
 	if src.pool != nil && len(claim.Spec.VolumeClaimTemplates) == 0 && envFitsWarm(claim.Spec.Env, src.template) &&
 		egressFitsWarm(claim.Spec.Egress, src.template) && snapshotFitsWarm(claim.Spec.SnapshotRef, src.template) {
 		if settled, err := r.acquireWarm(ctx, claim, src, obs); err != nil || settled {

@@ -2,6 +2,7 @@ package sandboxsnapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,10 +40,18 @@ const Finalizer = "extensions.agents.x-k8s.io/sandboxsnapshot-files"
 const (
 	EventTaken            = "SnapshotTaken"
 	EventCheckpointFailed = "CheckpointFailed"
+	// EventFilesNotDeleted: a deleted SandboxSnapshot's copy in the snapshot store could not be
+	// deleted (its node is gone, and no other kubox-node answered) and is left behind.
+	EventFilesNotDeleted = "FilesNotDeleted"
 )
 
 // notRunningRetry is how soon a snapshot of a Sandbox that is not running yet is looked at again.
 const notRunningRetry = 2 * time.Second
+
+// deletionGiveUp is how long a deleted SandboxSnapshot waits for a kubox-node to delete its copy
+// from the snapshot store once the node that took it is gone; then the finalizer goes, and a
+// Warning event names the copy left behind.
+const deletionGiveUp = 15 * time.Minute
 
 // Reconciler reconciles SandboxSnapshots.
 type Reconciler struct {
@@ -70,7 +80,8 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims,verbs=get;list;watch
 
 // Reconcile takes one snapshot, or deletes its files once it is deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -99,7 +110,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if pod == nil {
 		return ctrl.Result{RequeueAfter: notRunningRetry}, r.setReady(ctx, snap, metav1.ConditionFalse, extv1beta1.SnapshotReasonSandboxNotRunning, why)
 	}
+	src, err := r.sourceClaim(ctx, sb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	snap.Status.SourceClaim = src
 	return ctrl.Result{}, r.take(ctx, snap, pod, ownVolumeMounts(sb))
+}
+
+// sourceClaim is the claim whose own settings (spec.env, spec.secretFiles) sb holds, recorded in
+// status.sourceClaim so that no other claim starts from the snapshot: the claim sb serves
+// (ClaimUIDLabel, its controller) when it sets either, assumed to set both while it cannot be
+// read; otherwise the one the snapshot sb started from holds (a fork of a claimed sandbox holds
+// that claim's settings too), assumed unknown when that snapshot is gone; nil for none.
+func (r *Reconciler) sourceClaim(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*extv1beta1.SnapshotSourceClaim, error) {
+	if uid := types.UID(sb.Labels[sandboxv1beta1.ClaimUIDLabel]); uid != "" {
+		src := &extv1beta1.SnapshotSourceClaim{UID: string(uid), Env: true, SecretFiles: true}
+		if ref := metav1.GetControllerOf(sb); ref != nil && ref.Kind == "SandboxClaim" && ref.UID == uid {
+			src.Name = ref.Name
+			claim := &extv1beta1.SandboxClaim{}
+			switch err := r.client.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: ref.Name}, claim); {
+			case err == nil && claim.UID == uid:
+				src.Env, src.SecretFiles = len(claim.Spec.Env) > 0, len(claim.Spec.SecretFiles) > 0
+			case err != nil && !apierrors.IsNotFound(err):
+				return nil, fmt.Errorf("reading SandboxClaim %s, which Sandbox %s serves: %w", ref.Name, sb.Name, err)
+			}
+		}
+		if src.Env || src.SecretFiles {
+			return src, nil
+		}
+	}
+	ref := sb.Spec.SnapshotRef
+	if ref == nil {
+		return nil, nil
+	}
+	from := &extv1beta1.SandboxSnapshot{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: ref.Name}, from); {
+	case apierrors.IsNotFound(err):
+		return &extv1beta1.SnapshotSourceClaim{Env: true, SecretFiles: true}, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading SandboxSnapshot %s, which Sandbox %s started from: %w", ref.Name, sb.Name, err)
+	}
+	return from.Status.SourceClaim.DeepCopy(), nil
 }
 
 // ownVolumeMounts are the mounts of the sandbox's own PersistentVolumeClaims (its
@@ -230,19 +282,20 @@ func (r *Reconciler) finalize(ctx context.Context, snap *extv1beta1.SandboxSnaps
 	return nil
 }
 
-// deleteFiles asks the snapshot's node to delete its files; a node that is gone took them along.
+// deleteFiles deletes the snapshot's files from its node and from the snapshot store
+// (nodeapi.DeleteEverywhere): once its node is gone, through another node's kubox-node. When the
+// node is gone and none can delete the store's copy for deletionGiveUp, it gives up with a
+// Warning event naming the copy left behind: a finalizer never holds a SandboxSnapshot for ever.
 func (r *Reconciler) deleteFiles(ctx context.Context, snap *extv1beta1.SandboxSnapshot, s *sandboxv1beta1.MemoryStatus) error {
-	ip, found, err := nodeapi.NodeIP(ctx, r.apiReader, s.NodeName)
-	switch {
-	case err != nil:
-		return fmt.Errorf("deleting the files of SandboxSnapshot %s: %w", snap.Name, err)
-	case !found:
+	err := nodeapi.DeleteEverywhere(ctx, r.apiReader, r.nodes, snap.Namespace, s)
+	if err == nil {
 		return nil
-	case r.nodes == nil:
-		return fmt.Errorf("deleting the files of SandboxSnapshot %s from node %s: %w", snap.Name, s.NodeName, nodeapi.ErrNotConfigured)
 	}
-	if err := r.nodes.DeleteSnapshot(ctx, ip, snap.Namespace, s.Snapshot); err != nil {
-		return fmt.Errorf("deleting the files of SandboxSnapshot %s from node %s: %w", snap.Name, s.NodeName, err)
+	if !errors.Is(err, nodeapi.ErrNoSnapshotNode) || r.clock.Since(snap.DeletionTimestamp.Time) < deletionGiveUp {
+		return fmt.Errorf("deleting the files of SandboxSnapshot %s, taken on node %s: %w", snap.Name, s.NodeName, err)
 	}
+	r.recorder.Eventf(snap, nil, corev1.EventTypeWarning, EventFilesNotDeleted, "Delete",
+		"Gave up deleting snapshot %s from the snapshot store after %s: %v. Delete the folder %s/%s of the store by hand",
+		s.Snapshot, deletionGiveUp, err, snap.Namespace, s.Snapshot)
 	return nil
 }

@@ -217,3 +217,56 @@ func TestOwnVolumeMounts(t *testing.T) {
 		t.Errorf("mounts copied (-want +got):\n%s", diff)
 	}
 }
+
+// TestSourceClaim: a snapshot records the claim whose env or secret files its sandbox holds, the
+// claim it serves or the one its own snapshot held (a fork of a claimed sandbox), so no other
+// claim starts from it; a claim it cannot read is assumed to have set both.
+func TestSourceClaim(t *testing.T) {
+	claim := func(env, files bool) *extv1beta1.SandboxClaim {
+		c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice", UID: "claim-uid"}}
+		if env {
+			c.Spec.Env = []extv1beta1.EnvVar{{Name: "OPENAI_API_KEY", Value: "sk-alice"}}
+		}
+		if files {
+			c.Spec.SecretFiles = []extv1beta1.SecretFile{{SecretName: "alice-creds", MountPath: "/run/secrets"}}
+		}
+		return c
+	}
+	claimed := func(sb *sandboxv1beta1.Sandbox) {
+		sb.Labels = map[string]string{sandboxv1beta1.ClaimUIDLabel: "claim-uid"}
+		sb.OwnerReferences = []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: "alice",
+			UID: "claim-uid", Controller: ptr.To(true)}}
+	}
+	forked := func(sb *sandboxv1beta1.Sandbox) {
+		sb.Spec.SnapshotRef = &sandboxv1beta1.SnapshotReference{Name: "parent"}
+	}
+	parent := &extv1beta1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "parent"},
+		Status: extv1beta1.SandboxSnapshotStatus{SourceClaim: &extv1beta1.SnapshotSourceClaim{Name: "alice", UID: "claim-uid", Env: true}}}
+	for name, tc := range map[string]struct {
+		sandbox func(*sandboxv1beta1.Sandbox)
+		objs    []client.Object
+		want    *extv1beta1.SnapshotSourceClaim
+	}{
+		"no claim":              {sandbox: func(*sandboxv1beta1.Sandbox) {}},
+		"a claim with env":      {sandbox: claimed, objs: []client.Object{claim(true, false)}, want: &extv1beta1.SnapshotSourceClaim{Name: "alice", UID: "claim-uid", Env: true}},
+		"a claim with files":    {sandbox: claimed, objs: []client.Object{claim(false, true)}, want: &extv1beta1.SnapshotSourceClaim{Name: "alice", UID: "claim-uid", SecretFiles: true}},
+		"a claim with neither":  {sandbox: claimed, objs: []client.Object{claim(false, false)}},
+		"a claim that is gone":  {sandbox: claimed, want: &extv1beta1.SnapshotSourceClaim{Name: "alice", UID: "claim-uid", Env: true, SecretFiles: true}},
+		"a fork of a claimed":   {sandbox: forked, objs: []client.Object{parent}, want: parent.Status.SourceClaim},
+		"a fork, parent gone":   {sandbox: forked, want: &extv1beta1.SnapshotSourceClaim{Env: true, SecretFiles: true}},
+		"a fork of a clean one": {sandbox: forked, objs: []client.Object{&extv1beta1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "parent"}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "src"}}
+			tc.sandbox(sb)
+			c := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(tc.objs...).Build()
+			got, err := (&Reconciler{client: c}).sourceClaim(t.Context(), sb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("sourceClaim (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

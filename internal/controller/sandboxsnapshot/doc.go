@@ -8,8 +8,12 @@
 // has no kubox-node) ends in Ready=False/CheckpointFailed, which the controller does not retry.
 // While the Sandbox or its running Pod is missing it says so (SandboxNotRunning) and looks again.
 //
-// A finalizer deletes the snapshot's files from its node when the SandboxSnapshot is deleted;
-// when that node is gone, so are the files, and the finalizer goes without asking.
+// A finalizer deletes the snapshot's files from its node, and from kubox-node's snapshot store,
+// when the SandboxSnapshot is deleted. When that node is gone its own files went with it, but the
+// store's copy (memory with secrets) did not: any other Ready snapshot node's kubox-node deletes
+// it, and every node that fetched a copy removes it once the store no longer holds it. With no
+// node to ask, the finalizer goes after deletionGiveUp with a Warning event (FilesNotDeleted)
+// naming the copy left.
 //
 // kubox-node retries are idempotent: asked again for the same snapshot name and Pod UID after
 // a crash between the checkpoint and the status write, it answers with the snapshot it took.

@@ -229,7 +229,7 @@ func TestGetUnknownNamesSaysWhatToDo(t *testing.T) {
 // (here one that does not exist) and says so, through the CLI, the SDK and both controllers.
 func TestClaimFromASnapshot(t *testing.T) {
 	f := setup(t)
-	env.Create(t, f.template("python").Obj())
+	env.Create(t, f.template("python").ClaimPolicy(extv1beta1.ClaimPolicy{SnapshotRefPolicy: extv1beta1.SnapshotRefPolicyAllowed}).Obj())
 	f.mustRun(t, "claim", "--template", "python", "--name", "restored", "--snapshot", "numpy-loaded", "--wait=false")
 	framework.WaitForObject(t, env, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "restored"}},
 		func(sb *sandboxv1beta1.Sandbox) (bool, string) {

@@ -15,7 +15,7 @@ import (
 )
 
 // TestSandboxStartsFromASnapshot: a Sandbox whose spec.snapshotRef names a Ready SandboxSnapshot
-// gets a Pod shaped to restore from it, on its node; when the runtime cannot restore it (a
+// gets a Pod shaped to restore from it, required on its node; when the runtime cannot restore it (a
 // StartError), the Sandbox says so with RestoreFailed and what a snapshot needs, and the Pod is
 // left for the kubelet.
 func TestSandboxStartsFromASnapshot(t *testing.T) {
@@ -38,8 +38,9 @@ func TestSandboxStartsFromASnapshot(t *testing.T) {
 	env.Create(t, sb)
 
 	pod := waitForPod(t, ns, "fork")
-	if pod.Annotations[checkpoint.RestoreImageAnnotation] != snap.Status.Snapshot.Image || pod.Spec.NodeName != "node-b" {
-		t.Fatalf("Pod annotations %v on node %q; want the snapshot's image, on node-b", pod.Annotations, pod.Spec.NodeName)
+	if pod.Annotations[checkpoint.RestoreImageAnnotation] != snap.Status.Snapshot.Image || checkpoint.RequiredNode(pod) != "node-b" || pod.Spec.NodeName != "" {
+		t.Fatalf("Pod annotations %v, nodeName %q, required node %q; want the snapshot's image, required on node-b through the scheduler",
+			pod.Annotations, pod.Spec.NodeName, checkpoint.RequiredNode(pod))
 	}
 	env.UpdatePodStatus(t, ns, "fork", func(st *corev1.PodStatus) {
 		st.Phase = corev1.PodRunning
