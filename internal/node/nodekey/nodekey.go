@@ -50,7 +50,7 @@ func secretKey(ctx context.Context, secrets corev1client.SecretInterface, name s
 	}
 	key, err := checkpoint.ParseKey(s.Data[SecretKey])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s, key %q: %w: delete the Secret and restart kubox-node to make a new one "+
+		return nil, fmt.Errorf("the Secret %s/%s, key %q: %w: delete the Secret and restart kubox-node to make a new one "+
 			"(snapshots signed with the old key are then refused)", s.Namespace, name, SecretKey, err)
 	}
 	return key, nil
