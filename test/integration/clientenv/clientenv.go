@@ -109,7 +109,7 @@ func Setup(t *testing.T, env *framework.Env) *Env {
 	if err := os.WriteFile(keyFile, append(e.key, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env.StartKubelet(t, e.NS, framework.WithLoopbackPodIPs()).SetFate(framework.ImageFate(pendingImage, framework.LeavePending))
+	env.StartKubelet(t, e.NS, framework.WithLoopbackPodIPs(), framework.WithReadinessProbes()).SetFate(framework.ImageFate(pendingImage, framework.LeavePending))
 	env.ServeSandboxAgents(t, e.NS, e.key, e.agentPort)
 	env.StartKubox(t, e.NS, func(c *configv1alpha1.ControllerConfiguration) {
 		c.Agent.Image = agentImage

@@ -3,8 +3,11 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -138,6 +141,8 @@ type Kubelet struct {
 	podIP string
 	// loopback gives every Pod the Kubelet starts an IP of its own in 127.0.0.0/8.
 	loopback bool
+	// probe starts Pods Running but not Ready, Ready once their readiness-probe ports listen.
+	probe bool
 
 	mu     sync.Mutex
 	fateOf func(*corev1.Pod) Fate
@@ -157,6 +162,13 @@ func WithPodIP(ip string) KubeletOption { return func(k *Kubelet) { k.podIP = ip
 // not share a port. WithPodIP, when given too, wins.
 func WithLoopbackPodIPs() KubeletOption { return func(k *Kubelet) { k.loopback = true } }
 
+// WithReadinessProbes makes the Kubelet probe as the kubelet does: a Pod it starts is Running with
+// its IP but not Ready, and becomes Ready once every port its containers' readiness probes name
+// (HTTP GET or TCP) accepts a connection on that IP, as when the test's agent for the Pod's
+// Sandbox (ServeSandboxAgents, which starts once the Sandbox reports the IP) listens. Without it a
+// Pod is Ready at once, before anything serves it.
+func WithReadinessProbes() KubeletOption { return func(k *Kubelet) { k.probe = true } }
+
 // StartKubelet starts a Kubelet for ns, which exists already; it stops when t ends. A status
 // write it fails to make, other than one that lost a race with another writer, fails the test.
 func (e *Env) StartKubelet(t testing.TB, ns string, opts ...KubeletOption) *Kubelet {
@@ -172,6 +184,9 @@ func (e *Env) StartKubelet(t testing.TB, ns string, opts ...KubeletOption) *Kube
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { k.run(ctx) })
+	if k.probe {
+		wg.Go(func() { wait.UntilWithContext(ctx, k.probePass, PollInterval) })
+	}
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
@@ -236,6 +251,9 @@ func (k *Kubelet) handle(ctx context.Context, pod *corev1.Pod) {
 	case RunReady:
 		SetPodCondition(st, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 		RunningAndReady(k.newIP())(st)
+		if k.probe && len(probePorts(pod)) > 0 {
+			setReady(st, corev1.ConditionFalse)
+		}
 	case Unschedulable:
 		c := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 			Reason: corev1.PodReasonUnschedulable, Message: UnschedulableMessage}
@@ -250,6 +268,62 @@ func (k *Kubelet) handle(ctx context.Context, pod *corev1.Pod) {
 	if err := k.c.Status().Update(ctx, pod); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		k.errorf(ctx, "updating the status of Pod %s: %v", pod.Name, err)
 	}
+}
+
+// probePass marks Ready each Running Pod of the namespace that is not Ready yet and whose
+// readiness-probe ports all accept a connection on its IP (WithReadinessProbes).
+func (k *Kubelet) probePass(ctx context.Context) {
+	pods := &corev1.PodList{}
+	if err := k.c.List(ctx, pods, client.InNamespace(k.ns)); err != nil {
+		k.errorf(ctx, "listing Pods to probe: %v", err)
+		return
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" ||
+			hasPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}) ||
+			!listening(ctx, pod.Status.PodIP, probePorts(pod)) {
+			continue
+		}
+		setReady(&pod.Status, corev1.ConditionTrue)
+		if err := k.c.Status().Update(ctx, pod); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			k.errorf(ctx, "marking Pod %s Ready: %v", pod.Name, err)
+		}
+	}
+}
+
+// probePorts are the numeric ports of pod's containers' HTTP GET and TCP readiness probes.
+func probePorts(pod *corev1.Pod) []int32 {
+	var ports []int32
+	for _, c := range pod.Spec.Containers {
+		switch p := c.ReadinessProbe; {
+		case p == nil:
+		case p.HTTPGet != nil && p.HTTPGet.Port.IntVal != 0:
+			ports = append(ports, p.HTTPGet.Port.IntVal)
+		case p.TCPSocket != nil && p.TCPSocket.Port.IntVal != 0:
+			ports = append(ports, p.TCPSocket.Port.IntVal)
+		}
+	}
+	return ports
+}
+
+// listening reports whether every port accepts a TCP connection on ip.
+func listening(ctx context.Context, ip string, ports []int32) bool {
+	for _, port := range ports {
+		d := net.Dialer{Timeout: time.Second}
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
+		if err != nil {
+			return false
+		}
+		_ = conn.Close()
+	}
+	return true
+}
+
+// setReady sets a Pod's Ready and ContainersReady conditions to status.
+func setReady(st *corev1.PodStatus, status corev1.ConditionStatus) {
+	SetPodCondition(st, corev1.PodCondition{Type: corev1.ContainersReady, Status: status})
+	SetPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: status})
 }
 
 // newIP returns the Kubelet's WithPodIP, or else an IP that no Pod of this Kubelet had before, in

@@ -2,13 +2,16 @@ package framework_test
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -164,4 +167,31 @@ func TestPodStatusStandIns(t *testing.T) {
 	env.ForceDelete(t, pod)
 	env.WaitGone(t, pod)
 	env.ForceDelete(t, pod) // gone already: not an error
+}
+
+// TestKubeletWithReadinessProbes: a Pod with a readiness probe runs with its IP but is not Ready
+// until its probe's port listens on that IP; a Pod without a probe is Ready at once.
+func TestKubeletWithReadinessProbes(t *testing.T) {
+	ns := env.NewNamespace(t)
+	env.StartKubelet(t, ns, framework.WithLoopbackPodIPs(), framework.WithReadinessProbes())
+	port := framework.FreePort(t)
+	probed := testutil.MakePod("probed", ns).Obj()
+	probed.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+		HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt(port)}}}
+	env.Create(t, probed)
+	env.Create(t, testutil.MakePod("plain", ns).Obj())
+	waitForPodStatus(t, ns, "plain", started("*"))
+	notReady := started("*")
+	notReady.Conditions[corev1.ContainersReady], notReady.Conditions[corev1.PodReady] = "False/ ", "False/ "
+	ip := waitForPodStatus(t, ns, "probed", notReady).Status.PodIP
+	framework.Consistently(t, time.Second, func() (bool, string) {
+		got := statusOf(framework.Read[corev1.Pod](t, env, ns, "probed"))
+		return got.Conditions[corev1.PodReady] == "False/ ", fmt.Sprintf("Pod probed is %s before its port listens", got.Conditions[corev1.PodReady])
+	})
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	waitForPodStatus(t, ns, "probed", started(ip))
 }
