@@ -74,12 +74,9 @@ var nodeIdentityKinds = map[string]bool{"ServiceAccount": true, "Role": true, "R
 // nodeIdentity templates one object of kubox-node's identity behind node.enabled, in
 // node.namespace, a RoleBinding's subjects of config/node's namespace moved with it.
 func (g *generator) nodeIdentity(o object) error {
-	meta, _ := o["metadata"].(object)
-	if meta["namespace"] != g.d.Node.Namespace {
-		return fmt.Errorf("namespace %v is not config/node's Namespace %s", meta["namespace"], g.d.Node.Namespace)
+	if err := g.inNodeNamespace(o); err != nil {
+		return err
 	}
-	meta["namespace"] = g.ph.add(inline("namespace", "{{ .Values.node.namespace }}"))
-	meta["labels"] = g.ph.add(labels(meta["labels"]))
 	subjects, _ := o["subjects"].([]any)
 	for _, s := range subjects {
 		if s, ok := s.(object); ok && s["namespace"] == g.d.Node.Namespace {
@@ -89,15 +86,24 @@ func (g *generator) nodeIdentity(o object) error {
 	return g.nodeTemplate(o, templateFile(kind(o), name(o)), ".Values.node.enabled")
 }
 
-// daemonSet templates the namespace, image, pull policy, resources, flags and extra volumes of the
-// DaemonSet's one container.
-func (g *generator) daemonSet(o object) error {
+// inNodeNamespace templates the namespace (node.namespace) and labels of o, an object of
+// config/node's Namespace.
+func (g *generator) inNodeNamespace(o object) error {
 	meta, _ := o["metadata"].(object)
 	if meta["namespace"] != g.d.Node.Namespace {
 		return fmt.Errorf("namespace %v is not config/node's Namespace %s", meta["namespace"], g.d.Node.Namespace)
 	}
 	meta["namespace"] = g.ph.add(inline("namespace", "{{ .Values.node.namespace }}"))
 	meta["labels"] = g.ph.add(labels(meta["labels"]))
+	return nil
+}
+
+// daemonSet templates the namespace, image, pull policy, resources, flags and extra volumes of the
+// DaemonSet's one container.
+func (g *generator) daemonSet(o object) error {
+	if err := g.inNodeNamespace(o); err != nil {
+		return err
+	}
 	pod, _ := field(o, "spec", "template", "spec").(object)
 	ctr, img, resources, err := g.templateContainer(pod, ".Values.node")
 	if err != nil {
