@@ -321,8 +321,11 @@ func newTestInternet(t *testing.T) *testInternet {
 	t.Helper()
 	id := krand.String(5)
 	n := &testInternet{ns: "kbxe2e-" + id}
-	subnet := 64 + int(time.Now().UnixNano()%60)*4 // a /30 in 198.18.0.0/15 (RFC 2544, test networks)
-	hostIP, nsIP := fmt.Sprintf("198.18.%d.%d", subnet/256, subnet%256+1), fmt.Sprintf("198.18.%d.%d", subnet/256, subnet%256+2)
+	// A /30 in 203.0.113.0/24 (TEST-NET-3, RFC 5737): an address of the public kind, which
+	// kubox-egress lets an allowed name reach (198.18.0.0/15, the benchmarking range, is one of
+	// its blocked ranges), reached only in this namespace.
+	subnet := 4 * int(time.Now().UnixNano()%63)
+	hostIP, nsIP := fmt.Sprintf("203.0.113.%d", subnet+1), fmt.Sprintf("203.0.113.%d", subnet+2)
 	n.ip = nsIP
 	host, peer := "kbx"+id+"h", "kbx"+id+"n"
 	ip(t, "netns", "add", n.ns)
