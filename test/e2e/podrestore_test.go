@@ -127,7 +127,21 @@ func snapshotCounter(t *testing.T, leaveRunning bool) (string, *corev1.Pod, coun
 	before := execCounter(t, ns, src.Name, func(s counterState) bool { return s.n > 3 })
 	dir := snapshotDir(t, ns, "snapshot")
 	checkpointPodInto(t, devNode(), ns, src.Name, dir, leaveRunning)
+	signAsKuboxNode(t, dir, ns, "snapshot")
 	return ns, src, before, dir
+}
+
+// signAsKuboxNode signs the manifest of the checkpoint dir, the snapshot ns/name, with the local
+// node's manifest key, as kubox-node signs what it writes: the shim restores nothing else.
+func signAsKuboxNode(t testing.TB, dir, ns, name string) {
+	t.Helper()
+	key, err := checkpoint.ReadKeyFile(devenv.NewLayout(stateDir).ManifestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := key.Sign(dir, ns, name); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startPodCounter runs servedCounter in a gVisor Pod (podCounter) and waits until it is Ready.
@@ -221,10 +235,10 @@ func TestRestoreRefusesForeignOrBrokenSnapshots(t *testing.T) {
 	}
 	snapshotDir(t, other, "own") // the other namespace has snapshots of its own
 	for i, c := range []struct{ ns, image, want string }{
-		{other, image, "is not below"},                 // refused before anything runs
-		{owner, image, "not a full checkpoint image"},  // same
-		{owner, noManifest, "not a kubox checkpoint"},  // same
-		{owner, garbage, "OCI runtime restore failed"}, // runsc restore itself fails
+		{other, image, "want exactly"},                                  // another namespace's: refused before anything runs
+		{owner, image, "not a kubox checkpoint"},                        // no manifest: same
+		{owner, noManifest, "not a kubox checkpoint"},                   // same
+		{owner, garbage, "the manifest has no signature of kubox-node"}, // a manifest kubox-node did not sign
 	} {
 		pod := busyboxPod(fmt.Sprintf("restored-%d", i), "gvisor")
 		pod.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: c.image}

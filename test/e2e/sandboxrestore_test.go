@@ -21,6 +21,7 @@ import (
 	sandboxctl "github.com/kubox-dev/kubox/internal/controller/sandbox"
 	"github.com/kubox-dev/kubox/internal/devenv"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	"github.com/kubox-dev/kubox/internal/node/nodetls"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
 	"github.com/kubox-dev/kubox/proto/kubox/agent/v1/agentv1connect"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
@@ -139,8 +140,18 @@ func TestNodeAPIRefusesWhatItCannotSnapshot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(devenv.NewLayout(stateDir).Snapshots, ns, "s")); !os.IsNotExist(err) {
 		t.Errorf("a refused checkpoint left a snapshot folder: %v", err)
 	}
-	anon := nodev1connect.NewSnapshotServiceClient(http.DefaultClient, url)
-	_, err := anon.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{Namespace: ns, Pod: "plain", Snapshot: "s"}))
+	// A client that trusts kubox-node (its TLS key, derived from the node token) but sends no
+	// token: the server is the real one, and it refuses the call.
+	key, err := os.ReadFile(devenv.NewLayout(stateDir).NodeToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := nodetls.ClientConfig([]byte(strings.TrimSpace(string(key))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := nodev1connect.NewSnapshotServiceClient(&http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}, url)
+	_, err = anon.Checkpoint(context.Background(), connect.NewRequest(&nodev1.CheckpointRequest{Namespace: ns, Pod: "plain", Snapshot: "s"}))
 	if connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Errorf("Checkpoint without the node token: %v, want unauthenticated", err)
 	}
