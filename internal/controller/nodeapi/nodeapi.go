@@ -230,13 +230,14 @@ func SnapshotNodes(ctx context.Context, r client.Reader) ([]corev1.Node, error) 
 		return nil, fmt.Errorf("listing the nodes labelled %s=true: %w", contract.SnapshotNodeLabel, err)
 	}
 	out := slices.DeleteFunc(nodes.Items, func(n corev1.Node) bool {
-		return n.Spec.Unschedulable || InternalIP(&n) == "" || !nodeReady(&n)
+		return n.Spec.Unschedulable || InternalIP(&n) == "" || !NodeReady(&n)
 	})
 	slices.SortFunc(out, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-func nodeReady(n *corev1.Node) bool {
+// NodeReady reports whether the Node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 )
 
 // This file is the controller's estimate of whether a restoring Pod fits a node, by which it
@@ -26,7 +28,7 @@ const podNodeNameField = "spec.nodeName"
 // has too little left of a resource the Pod requests.
 func (r *Reconciler) unfit(ctx context.Context, pod *corev1.Pod, n *corev1.Node) (string, error) {
 	switch {
-	case !nodeReady(n):
+	case !nodeapi.NodeReady(n):
 		return "is not Ready", nil
 	case n.Spec.Unschedulable && !tolerates(ctx, pod, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}):
 		return "is cordoned (spec.unschedulable)", nil
@@ -40,15 +42,6 @@ func (r *Reconciler) unfit(ctx context.Context, pod *corev1.Pod, n *corev1.Node)
 		}
 	}
 	return r.lacks(ctx, pod, n)
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func tolerates(ctx context.Context, pod *corev1.Pod, t *corev1.Taint) bool {
