@@ -171,7 +171,7 @@ func (rt *Router) podHolds(ctx context.Context, sb *sandboxv1beta1.Sandbox, ip n
 		return false, err
 	}
 	for i := range pods.Items {
-		if p := &pods.Items[i]; provenance.ControlledBy(p, provenance.Sandbox, sb.UID) && podLive(p) && podHasIP(p, ip) {
+		if p := &pods.Items[i]; provenance.ControlledBy(p, provenance.Sandbox, sb.UID) && sandboxv1beta1.PodLive(p) && podHasIP(p, ip) {
 			return true, nil
 		}
 	}
@@ -190,11 +190,6 @@ func (rt *Router) podReady(ctx context.Context, sb *sandboxv1beta1.Sandbox) bool
 	}
 	held, err := rt.podHolds(ctx, sb, ip)
 	return held || err != nil
-}
-
-// podLive reports whether pod is neither terminating nor terminated.
-func podLive(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // podHasIP reports whether ip is one of pod's IPs.

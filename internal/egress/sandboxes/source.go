@@ -170,7 +170,7 @@ func (s *Source) sandboxAt(ctx context.Context, addr netip.Addr) (*sandboxv1beta
 func holder(pods []corev1.Pod, addr netip.Addr) (*corev1.Pod, error) {
 	var live []*corev1.Pod
 	for i := range pods {
-		if pod := &pods[i]; podLive(pod) {
+		if pod := &pods[i]; sandboxv1beta1.PodLive(pod) {
 			if pod.Spec.HostNetwork {
 				return pod, fmt.Errorf("the source %s is the node address of sandbox Pod %s/%s, which runs with hostNetwork: "+
 					"a node's address names no one sandbox, so kubox egress serves no hostNetwork sandbox; run it without hostNetwork",
@@ -187,11 +187,6 @@ func holder(pods []corev1.Pod, addr netip.Addr) (*corev1.Pod, error) {
 	}
 	return nil, fmt.Errorf("the source %s is the address of %d live Pods (%s/%s, %s/%s, ...): it names no one sandbox",
 		addr, len(live), live[0].Namespace, live[0].Name, live[1].Namespace, live[1].Name)
-}
-
-// podLive reports whether pod is neither terminating nor terminated, as the router's podLive.
-func podLive(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // view returns the proxy's view of sb, rebuilt when sb changed or its credentials are older
