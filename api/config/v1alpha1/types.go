@@ -219,9 +219,10 @@ type ClaimSettings struct {
 	// allowedAnnotationDomains are the domains an annotation in a claim's additionalPodMetadata
 	// may have (the key's prefix, or a subdomain of it), for every template; a template's
 	// spec.claimPolicy.allowedAnnotationDomains adds to them. The annotation
-	// cluster-autoscaler.kubernetes.io/safe-to-evict is always allowed. Default:
-	// [sandbox.users.io]. kubox addition: agent-sandbox lets a claim set any annotation outside
-	// its reserved domains, which lets it choose networks, mesh sidecars and runtime options.
+	// cluster-autoscaler.kubernetes.io/safe-to-evict is always allowed, and so are keys that are
+	// bare names with no domain and no dot (owner, note: the end user's, as agent-sandbox allows).
+	// Default: [sandbox.users.io]. kubox addition: agent-sandbox lets a claim set any annotation
+	// outside its reserved domains, which lets it choose networks, mesh sidecars and runtime options.
 	// +optional
 	AllowedAnnotationDomains []string `json:"allowedAnnotationDomains,omitempty"`
 

@@ -119,6 +119,15 @@ func IsReservedClaimAnnotationKey(key string) bool {
 	return key != SafeToEvictAnnotation && IsReservedClaimLabelKey(key)
 }
 
+// IsEndUserAnnotationKey reports whether an annotation key is the end user's: a bare name, with no
+// domain prefix and no dot (owner, note). Kubernetes gives such keys no meaning and no network
+// plugin, mesh or container runtime acts on them, so a claim may set them on its Pod as
+// agent-sandbox lets it. A dotted name without a slash is not one: container runtimes read such
+// reverse-DNS names (io.kubernetes.cri-o.*, io.katacontainers.*, dev.gvisor.*).
+func IsEndUserAnnotationKey(key string) bool {
+	return key != "" && !strings.ContainsAny(key, "/.")
+}
+
 // LaunchedWarm reports whether a claimed sandbox with these labels was taken from a warm pool
 // (launch-type warm) rather than created for its claim.
 func LaunchedWarm(labels map[string]string) bool {

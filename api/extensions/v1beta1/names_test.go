@@ -122,3 +122,27 @@ func TestReservedClaimKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestIsEndUserAnnotationKey(t *testing.T) {
+	cases := map[string]struct {
+		key  string
+		want bool
+	}{
+		"a bare name":                    {key: "owner", want: true},
+		"a bare name with - and _":       {key: "run_id-2", want: true},
+		"a domain prefix":                {key: "sandbox.users.io/owner"},
+		"a prefix without a dot":         {key: "users/owner"},
+		"CRI-O's dotted runtime key":     {key: "io.kubernetes.cri-o.userns-mode"},
+		"kata's dotted runtime key":      {key: "io.katacontainers.config.hypervisor.kernel_params"},
+		"gVisor's dotted runtime key":    {key: "dev.gvisor.spec.mount.data.share"},
+		"containerd's dotted legacy key": {key: "io.kubernetes.cri.untrusted-workload"},
+		"empty":                          {key: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := IsEndUserAnnotationKey(tc.key); got != tc.want {
+				t.Errorf("IsEndUserAnnotationKey(%q) = %t, want %t", tc.key, got, tc.want)
+			}
+		})
+	}
+}

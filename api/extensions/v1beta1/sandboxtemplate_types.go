@@ -99,8 +99,9 @@ type ClaimPolicy struct {
 	// allowedAnnotationDomains are domains an annotation in a claim's additionalPodMetadata may
 	// have (the key's prefix, or a subdomain of it), besides those the controller allows for
 	// every template (controllers.sandboxClaim.allowedAnnotationDomains, default
-	// sandbox.users.io) and the annotation cluster-autoscaler.kubernetes.io/safe-to-evict. A
-	// claim with any other annotation gets Ready=False with reason InvalidMetadata. Annotations
+	// sandbox.users.io), the annotation cluster-autoscaler.kubernetes.io/safe-to-evict and keys
+	// that are bare names with no domain and no dot (owner, note: the end user's). A claim with
+	// any other annotation gets Ready=False with reason InvalidMetadata. Annotations
 	// are read by CNI plugins (k8s.v1.cni.cncf.io, cni.projectcalico.org), service meshes
 	// (sidecar.istio.io) and container runtimes: allow a domain only if any claimer may choose
 	// what it controls.

@@ -32,8 +32,8 @@ func (d metadataDomains) forTemplate(tpl *extv1beta1.SandboxTemplate) metadataDo
 // validateAdditionalPodMetadata checks the rules of spec.additionalPodMetadata that need more
 // than the claim, which admission has already checked: every label's and every annotation's
 // domain (its key's prefix) is one the controller or the template's claimPolicy allows, or a
-// subdomain of one (the annotation cluster-autoscaler.kubernetes.io/safe-to-evict is always
-// allowed), and no key is one the template's pod metadata sets to another value. Reserved keys are
+// subdomain of one (the annotation cluster-autoscaler.kubernetes.io/safe-to-evict and annotations
+// that are the end user's, extv1beta1.IsEndUserAnnotationKey, are always allowed), and no key is one the template's pod metadata sets to another value. Reserved keys are
 // rejected too, in case a claim predates the admission rule. Keys are checked in order, so the
 // message names the first offender.
 func validateAdditionalPodMetadata(md extv1beta1.AdditionalPodMetadata, tpl *extv1beta1.SandboxTemplate, configured metadataDomains) *failure {
@@ -62,7 +62,7 @@ func validateAdditionalPodMetadata(md extv1beta1.AdditionalPodMetadata, tpl *ext
 			return fail(extv1beta1.ClaimReasonInvalidMetadata,
 				"additionalPodMetadata.annotations key %s is reserved (agents.x-k8s.io, kubernetes.io, k8s.io and their subdomains, except %s); use another key",
 				k, extv1beta1.SafeToEvictAnnotation)
-		case k != extv1beta1.SafeToEvictAnnotation && !keyAllowed(k, allowed.annotations):
+		case k != extv1beta1.SafeToEvictAnnotation && !extv1beta1.IsEndUserAnnotationKey(k) && !keyAllowed(k, allowed.annotations):
 			return fail(extv1beta1.ClaimReasonInvalidMetadata,
 				"additionalPodMetadata.annotations key %s is not in an annotation domain allowed for SandboxTemplate %s (%s): network plugins, service meshes and container runtimes act on annotations, so a claim may only set those its template allows; use a key under an allowed domain, or ask the template's owner to add its domain to spec.claimPolicy.allowedAnnotationDomains",
 				k, tpl.Name, domainList(allowed.annotations))

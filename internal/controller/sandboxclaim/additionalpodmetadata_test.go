@@ -30,8 +30,18 @@ func TestValidateAdditionalPodMetadata(t *testing.T) {
 		"safe-to-evict is allowed with no annotation domain at all": {
 			md: md(nil, map[string]string{extv1beta1.SafeToEvictAnnotation: "true"}), configured: &metadataDomains{},
 		},
-		"an annotation without a domain is rejected": {
+		"a runtime's dotted annotation without a slash is rejected": {
 			md: md(nil, map[string]string{"io.kubernetes.cri-o.userns-mode": "auto"}), wantMessage: "key io.kubernetes.cri-o.userns-mode is not in an annotation domain allowed for SandboxTemplate python (allowed: sandbox.users.io, example.com)",
+		},
+		"kata's and gVisor's dotted annotations without a slash are rejected": {
+			md:          md(nil, map[string]string{"io.katacontainers.config.hypervisor.kernel_params": "x", "dev.gvisor.spec.mount.x.share": "shared"}),
+			wantMessage: "key dev.gvisor.spec.mount.x.share is not in an annotation domain",
+		},
+		"annotations without a domain (the end user's, as agent-sandbox allows) are valid": {
+			md: md(nil, map[string]string{"owner": "alice", "note": "run 7", "Team_ID": "a-1"}), configured: &metadataDomains{},
+		},
+		"a label without a domain is still rejected when the same key is fine as an annotation": {
+			md: md(map[string]string{"owner": "alice"}, map[string]string{"owner": "alice"}), wantMessage: "additionalPodMetadata.labels key owner",
 		},
 		"a multus network annotation is rejected by default": {
 			md: md(nil, map[string]string{"k8s.v1.cni.cncf.io/networks": "other/net"}), wantMessage: "spec.claimPolicy.allowedAnnotationDomains",

@@ -79,6 +79,38 @@ func TestClaimAnnotationTheTemplateAllowsReachesThePod(t *testing.T) {
 	})
 }
 
+// TestClaimAnnotationWithoutADomainReachesThePod is the regression of agent-sandbox v1.0.13's own
+// SDK: it names its claims' annotations without a domain (owner, note), keys that are the end
+// user's, so they reach the Pod, warm and cold, with no claimPolicy; a runtime's dotted key without
+// a slash (CRI-O's) is still refused.
+func TestClaimAnnotationWithoutADomainReachesThePod(t *testing.T) {
+	for name, warm := range map[string]bool{"cold": false, "warm": true} {
+		t.Run(name, func(t *testing.T) {
+			ns := startController(t)
+			env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
+			claim := testutil.MakeClaim("c1", ns).Template("python")
+			if warm {
+				env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(1).Obj())
+				waitForPoolReady(t, ns, "pool", 1)
+				claim = testutil.MakeClaim("c1", ns).WarmPool("pool")
+			}
+			env.Create(t, claim.PodAnnotation("owner", "alice").PodAnnotation("note", "run 7").Obj())
+			c := waitReady(t, ns, "c1")
+			framework.Eventually(t, func() (bool, string) {
+				pod := framework.Read[corev1.Pod](t, env, ns, c.Status.Sandbox.Name)
+				return pod.Annotations["owner"] == "alice" && pod.Annotations["note"] == "run 7",
+					fmt.Sprintf("Pod %s annotations %v; want owner=alice and note=run 7", pod.Name, pod.Annotations)
+			})
+
+			env.Create(t, testutil.MakeClaim("c2", ns).Template("python").PodAnnotation("io.kubernetes.cri-o.userns-mode", "auto").Obj())
+			msg := readyCondition(waitNotReady(t, ns, "c2", extv1beta1.ClaimReasonInvalidMetadata)).Message
+			if !strings.Contains(msg, "io.kubernetes.cri-o.userns-mode") {
+				t.Errorf("Ready message %q does not name the refused key io.kubernetes.cri-o.userns-mode", msg)
+			}
+		})
+	}
+}
+
 // noPodAnnotated reports whether no Pod, and no Sandbox's pod template, of ns carries one of
 // dangerousAnnotations.
 func noPodAnnotated(t *testing.T, ns string) (bool, string) {
