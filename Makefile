@@ -100,7 +100,10 @@ build: ## Build every binary into bin/
 
 ##@ Test
 .PHONY: test
-test: test-unit test-root python-lint test-python test-ts test-conformance test-integration test-e2e ## Run every tier: Go unit, Python (lint, unit, integration), TypeScript (unit), sandboxd conformance, Go integration, end-to-end (needs root)
+# TEST_TIERS are make test's tiers, in the order it runs them.
+TEST_TIERS := test-unit test-root python-lint test-python test-ts test-conformance test-integration test-e2e
+test: ## Run every tier: Go unit, Python (lint, unit, integration), TypeScript (unit), sandboxd conformance, Go integration, end-to-end (needs root); prints each tier's duration at the end
+	MAKE=$(MAKE) hack/test-tiers.sh $(TEST_TIERS)
 
 .PHONY: test-unit
 test-unit: ## Go unit tests of every module (no API server, no built tool, no root): what a contributor runs in the edit loop, on Linux or macOS
