@@ -11,9 +11,11 @@ import (
 )
 
 // suspendResumeCycles is how many times TestFilesSurviveSuspendResumeCycles suspends and resumes
-// its sandbox (KUBOX_E2E_CYCLES, default 100).
+// its sandbox (KUBOX_E2E_CYCLES, default 20). Each cycle is a new Pod on the same volume, so what
+// could go wrong goes wrong in the first few; 20 keep make test's e2e tier short (a cycle takes
+// about 4.4 s), and KUBOX_E2E_CYCLES=100 is the long run docs/benchmarks.md reports.
 func suspendResumeCycles(t *testing.T) int {
-	n, err := strconv.Atoi(envOr("KUBOX_E2E_CYCLES", "100"))
+	n, err := strconv.Atoi(envOr("KUBOX_E2E_CYCLES", "20"))
 	if err != nil || n < 1 {
 		t.Fatalf("KUBOX_E2E_CYCLES=%q: want a positive number of cycles", envOr("KUBOX_E2E_CYCLES", ""))
 	}
@@ -23,7 +25,7 @@ func suspendResumeCycles(t *testing.T) int {
 // TestFilesSurviveSuspendResumeCycles suspends and resumes a gVisor sandbox with a volume many
 // times. Before each suspend it writes a new file of random bytes and appends to a log, then
 // lists the SHA-256 of every file on the volume; after each resume the new Pod must list exactly
-// the same: no file lost, truncated or changed, after the first resume or the hundredth.
+// the same: no file lost, truncated or changed, after the first resume or the last.
 func TestFilesSurviveSuspendResumeCycles(t *testing.T) {
 	requireController(t)
 	ns := namespace(t)
