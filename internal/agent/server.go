@@ -86,6 +86,11 @@ type Config struct {
 	Main []string
 	// ShutdownGrace is how long processes get after SIGTERM before SIGKILL, on shutdown.
 	ShutdownGrace time.Duration
+	// StopGrace is how long a command the agent ends itself on any process API (its timeout
+	// passed, the call or stream that ran it ended, its output passed a limit) gets after SIGTERM
+	// to its process group before SIGKILL to the group. Nil means $KUBOX_STOP_GRACE, or else
+	// process.DefaultStopGrace; it must be positive.
+	StopGrace *time.Duration
 	// SandboxName names the sandbox in the refusal of writes during shutdown (the Pod's name,
 	// which is the Sandbox's).
 	SandboxName string
@@ -137,6 +142,11 @@ func New(cfg Config) (*Agent, error) {
 		cfg.LookupEnv = os.LookupEnv
 	}
 	cfg.Process.ShutdownGrace = cfg.ShutdownGrace
+	stopGrace, err := durationSetting(cfg.StopGrace, FlagStopGrace, EnvStopGrace, process.DefaultStopGrace, cfg.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("the grace period of a stopped command: %w", err)
+	}
+	cfg.Process.StopGrace = stopGrace
 	a := &Agent{cfg: cfg, activity: activity.NewTracker(nil), writes: activity.NewWrites(cfg.SandboxName),
 		sync: unix.Sync, started: time.Now()}
 	root, err := a.fileRoot()
@@ -479,8 +489,10 @@ type runner struct{ m *process.Manager }
 var errOutputLimit = errors.New("output limit")
 
 // Run follows the command's output with flow control, so no byte is dropped whatever the size,
-// and keeps all of it up to maxOutput bytes per stream (when positive); past that it kills the
-// command's process group and returns a *pyruntime.OutputLimitError.
+// and keeps all of it up to maxOutput bytes per stream (when positive); past that it stops the
+// command (process.Process.Stop: SIGTERM to its process group, then SIGKILL after the grace
+// period) and returns a *pyruntime.OutputLimitError. The timeout and a caller that went away stop
+// it the same way.
 func (r runner) Run(ctx context.Context, argv []string, dir string, timeout time.Duration, maxOutput int64) ([]byte, []byte, int, error) {
 	p, err := r.m.Start(process.Spec{Argv: argv, Dir: dir, Timeout: timeout, Tag: "python-runtime", FlowControl: true})
 	if err != nil {
@@ -510,7 +522,7 @@ func (r runner) Run(ctx context.Context, argv []string, dir string, timeout time
 		return nil
 	})
 	if err != nil {
-		_ = p.Signal(syscall.SIGKILL) // fails only once the command has exited
+		p.Stop() // SIGTERM, then SIGKILL after the grace period; nothing once the command has exited
 		<-p.Done()
 		if over != nil {
 			return nil, nil, 0, over

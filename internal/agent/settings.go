@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,6 +23,13 @@ const (
 const (
 	FlagCompatMaxOutputBytes = "compat-max-output-bytes"
 	FlagCompatMaxUploadBytes = "compat-max-upload-bytes"
+)
+
+// The flag and environment variable of the grace period a command the agent ends itself gets
+// between SIGTERM and SIGKILL to its process group (Config.StopGrace), on every process API.
+const (
+	FlagStopGrace = "stop-grace"
+	EnvStopGrace  = "KUBOX_STOP_GRACE"
 )
 
 // DefaultCompatMaxOutputBytes bounds each output stream of python-runtime's /execute unless
@@ -94,4 +102,56 @@ func pyruntimeLimit(n int64) int64 {
 		return -1
 	}
 	return n
+}
+
+// DurationFlag returns a flag value that sets *p to a duration ("5s", "1m30s"). *p stays nil while
+// the flag is not given, so an environment variable can set it instead.
+func DurationFlag(p **time.Duration) pflag.Value { return durationFlag{p} }
+
+type durationFlag struct{ p **time.Duration }
+
+func (f durationFlag) String() string {
+	if f.p == nil || *f.p == nil {
+		return ""
+	}
+	return (**f.p).String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := parseGrace(s)
+	if err != nil {
+		return err
+	}
+	*f.p = &d
+	return nil
+}
+
+func (durationFlag) Type() string { return "duration" }
+
+func parseGrace(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration; write one such as 5s, 500ms or 1m", s)
+	}
+	return d, nil
+}
+
+// durationSetting is the grace period set by flag (when given), else by the environment variable
+// env, else def. An unreadable or non-positive value is an error naming where it was set.
+func durationSetting(flag *time.Duration, flagName, env string, def time.Duration, lookup func(string) (string, bool)) (time.Duration, error) {
+	if flag != nil {
+		if *flag <= 0 {
+			return 0, fmt.Errorf("--%s=%s: give a positive duration, such as 5s", flagName, *flag)
+		}
+		return *flag, nil
+	}
+	v, ok := lookup(env)
+	if !ok || v == "" {
+		return def, nil
+	}
+	d, err := parseGrace(v)
+	if err != nil {
+		return 0, fmt.Errorf("$%s in the sandbox container's environment: %w (or set --%s)", env, err, flagName)
+	}
+	return d, nil
 }

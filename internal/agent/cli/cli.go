@@ -17,6 +17,7 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/agent/process"
 	"github.com/kubox-dev/kubox/internal/agent/sandboxd"
 	"github.com/kubox-dev/kubox/internal/version"
 )
@@ -53,6 +54,11 @@ Every request needs "Authorization: Bearer <token>" with the token from --token-
 variable named by --token-env); /healthz needs none. The command after "--" runs as the agent's
 child, with the container's stdout and stderr; the agent keeps serving when it exits.
 
+A command the agent ends itself, on every process API (its timeout passed, the call waiting for
+it ended, its output passed a limit), gets SIGTERM to its process group, then SIGKILL to the
+group after --stop-grace if any member is still running; a client's own signal is sent as asked.
+The agent reaps every orphan, as PID 1 or as a child subreaper.
+
 On SIGTERM (the sandbox is suspended or deleted) it refuses new file writes on every API with
 503 / Unavailable, lets the writes in flight finish, stops every process (SIGTERM, then SIGKILL
 after --shutdown-grace), syncs the file systems and exits.`,
@@ -86,6 +92,7 @@ after --shutdown-grace), syncs the file systems and exits.`,
 	f.IntVar(&o.cfg.MaxStreams, "max-streams", agent.DefaultMaxStreams, "most concurrent API calls, streams included")
 	f.Var(agent.SizeFlag(&o.cfg.CompatMaxOutputBytes), agent.FlagCompatMaxOutputBytes, "most output per stream of python-runtime's /execute, e.g. 256Mi; more fails the call (default $"+agent.EnvCompatMaxOutputBytes+", else 64Mi; 0: no limit)")
 	f.Var(agent.SizeFlag(&o.cfg.CompatMaxUploadBytes), agent.FlagCompatMaxUploadBytes, "largest python-runtime /upload, which streams to disk, e.g. 10Gi (default $"+agent.EnvCompatMaxUploadBytes+", else 0: no limit)")
+	f.Var(agent.DurationFlag(&o.cfg.StopGrace), agent.FlagStopGrace, "when the agent ends a command itself on any process API (its timeout passed, the call waiting for it ended, its output passed a limit), how long its process group gets after SIGTERM before SIGKILL (default $"+agent.EnvStopGrace+", else "+process.DefaultStopGrace.String()+")")
 	f.DurationVar(&o.cfg.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long processes get before SIGKILL, and writes in flight to finish")
 	f.StringVar(&o.cfg.SandboxName, "sandbox-name", hostname(), "the sandbox's name, for messages (default: the host name, which is the Pod's and so the Sandbox's)")
 	cmd.AddCommand(newInstall())

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -86,5 +87,20 @@ func TestTheSandboxNameDefaultsToTheHostName(t *testing.T) {
 	}
 	if got := flags(t, "--sandbox-name=alice").cfg.SandboxName; got != "alice" {
 		t.Errorf("--sandbox-name=alice gave %q", got)
+	}
+}
+
+// --stop-grace takes a positive duration and is left unset (for $KUBOX_STOP_GRACE) when not given.
+func TestStopGraceFlag(t *testing.T) {
+	if got := flags(t).cfg.StopGrace; got != nil {
+		t.Errorf("without --stop-grace the setting is %s, want it unset so the environment can set it", *got)
+	}
+	if got := flags(t, "--stop-grace=2s").cfg.StopGrace; got == nil || *got != 2*time.Second {
+		t.Errorf("--stop-grace=2s gave %v", got)
+	}
+	for _, bad := range []string{"0", "-1s", "soon"} {
+		if err := newCommand(&options{}).ParseFlags([]string{"--stop-grace=" + bad}); err == nil || !strings.Contains(err.Error(), "positive duration") {
+			t.Errorf("--stop-grace=%s: %v, want an error asking for a positive duration", bad, err)
+		}
 	}
 }

@@ -66,7 +66,7 @@ func startSandbox(t testing.TB) *sandbox {
 	}
 	e2bPort := freePort(t)
 	a, err := agent.New(agent.Config{Host: "127.0.0.1", Port: freePort(t), E2BPort: e2bPort, Token: auth.Fixed([]byte(testToken)),
-		Root: dir, WorkDir: dir, ShutdownGrace: 2 * time.Second})
+		Root: dir, WorkDir: dir, ShutdownGrace: 2 * time.Second, StopGrace: new(testStopGrace)})
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}

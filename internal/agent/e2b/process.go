@@ -56,7 +56,9 @@ func NewProcessService(m *process.Manager, root *files.Root, workDir string) *Pr
 
 // Start implements envdprocessconnect.ProcessHandler. The stream has flow control: no output is
 // dropped while it is open. When it ends first, the process keeps running, until the call's
-// timeout when it has one (Connect-Timeout-Ms or grpc-timeout), as envd kills a command then.
+// timeout when it has one (Connect-Timeout-Ms or grpc-timeout), as envd ends a command then;
+// the agent ends it as on its other process APIs (SIGTERM to the process group, then SIGKILL after
+// the grace period; process.Process.Stop).
 func (s *ProcessService) Start(ctx context.Context, req *connect.Request[envdprocess.StartRequest],
 	stream *connect.ServerStream[envdprocess.StartResponse]) error {
 	spec, err := s.spec(req.Msg)

@@ -9,8 +9,11 @@
 // to a cap per stream synchronously instead, so it never loses what it returns.
 //
 // Every process runs in its own process group (a PTY process leads its own session), and signals,
-// timeouts (SIGKILL) and Shutdown (SIGTERM, then SIGKILL after a grace period) address the group,
-// so the children a shell started go too.
+// timeouts and Shutdown address the group, so the children a shell started go too. What the agent
+// ends itself (a timeout, a call that ended: Process.Stop) it ends gracefully: SIGTERM to the
+// group, then SIGKILL to the group after Options.StopGrace if a member still runs, even once the
+// process itself has exited. Shutdown sends SIGTERM to every group and SIGKILL after
+// Options.ShutdownGrace to the processes still running. A client's Signal is sent as asked.
 //
 // # Waiting for children
 //

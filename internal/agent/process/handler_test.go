@@ -163,7 +163,7 @@ func TestHandler(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e := run.Msg.GetExit(); !e.GetTimedOut() || e.GetSignal() != "SIGKILL" || e.GetExitCode() != 137 {
+			if e := run.Msg.GetExit(); !e.GetTimedOut() || e.GetSignal() != "SIGTERM" || e.GetExitCode() != 143 {
 				t.Errorf("timed-out run exit = %v", e)
 			}
 

@@ -16,6 +16,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// DefaultStopGrace is how long a process group the agent ends itself gets after SIGTERM before
+// SIGKILL, unless configured (Options.StopGrace). agent-sandbox's sandboxd (v1.0.13) ends an
+// Execute this way but its grace period is in no source reachable here; 5 seconds lets a command
+// flush its output, remove its lock and temporary files and stop its children, while a caller of
+// a timed-out call waits at most that much longer, and it stays well inside the shutdown grace
+// (10 seconds) and Kubernetes' termination grace (30 seconds).
+const DefaultStopGrace = 5 * time.Second
+
 // Options configures a Manager. Zero fields take the defaults below.
 type Options struct {
 	// MaxProcesses is how many processes started through Start and Run may run at once; one more
@@ -42,6 +50,9 @@ type Options struct {
 	MaxExited int
 	// ShutdownGrace is how long Shutdown waits after SIGTERM before SIGKILL. Default 10 seconds.
 	ShutdownGrace time.Duration
+	// StopGrace is how long a process group the agent ends itself (Spec.Timeout passed, the call
+	// that ran it ended, Process.Stop) gets after SIGTERM before SIGKILL. Default DefaultStopGrace.
+	StopGrace time.Duration
 	// OutputDrain is how long output is still read after a process exited, for the case where a
 	// background child it started still holds its stdout or stderr open (`sleep 100 &`): the exit is
 	// reported after EOF or after OutputDrain, whichever comes first. Default 200 milliseconds.
@@ -78,6 +89,9 @@ func (o Options) withDefaults() Options {
 	if o.OutputDrain == 0 {
 		o.OutputDrain = 200 * time.Millisecond
 	}
+	if o.StopGrace == 0 {
+		o.StopGrace = DefaultStopGrace
+	}
 	return o
 }
 
@@ -92,6 +106,11 @@ type Manager struct {
 	order   []*Process // start order
 	running int        // processes from Start and Run that have not exited
 	closing bool
+
+	// down is closed when Shutdown has ended: a process group still in its stop grace period
+	// (Process.Stop) gets SIGKILL then.
+	down     chan struct{}
+	downOnce sync.Once
 }
 
 // New returns a Manager and starts the agent's reaper (once per OS process; see reaper_linux.go).
@@ -100,14 +119,14 @@ type Manager struct {
 func New(opts Options) (*Manager, error) {
 	opts = opts.withDefaults()
 	if opts.MaxProcesses < 0 || opts.ReplayBytes < 0 || opts.MaxExited < 0 || opts.DefaultOutputBytes < 0 ||
-		opts.MaxOutputBytes < opts.DefaultOutputBytes || opts.ExitedRetention < 0 || opts.ShutdownGrace < 0 || opts.OutputDrain < 0 {
+		opts.MaxOutputBytes < opts.DefaultOutputBytes || opts.ExitedRetention < 0 || opts.ShutdownGrace < 0 || opts.OutputDrain < 0 || opts.StopGrace < 0 {
 		return nil, errors.New("process manager options: sizes and durations must not be negative, and MaxOutputBytes must be at least DefaultOutputBytes")
 	}
 	r := startReaper()
 	if subreaperErr != nil {
 		return nil, fmt.Errorf("make the agent a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so it reaps orphaned grandchildren: %w", subreaperErr)
 	}
-	return &Manager{opts: opts, reaper: r, procs: map[string]*Process{}}, nil
+	return &Manager{opts: opts, reaper: r, procs: map[string]*Process{}, down: make(chan struct{})}, nil
 }
 
 // Start starts a process. Errors carry connect codes: InvalidArgument for a bad spec (the message
@@ -156,9 +175,10 @@ func (m *Manager) Run(ctx context.Context, spec Spec, stdin []byte, maxOutput in
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		p.kill(false)
+		p.Stop()
 		<-p.done
-		return RunResult{}, connect.NewError(ctxCode(ctx.Err()), fmt.Errorf("process %s was killed because the call ended: %w", p.id, ctx.Err()))
+		return RunResult{}, connect.NewError(ctxCode(ctx.Err()), fmt.Errorf(
+			"process %s was stopped (SIGTERM, then SIGKILL after %s) because the call ended: %w", p.id, m.opts.StopGrace, ctx.Err()))
 	}
 	t := p.out.totals()
 	capt.mu.Lock()
@@ -252,7 +272,8 @@ func (m *Manager) List(includeExited bool) []Info {
 
 // Shutdown stops every process: SIGTERM to each process group, SIGKILL to those still running after
 // Options.ShutdownGrace, and waits until all were reaped or ctx ends. New starts fail from the
-// first call on.
+// first call on. When it returns, the groups of processes being stopped (Process.Stop) that still
+// have a running member get SIGKILL without waiting for the rest of their grace period.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.closing = true
@@ -263,6 +284,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		}
 	}
 	m.mu.Unlock()
+	defer m.downOnce.Do(func() { close(m.down) })
 	for _, p := range live {
 		_, _ = m.reaper.kill(p.pid, syscall.SIGTERM, nil)
 	}
@@ -276,7 +298,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 		for _, q := range live[i:] {
-			q.kill(false)
+			q.kill()
 		}
 		break
 	}
@@ -326,7 +348,7 @@ func (m *Manager) start(spec Spec, capt *capture) (*Process, error) {
 		p.hold.Store(p.out.pace([numStreams]int64{}))
 	}
 	if spec.Timeout > 0 {
-		p.timer = time.AfterFunc(spec.Timeout, func() { p.kill(true) })
+		p.timer = time.AfterFunc(spec.Timeout, func() { p.stop(true) })
 	}
 	p.reading.Add(len(p.readers))
 	for i, f := range p.readers {

@@ -173,14 +173,14 @@ func TestPTYCloseStdinSendsEOF(t *testing.T) {
 	}
 }
 
-func TestTimeoutKillsGrandchildren(t *testing.T) {
+func TestTimeoutStopsGrandchildren(t *testing.T) {
 	m := newManager(t, Options{})
 	p := mustStart(t, m, Spec{ShellCommand: "sleep 1000 & echo $!; wait", Timeout: 300 * time.Millisecond})
 	w := watch(t, p)
 	sleepPid := firstLineInt(t, w.waitFor(t, "\n"))
 	st := exitOf(t, p)
-	if !st.TimedOut || st.Signal != syscall.SIGKILL || st.Code != 137 {
-		t.Errorf("exit = %+v, want timed out by SIGKILL", st)
+	if !st.TimedOut || st.Signal != syscall.SIGTERM || st.Code != 143 {
+		t.Errorf("exit = %+v, want timed out by SIGTERM (the graceful stop's first signal, which ends sh)", st)
 	}
 	// The background child is gone whether or not it had exec'd sleep yet.
 	waitGone(t, sleepPid, "sleep")
@@ -288,7 +288,7 @@ func TestRunCapturesAndTruncates(t *testing.T) {
 	wantCode(t, err, connect.CodeInvalidArgument, "pty")
 }
 
-func TestRunKillsOnCancel(t *testing.T) {
+func TestRunStopsOnCancel(t *testing.T) {
 	m := newManager(t, Options{})
 	ctx, cancel := context.WithCancel(guardCtx(t))
 	errc := make(chan error, 1)
@@ -306,9 +306,9 @@ func TestRunKillsOnCancel(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
-	wantCode(t, <-errc, connect.CodeCanceled, "killed")
-	if st := exitOf(t, p); st.Signal != syscall.SIGKILL {
-		t.Errorf("exit = %+v, want SIGKILL", st)
+	wantCode(t, <-errc, connect.CodeCanceled, "stopped")
+	if st := exitOf(t, p); st.Signal != syscall.SIGTERM {
+		t.Errorf("exit = %+v, want SIGTERM (the graceful stop's first signal, which ends sleep)", st)
 	}
 }
 

@@ -51,7 +51,8 @@ type ExitStatus struct {
 	Code int
 	// Signal is the signal that killed the process, or 0 when it exited.
 	Signal syscall.Signal
-	// TimedOut is true when the agent killed the process group because its timeout passed.
+	// TimedOut is true when the agent stopped the process group because its timeout passed; Code
+	// and Signal are then how the process ended (its own exit on SIGTERM, SIGTERM, or SIGKILL).
 	TimedOut bool
 	// At is when the agent reaped the process.
 	At time.Time

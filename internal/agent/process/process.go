@@ -44,6 +44,7 @@ type Process struct {
 	status   chan unix.WaitStatus // the reaper's status, buffered
 	timer    *time.Timer
 	timedOut atomic.Bool
+	stopping atomic.Bool // Stop (or the timeout) has begun ending the process group
 	done     chan struct{}
 	exit     ExitStatus // valid once done is closed
 }
@@ -314,13 +315,54 @@ func exitStatus(ws unix.WaitStatus, timedOut bool, at time.Time) ExitStatus {
 	return ExitStatus{Code: ws.ExitStatus(), TimedOut: timedOut, At: at}
 }
 
-// kill sends SIGKILL to the process group, marking the exit as timed out when timedOut is set.
-func (p *Process) kill(timedOut bool) {
+// Stop ends the process the way the agent ends every process it stops itself (a timeout, a call
+// that ended, an output limit): SIGTERM to its process group, then SIGKILL to the group after
+// Options.StopGrace if any member is still running, also once the process itself has exited (a
+// child that ignores SIGTERM outlives its shell). It returns at once; Done is closed when the
+// process has exited. Only the first Stop or timeout acts, and a process that exited first is
+// left alone, its background children too. A client's own signal goes through Signal instead.
+func (p *Process) Stop() { p.stop(false) }
+
+// stop is Stop, marking the exit as timed out when timedOut is set.
+func (p *Process) stop(timedOut bool) {
+	if !p.stopping.CompareAndSwap(false, true) {
+		return
+	}
 	var mark func()
 	if timedOut {
 		mark = func() { p.timedOut.Store(true) }
 	}
-	_, _ = p.m.reaper.kill(p.pid, syscall.SIGKILL, mark)
+	if sent, _ := p.m.reaper.kill(p.pid, syscall.SIGTERM, mark); sent {
+		go p.escalate()
+	}
+}
+
+// escalate sends SIGKILL to the process group once the grace period has passed, unless the group
+// has no running member by then; when the Manager's Shutdown has ended, at once. A group whose
+// leader has exited keeps its number while any member lives (the kernel does not reuse it), so
+// the reaper's killGroup checks /proc for one right before it signals.
+func (p *Process) escalate() {
+	grace := time.NewTimer(p.m.opts.StopGrace)
+	defer grace.Stop()
+	select {
+	case <-grace.C:
+	case <-p.m.down:
+	case <-p.done:
+		// The leader is gone; a member that outlived it still gets the rest of the grace period.
+		if !p.m.reaper.groupAlive(p.pid) {
+			return
+		}
+		select {
+		case <-grace.C:
+		case <-p.m.down:
+		}
+	}
+	_ = p.m.reaper.killGroup(p.pid)
+}
+
+// kill sends SIGKILL to the process group while the process is not yet reaped.
+func (p *Process) kill() {
+	_, _ = p.m.reaper.kill(p.pid, syscall.SIGKILL, nil)
 }
 
 // capture keeps the first max bytes of stdout and stderr for Run.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -94,6 +96,54 @@ func (r *reaper) kill(pid int, sig syscall.Signal, before func()) (bool, error) 
 		err = nil // the group is empty but the leader's zombie is not reaped yet
 	}
 	return true, err
+}
+
+// killGroup sends SIGKILL to the process group pgid, whose leader the agent started: while the
+// leader is registered, as kill does; once it was reaped, only while /proc shows a running member
+// of the group. A group's number stays allocated while any process is in it, so the kernel cannot
+// give it to a new process while that member lives, and the agent's own forks (under mu) cannot
+// take it between the check and the signal either.
+func (r *reaper) killGroup(pgid int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.waiters[pgid]; !ok && !groupAlive(pgid) {
+		return nil
+	}
+	err := unix.Kill(-pgid, syscall.SIGKILL)
+	if errors.Is(err, unix.ESRCH) {
+		err = nil // its last member exited since
+	}
+	return err
+}
+
+// groupAlive reports whether the process group pgid has a member that is not a zombie.
+func (r *reaper) groupAlive(pgid int) bool { return groupAlive(pgid) }
+
+func groupAlive(pgid int) bool {
+	if pgid <= 1 {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: signalling a group that is gone is harmless, missing one is not
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited since the listing
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // reapAll reaps every child that is waitable now.

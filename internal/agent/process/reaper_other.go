@@ -23,4 +23,8 @@ func (*reaper) spawn(func() (int, error), func(unix.WaitStatus)) (int, error) { 
 
 func (*reaper) kill(int, syscall.Signal, func()) (bool, error) { return false, subreaperErr }
 
+func (*reaper) killGroup(int) error { return subreaperErr }
+
+func (*reaper) groupAlive(int) bool { return false }
+
 func (*reaper) orphanCount() int { return 0 }

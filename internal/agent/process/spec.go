@@ -24,7 +24,8 @@ type Spec struct {
 	Env map[string]string
 	// Dir is the working directory; it must exist. Empty means the agent's.
 	Dir string
-	// Timeout, when positive, kills the process group with SIGKILL after this long.
+	// Timeout, when positive, stops the process group after this long, as Process.Stop does
+	// (SIGTERM, then SIGKILL after Options.StopGrace), and marks the exit TimedOut.
 	Timeout time.Duration
 	// Tag is a label shown by List.
 	Tag string

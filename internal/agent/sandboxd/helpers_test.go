@@ -58,7 +58,7 @@ func newFixture(t *testing.T, opts ProcessOptions) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = root.Close() })
-	m, err := process.New(process.Options{ShutdownGrace: time.Second})
+	m, err := process.New(process.Options{ShutdownGrace: time.Second, StopGrace: testStopGrace})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,8 @@ type ProcessOptions struct {
 //
 // A Start registers its process under its pid, which InitEvent reports as process_id, until the
 // stream ends; WriteStdin, SendSignal and ResizeTTY find it there. Ending the stream before the
-// process exits kills the process group, as sandboxd does.
+// process exits stops the process group (SIGTERM, then SIGKILL after the grace period), as
+// sandboxd does.
 type ProcessService struct {
 	m    *process.Manager
 	opts ProcessOptions
@@ -85,7 +86,7 @@ func (s *ProcessService) Start(ctx context.Context, req *connect.Request[process
 	id := int32(p.PID())
 	s.register(id, p)
 	defer s.forget(id, p)
-	defer killIfRunning(p)
+	defer stopIfRunning(p)
 	if err := stream.Send(&processv1.StartResponse{Event: &processv1.StartResponse_Init{
 		Init: &processv1.InitEvent{ProcessId: id},
 	}}); err != nil {
@@ -117,20 +118,25 @@ func startEvent(ev process.Event) (*processv1.StartResponse, error) {
 	}
 }
 
-// killIfRunning kills p's process group when the Start stream ends before p exited (the client
-// went away or the agent is shutting down), so no process outlives the only client that can reach it.
-func killIfRunning(p *process.Process) {
+// stopIfRunning ends p when the Start stream or the Execute call ends before p exited (the client
+// went away, the call's deadline or Execute's output limit passed, the agent is shutting down), so
+// no process outlives the only client that can reach it. It ends p gracefully, as sandboxd
+// v1.0.13 ends an Execute: SIGTERM to the process group, then SIGKILL after the agent's grace
+// period (process.Process.Stop).
+func stopIfRunning(p *process.Process) {
 	select {
 	case <-p.Done():
 	default:
-		_ = p.Signal(syscall.SIGKILL)
+		p.Stop()
 	}
 }
 
 // Execute implements processv1connect.ProcessServiceHandler. It follows the process like Start
 // (with flow control, so nothing is dropped) and collects its output, so the agent's limit is its
-// own, not the process manager's capture cap; output beyond it kills the process group and fails
-// the call.
+// own, not the process manager's capture cap; output beyond it stops the process group and fails
+// the call. Execute's time limit (ProcessOptions.ExecuteTimeout), the call's deadline and a client
+// that went away stop it too; each stop is SIGTERM to the group, then SIGKILL after the grace
+// period, as sandboxd v1.0.13 does.
 func (s *ProcessService) Execute(ctx context.Context, req *connect.Request[processv1.ExecuteRequest]) (*connect.Response[processv1.ExecuteResponse], error) {
 	spec, err := s.spec(req.Msg.GetConfig())
 	if err != nil {
@@ -143,7 +149,7 @@ func (s *ProcessService) Execute(ctx context.Context, req *connect.Request[proce
 		return nil, err
 	}
 	defer p.ReleaseHold()
-	defer killIfRunning(p)
+	defer stopIfRunning(p)
 	var stdout, stderr []byte
 	var exit *process.ExitStatus
 	err = p.Follow(ctx, 0, 0, true, func(ev process.Event) error {
@@ -155,7 +161,7 @@ func (s *ProcessService) Execute(ctx context.Context, req *connect.Request[proce
 			}
 			if int64(len(*buf)+len(ev.Output.Data)) > s.opts.MaxExecuteOutput {
 				return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
-					"%q wrote more than %d bytes to %s, the most Execute returns per stream, and was killed: no output is cut "+
+					"%q wrote more than %d bytes to %s, the most Execute returns per stream, and was stopped: no output is cut "+
 						"silently; use Start to stream it, or redirect it to a file", spec.Argv[0], s.opts.MaxExecuteOutput, name))
 			}
 			*buf = append(*buf, ev.Output.Data...)
@@ -173,13 +179,13 @@ func (s *ProcessService) Execute(ctx context.Context, req *connect.Request[proce
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				code = connect.CodeDeadlineExceeded
 			}
-			return nil, connect.NewError(code, fmt.Errorf("%q was killed because the call ended: %w", spec.Argv[0], ctx.Err()))
+			return nil, connect.NewError(code, fmt.Errorf("%q was stopped (SIGTERM, then SIGKILL) because the call ended: %w", spec.Argv[0], ctx.Err()))
 		}
 		return nil, err
 	}
 	if exit.TimedOut {
 		return nil, connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf(
-			"%q was killed after the agent's Execute limit of %s; use Start for longer commands", spec.Argv[0], s.opts.ExecuteTimeout))
+			"%q was stopped (SIGTERM, then SIGKILL) after the agent's Execute limit of %s; use Start for longer commands", spec.Argv[0], s.opts.ExecuteTimeout))
 	}
 	return connect.NewResponse(&processv1.ExecuteResponse{ExitCode: int32(exit.Code), Stdout: stdout, Stderr: stderr}), nil
 }

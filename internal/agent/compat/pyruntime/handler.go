@@ -48,7 +48,7 @@ import (
 const (
 	// DefaultBaseDir is the directory paths are relative to and commands run in.
 	DefaultBaseDir = "/app"
-	// DefaultExecTimeout is how long a command may run before it is killed.
+	// DefaultExecTimeout is how long a command may run before it is stopped.
 	DefaultExecTimeout = 300 * time.Second
 	// DefaultMaxJSONBytes bounds the body of POST /execute.
 	DefaultMaxJSONBytes = 1 << 20
@@ -76,11 +76,12 @@ type Resolver interface {
 }
 
 // Runner runs a command to completion: argv without a shell, in dir, in a process group of its
-// own, killed (the whole group) after timeout. It returns the command's output and exit code (a
-// negative signal number when a signal ended it, as Python reports); err is for a command that
-// could not start, that was killed at the timeout, in which case err wraps ErrTimeout, or that
-// wrote more than maxOutput bytes (when positive) to stdout or to stderr, in which case the
-// Runner kills it and err is an *OutputLimitError. A Runner never returns output cut short.
+// own, stopped (the whole group: SIGTERM, then SIGKILL after a grace period) after timeout or
+// when ctx ends. It returns the command's output and exit code (a negative signal number when a
+// signal ended it, as Python reports); err is for a command that could not start, that was
+// stopped at the timeout, in which case err wraps ErrTimeout, or that wrote more than maxOutput
+// bytes (when positive) to stdout or to stderr, in which case the Runner stops it and err is an
+// *OutputLimitError. A Runner never returns output cut short.
 //
 // kubox-agent's process manager implements it: one reaper owns wait() for every child of the
 // agent, so this package never waits for a process itself.

@@ -116,8 +116,10 @@ type ProcessSpec struct {
 	Env map[string]string `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// cwd is the working directory; it must exist. Empty means the agent's working directory.
 	Cwd string `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
-	// timeout, when set and positive, kills the whole process group with SIGKILL once it has run this
-	// long; the exit then reports timed_out. Unset means no timeout.
+	// timeout, when set and positive, stops the whole process group once it has run this long:
+	// SIGTERM, then SIGKILL after the agent's grace period (kubox-agent --stop-grace) if any member
+	// still runs; the exit (the process's own, or the signal that ended it) then reports timed_out.
+	// Unset means no timeout.
 	Timeout *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// tag is a free-form label shown by ListProcesses, for the client's own bookkeeping.
 	Tag           string `protobuf:"bytes,6,opt,name=tag,proto3" json:"tag,omitempty"`
@@ -445,7 +447,7 @@ type ProcessExit struct {
 	ExitCode int32 `protobuf:"varint,1,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	// signal is the name of the signal that killed the process ("SIGKILL"), or empty when it exited.
 	Signal string `protobuf:"bytes,2,opt,name=signal,proto3" json:"signal,omitempty"`
-	// timed_out is true when the agent killed the process group because spec.timeout passed.
+	// timed_out is true when the agent stopped the process group because spec.timeout passed.
 	TimedOut bool `protobuf:"varint,3,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
 	// exited_at is when the agent saw the process end.
 	ExitedAt      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=exited_at,json=exitedAt,proto3" json:"exited_at,omitempty"`

@@ -36,16 +36,18 @@ describe("processes", () => {
     assert.equal(big.stdoutTruncated, true);
   });
 
-  test("run with check throws CommandError with the result; timeoutMs kills", async () => {
+  test("run with check throws CommandError with the result; timeoutMs stops", async () => {
     await assert.rejects(sb.run("echo boom >&2; exit 7", { check: true }), (e: unknown) => {
       assert.ok(e instanceof CommandError);
       assert.match(e.message, /sandbox test-sandbox exited with status 7: boom/);
       return true;
     });
+    // The agent stops a timed-out process group with SIGTERM (SIGKILL only after its grace
+    // period), which ends sleep.
     const res = await sb.run(["sleep", "30"], { timeoutMs: 200 });
     assert.equal(res.timedOut, true);
-    assert.equal(res.signal, "SIGKILL");
-    assert.equal(res.exitCode, 137);
+    assert.equal(res.signal, "SIGTERM");
+    assert.equal(res.exitCode, 143);
   });
 
   test("start streams output in order through callbacks and iteration", async () => {

@@ -87,7 +87,8 @@ type ProcessServiceClient interface {
 	StartProcess(context.Context, *connect.Request[v1.StartProcessRequest]) (*connect.ServerStreamForClient[v1.StartProcessResponse], error)
 	// RunProcess runs a process to completion and returns its output and exit status in one response.
 	// Each output stream is captured up to max_output_bytes; the rest is counted but not returned. When
-	// the call is cancelled (the client goes away or its deadline passes) the process group is killed.
+	// the call is cancelled (the client goes away or its deadline passes) the process group is stopped
+	// as at a timeout: SIGTERM, then SIGKILL after the agent's grace period.
 	RunProcess(context.Context, *connect.Request[v1.RunProcessRequest]) (*connect.Response[v1.RunProcessResponse], error)
 	// SendInput writes to a process's stdin and, with close_stdin, closes it so the process reads EOF.
 	SendInput(context.Context, *connect.Request[v1.SendInputRequest]) (*connect.Response[v1.SendInputResponse], error)
@@ -216,7 +217,8 @@ type ProcessServiceHandler interface {
 	StartProcess(context.Context, *connect.Request[v1.StartProcessRequest], *connect.ServerStream[v1.StartProcessResponse]) error
 	// RunProcess runs a process to completion and returns its output and exit status in one response.
 	// Each output stream is captured up to max_output_bytes; the rest is counted but not returned. When
-	// the call is cancelled (the client goes away or its deadline passes) the process group is killed.
+	// the call is cancelled (the client goes away or its deadline passes) the process group is stopped
+	// as at a timeout: SIGTERM, then SIGKILL after the agent's grace period.
 	RunProcess(context.Context, *connect.Request[v1.RunProcessRequest]) (*connect.Response[v1.RunProcessResponse], error)
 	// SendInput writes to a process's stdin and, with close_stdin, closes it so the process reads EOF.
 	SendInput(context.Context, *connect.Request[v1.SendInputRequest]) (*connect.Response[v1.SendInputResponse], error)

@@ -74,8 +74,10 @@ export type ProcessSpec = Message<"kubox.agent.v1.ProcessSpec"> & {
   cwd: string;
 
   /**
-   * timeout, when set and positive, kills the whole process group with SIGKILL once it has run this
-   * long; the exit then reports timed_out. Unset means no timeout.
+   * timeout, when set and positive, stops the whole process group once it has run this long:
+   * SIGTERM, then SIGKILL after the agent's grace period (kubox-agent --stop-grace) if any member
+   * still runs; the exit (the process's own, or the signal that ended it) then reports timed_out.
+   * Unset means no timeout.
    *
    * @generated from field: google.protobuf.Duration timeout = 5;
    */
@@ -246,7 +248,7 @@ export type ProcessExit = Message<"kubox.agent.v1.ProcessExit"> & {
   signal: string;
 
   /**
-   * timed_out is true when the agent killed the process group because spec.timeout passed.
+   * timed_out is true when the agent stopped the process group because spec.timeout passed.
    *
    * @generated from field: bool timed_out = 3;
    */
@@ -904,7 +906,8 @@ export const ProcessService: GenService<{
   /**
    * RunProcess runs a process to completion and returns its output and exit status in one response.
    * Each output stream is captured up to max_output_bytes; the rest is counted but not returned. When
-   * the call is cancelled (the client goes away or its deadline passes) the process group is killed.
+   * the call is cancelled (the client goes away or its deadline passes) the process group is stopped
+   * as at a timeout: SIGTERM, then SIGKILL after the agent's grace period.
    *
    * @generated from rpc kubox.agent.v1.ProcessService.RunProcess
    */

@@ -94,8 +94,10 @@ class ProcessSpec(google.protobuf.message.Message):
 
     @property
     def timeout(self) -> google.protobuf.duration_pb2.Duration:
-        """timeout, when set and positive, kills the whole process group with SIGKILL once it has run this
-        long; the exit then reports timed_out. Unset means no timeout.
+        """timeout, when set and positive, stops the whole process group once it has run this long:
+        SIGTERM, then SIGKILL after the agent's grace period (kubox-agent --stop-grace) if any member
+        still runs; the exit (the process's own, or the signal that ended it) then reports timed_out.
+        Unset means no timeout.
         """
         pass
     tag: typing.Text
@@ -220,7 +222,7 @@ class ProcessExit(google.protobuf.message.Message):
     """signal is the name of the signal that killed the process ("SIGKILL"), or empty when it exited."""
 
     timed_out: builtins.bool
-    """timed_out is true when the agent killed the process group because spec.timeout passed."""
+    """timed_out is true when the agent stopped the process group because spec.timeout passed."""
 
     @property
     def exited_at(self) -> google.protobuf.timestamp_pb2.Timestamp:
