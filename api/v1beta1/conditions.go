@@ -7,9 +7,16 @@ const (
 	SandboxConditionReady = "Ready"
 	// SandboxConditionSuspended reports the state of a suspension.
 	SandboxConditionSuspended = "Suspended"
-	// SandboxConditionPodScheduled mirrors the Pod's PodScheduled condition; absent without a Pod.
+	// SandboxConditionPodScheduled mirrors the Pod's PodScheduled condition while the sandbox has
+	// one Pod; it is always present: False/PodAbsent while the sandbox has no Pod (before its Pod
+	// is created, suspended, waiting for a snapshot, between Pods) and False/SandboxExpired once
+	// it has expired (agent-sandbox v1.0.13). Read its status, not its presence.
 	SandboxConditionPodScheduled = "PodScheduled"
-	// SandboxConditionFinished is True when the Pod has terminated; absent otherwise.
+	// SandboxConditionFinished is absent until a Pod of the sandbox first terminates on its own
+	// (Succeeded or Failed, not ended by a deletion), then never removed (agent-sandbox v1.0.13):
+	// True/PodSucceeded or True/PodFailed with the last terminated Pod's outcome, kept while the
+	// sandbox has no Pod (suspended, expired); False/NotFinished while a later Pod (after a resume
+	// or a restart) has not terminated. Read its status, not its presence.
 	SandboxConditionFinished = "Finished"
 )
 
@@ -26,7 +33,7 @@ const (
 	SandboxReasonPodSucceeded = "PodSucceeded"
 	// SandboxReasonPodFailed: the Pod failed (also a Finished reason).
 	SandboxReasonPodFailed = "PodFailed"
-	// SandboxReasonExpired: shutdownTime has passed.
+	// SandboxReasonExpired: shutdownTime has passed (also a PodScheduled reason).
 	SandboxReasonExpired = "SandboxExpired"
 	// SandboxReasonMultiplePods: more than one Pod is controlled by the sandbox.
 	SandboxReasonMultiplePods = "MultiplePods"
@@ -54,10 +61,20 @@ const (
 	SandboxReasonPodStateUnknown = "PodStateUnknown"
 )
 
-// Fallback reasons of the PodScheduled condition, used when the Pod's own condition has none.
+// Reasons of the PodScheduled condition besides the Pod's own and SandboxReasonExpired; the
+// fallbacks are used when the Pod's own condition has none.
 const (
+	// SandboxReasonPodAbsent: the sandbox has no Pod (before its Pod is created, suspended,
+	// waiting for a snapshot, between Pods).
+	SandboxReasonPodAbsent = "PodAbsent"
 	// SandboxReasonPodScheduled: the Pod is scheduled.
 	SandboxReasonPodScheduled = "PodScheduled"
 	// SandboxReasonPodSchedulingUnknown: the Pod has no PodScheduled condition yet.
 	SandboxReasonPodSchedulingUnknown = "PodSchedulingUnknown"
+)
+
+// Reasons of the Finished condition besides SandboxReasonPodSucceeded and SandboxReasonPodFailed.
+const (
+	// SandboxReasonNotFinished: an earlier Pod of the sandbox terminated; the current one has not.
+	SandboxReasonNotFinished = "NotFinished"
 )

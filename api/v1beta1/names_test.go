@@ -93,6 +93,9 @@ func TestConditionVocabulary(t *testing.T) {
 		"SandboxReasonPodStateUnknown":      {SandboxReasonPodStateUnknown, "PodStateUnknown"},
 		"SandboxReasonPodScheduled":         {SandboxReasonPodScheduled, "PodScheduled"},
 		"SandboxReasonPodSchedulingUnknown": {SandboxReasonPodSchedulingUnknown, "PodSchedulingUnknown"},
+		// agent-sandbox v1.0.13 (#2142).
+		"SandboxReasonPodAbsent":   {SandboxReasonPodAbsent, "PodAbsent"},
+		"SandboxReasonNotFinished": {SandboxReasonNotFinished, "NotFinished"},
 	}
 	for name, tc := range cases {
 		if tc.got != tc.want {

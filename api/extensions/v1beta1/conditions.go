@@ -5,8 +5,10 @@ const (
 	// ClaimConditionReady is the claim's sandbox's Ready condition, with the claim's generation,
 	// while the claim has a sandbox; otherwise False with one of the claim reasons below.
 	ClaimConditionReady = "Ready"
-	// ClaimConditionFinished mirrors the Finished condition of the claim's sandbox: True when its
-	// Pod has terminated; absent otherwise.
+	// ClaimConditionFinished mirrors the Finished condition of the claim's sandbox, status, reason
+	// and lastTransitionTime: absent until a Pod of the sandbox terminated, then kept (agent-sandbox
+	// v1.0.13), True across a suspend, False/NotFinished while a later Pod runs; it outlives the
+	// sandbox. lifecycle.ttlSecondsAfterFinished counts from it while it is True.
 	ClaimConditionFinished = "Finished"
 )
 

@@ -42,7 +42,10 @@ type ClaimLifecycle struct {
 
 	// ttlSecondsAfterFinished, when set, makes the claim expire this many seconds after its
 	// sandbox finished (its Pod succeeded or failed), counted from the last transition of the
-	// claim's Finished condition. 0 expires it as soon as it finishes.
+	// claim's Finished condition to True. It keeps counting while the sandbox is suspended
+	// (Finished stays True); while a later Pod, after a resume or a restart, has not finished
+	// (Finished=False) it waits, and counts from that Pod's finish. 0 expires it as soon as it
+	// finishes.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`

@@ -31,6 +31,11 @@ func TestTransitionEvents(t *testing.T) {
 		"pod succeeded": {before: st(c(ready, "True", "DependenciesReady")),
 			after: st(c(ready, "False", "PodSucceeded"), c(finished, "True", "PodSucceeded")), want: []string{"PodSucceeded/Normal"}},
 		"pod failed": {before: st(), after: st(c(finished, "True", "PodFailed")), want: []string{"PodFailed/Warning"}},
+		// agent-sandbox v1.0.13: Finished stays, so its events fire on the transition to True only.
+		"finished stays True across a suspend": {before: st(c(finished, "True", "PodSucceeded")),
+			after: st(c(suspended, "True", "PodTerminated"), c(finished, "True", "PodSucceeded")), want: []string{"SandboxSuspended/Normal"}},
+		"a later pod has not finished": {before: st(c(finished, "True", "PodFailed")), after: st(c(finished, "False", "NotFinished"))},
+		"a later pod fails":            {before: st(c(finished, "False", "NotFinished")), after: st(c(finished, "True", "PodFailed")), want: []string{"PodFailed/Warning"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -51,12 +51,12 @@ func progressDeferral(sb *sandboxv1beta1.Sandbox, want *sandboxv1beta1.SandboxSt
 
 // firstStatusDeferral returns how long the first status of sb may wait: up to progressDelay after
 // sb's creation when sb is a pool member no claim has taken and want says no more than that its
-// Pod is on its way (Ready False/DependenciesNotReady, PodScheduled not False, Suspended False, no
-// other condition, no podIPs). No client waits on such a member: the pool counts it as not Ready
-// from its creation whatever its status holds, and claims take Ready members only. A Pod that
-// starts within the delay costs the member one status write, Ready, instead of two. An
-// unschedulable Pod, a Pod with an IP, an error or any other reason is written at once, as is
-// every Sandbox of a user or a claim.
+// Pod is on its way (Ready False/DependenciesNotReady, PodScheduled not False or False/PodAbsent,
+// Suspended False, no other condition, no podIPs). No client waits on such a member: the pool
+// counts it as not Ready from its creation whatever its status holds, and claims take Ready
+// members only. A Pod that starts within the delay costs the member one status write, Ready,
+// instead of two. An unschedulable Pod, a Pod with an IP, an error or any other reason is written
+// at once, as is every Sandbox of a user or a claim.
 func firstStatusDeferral(sb *sandboxv1beta1.Sandbox, want *sandboxv1beta1.SandboxStatus, now time.Time) time.Duration {
 	if _, member := sb.Labels[sandboxv1beta1.WarmPoolSandboxLabel]; !member || len(want.PodIPs) > 0 {
 		return 0
@@ -66,7 +66,9 @@ func firstStatusDeferral(sb *sandboxv1beta1.Sandbox, want *sandboxv1beta1.Sandbo
 		switch {
 		case c.Type == sandboxv1beta1.SandboxConditionReady && c.Status == metav1.ConditionFalse &&
 			c.Reason == sandboxv1beta1.SandboxReasonDependenciesNotReady:
-		case c.Type == sandboxv1beta1.SandboxConditionPodScheduled && c.Status != metav1.ConditionFalse:
+		case c.Type == sandboxv1beta1.SandboxConditionPodScheduled &&
+			(c.Status != metav1.ConditionFalse || c.Reason == sandboxv1beta1.SandboxReasonPodAbsent):
+			// No Pod yet (PodAbsent, agent-sandbox v1.0.13) is no scheduling problem either.
 		case c.Type == sandboxv1beta1.SandboxConditionSuspended && c.Status == metav1.ConditionFalse:
 		default:
 			return 0

@@ -56,7 +56,8 @@ func (o *observed) recordAction(related runtime.Object, eventType, reason, actio
 
 // computeStatus returns the status of sb given what this pass observed. It is a pure function:
 // every field comes from obs and sb.Spec, except condition transition times, which are kept
-// when a condition's status does not change.
+// when a condition's status does not change, and the Finished condition, which keeps an earlier
+// Pod's outcome (finishedCondition).
 func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain string, now metav1.Time) sandboxv1beta1.SandboxStatus {
 	st := sandboxv1beta1.SandboxStatus{
 		ObservedGeneration: sb.Generation,
@@ -75,9 +76,14 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 
+	// PodScheduled is always written and Finished, once a Pod of the sandbox terminated, never
+	// removed (agent-sandbox v1.0.13): clients read their status, not their presence.
 	if obs.expired {
 		set(readyCondition(sb, obs))
-		meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionPodScheduled)
+		set(podScheduledCondition(sb, obs))
+		if c := finishedCondition(sb, obs); c != nil {
+			set(*c)
+		}
 		return st
 	}
 	if obs.pod != nil && obs.ownedPods == 1 {
@@ -94,18 +100,12 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 	}
 	set(readyCondition(sb, obs))
 	set(suspendedCondition(sb, obs))
-	if c := podScheduledCondition(obs); c != nil {
-		set(*c)
-	} else {
-		meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionPodScheduled)
-	}
+	set(podScheduledCondition(sb, obs))
 	if c := restoredCondition(sb, obs); c != nil {
 		set(*c)
 	}
-	if c := finishedCondition(obs); c != nil {
+	if c := finishedCondition(sb, obs); c != nil {
 		set(*c)
-	} else {
-		meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionFinished)
 	}
 	return st
 }
@@ -203,17 +203,31 @@ func suspendedCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condit
 	return c
 }
 
-func podScheduledCondition(obs *observed) *metav1.Condition {
-	if obs.pod == nil && obs.err != nil && obs.ownedPods <= 1 {
-		// The pass failed before it saw the Pod, so its scheduling is not known.
-		return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionPodScheduled, Status: metav1.ConditionUnknown,
-			Reason: sandboxv1beta1.SandboxReasonPodSchedulingUnknown, Message: "Pod state is unknown. Pod scheduling cannot be determined"}
-	}
-	if obs.pod == nil || obs.ownedPods != 1 {
-		return nil
-	}
+// podScheduledCondition is the PodScheduled condition: the Pod's own while the sandbox has one Pod,
+// and otherwise why there is none to mirror. It is always present (agent-sandbox v1.0.13).
+func podScheduledCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condition {
 	c := metav1.Condition{Type: sandboxv1beta1.SandboxConditionPodScheduled, Status: metav1.ConditionUnknown,
-		Reason: sandboxv1beta1.SandboxReasonPodSchedulingUnknown, Message: "Pod has not reported a PodScheduled condition yet"}
+		Reason: sandboxv1beta1.SandboxReasonPodSchedulingUnknown}
+	switch {
+	case obs.expired:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired; it has no Pod"
+		return c
+	case obs.pod == nil && obs.err != nil && obs.ownedPods <= 1:
+		// The pass failed before it saw the Pod, so its scheduling is not known.
+		c.Message = "Pod state is unknown. Pod scheduling cannot be determined"
+		return c
+	case obs.ownedPods > 1:
+		// Inferred: v1.0.13's notes do not say; there are Pods, but none that is the sandbox's.
+		c.Message = multiplePodsMessage(obs.ownedPods)
+		return c
+	case obs.pod == nil && suspended(sb):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodAbsent, "Sandbox is suspended; it has no Pod"
+		return c
+	case obs.pod == nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonPodAbsent, "Sandbox has no Pod"
+		return c
+	}
+	c.Message = "Pod has not reported a PodScheduled condition yet"
 	for _, pc := range obs.pod.Status.Conditions {
 		if pc.Type != corev1.PodScheduled {
 			continue
@@ -227,14 +241,29 @@ func podScheduledCondition(obs *observed) *metav1.Condition {
 			c.Reason = sandboxv1beta1.SandboxReasonPodSchedulingUnknown
 		}
 	}
-	return &c
+	return c
 }
 
-func finishedCondition(obs *observed) *metav1.Condition {
-	if obs.pod == nil || obs.ownedPods != 1 {
-		return nil
+// finishedCondition is the Finished condition, nil while no Pod of the sandbox has terminated.
+// Once present it is never removed (agent-sandbox v1.0.13): True with the outcome of the Pod that
+// terminated, kept while the sandbox has no single Pod to look at (suspended, expired, between
+// Pods, several Pods, a failed read); False/NotFinished while a later Pod has not terminated. The
+// condition is the only record of an earlier Pod's outcome, so this reads the last pass's.
+//
+// A terminating Pod's phase is not an outcome: the kubelet moves every Pod it deletes to Succeeded
+// or Failed as it stops the containers, and a suspend (or anyone deleting the Pod) would otherwise
+// read as the workload finishing, starting a claim's ttlSecondsAfterFinished and a PodFailed event.
+func finishedCondition(sb *sandboxv1beta1.Sandbox, obs *observed) *metav1.Condition {
+	last := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionFinished)
+	var lastCopy *metav1.Condition
+	if last != nil {
+		lastCopy = last.DeepCopy()
 	}
-	switch obs.pod.Status.Phase {
+	pod := obs.pod
+	if obs.expired || pod == nil || obs.ownedPods != 1 || pod.DeletionTimestamp != nil {
+		return lastCopy
+	}
+	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionFinished, Status: metav1.ConditionTrue,
 			Reason: sandboxv1beta1.SandboxReasonPodSucceeded, Message: podSucceededMessage}
@@ -242,13 +271,20 @@ func finishedCondition(obs *observed) *metav1.Condition {
 		return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionFinished, Status: metav1.ConditionTrue,
 			Reason: sandboxv1beta1.SandboxReasonPodFailed, Message: podFailedMessage}
 	}
-	return nil
+	if last == nil {
+		return nil
+	}
+	return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionFinished, Status: metav1.ConditionFalse,
+		Reason: sandboxv1beta1.SandboxReasonNotFinished, Message: notFinishedMessage}
 }
 
 // Messages of the Ready and Finished conditions for a terminal Pod, as agent-sandbox writes them.
+// notFinishedMessage, kubox's wording (v1.0.13's notes name the reason only), is Finished's while
+// a later Pod has not terminated.
 const (
 	podSucceededMessage = "Pod completed successfully"
 	podFailedMessage    = "Pod failed"
+	notFinishedMessage  = "The sandbox's current Pod has not finished; an earlier Pod did"
 )
 
 // multiplePodsMessage is the Ready message, and the event note, when n Pods are controlled by the

@@ -86,6 +86,8 @@ var (
 		sandboxv1beta1.SandboxReasonPodScheduled, "")
 	podStateUnknownSchedulingCond = cond(sandboxv1beta1.SandboxConditionPodScheduled, metav1.ConditionUnknown,
 		sandboxv1beta1.SandboxReasonPodSchedulingUnknown, "Pod state is unknown. Pod scheduling cannot be determined")
+	podAbsentCond = cond(sandboxv1beta1.SandboxConditionPodScheduled, metav1.ConditionFalse,
+		sandboxv1beta1.SandboxReasonPodAbsent, "Sandbox has no Pod")
 )
 
 // scenario is what one reconcile pass could observe. Each scenario is checked by every test below,
@@ -472,10 +474,15 @@ func TestComputeStatusSuspended(t *testing.T) {
 func TestComputeStatusPodScheduled(t *testing.T) {
 	unknown, scheduled := ptrTo(schedulingUnknownCond), ptrTo(scheduledCond)
 	stateUnknown := ptrTo(podStateUnknownSchedulingCond)
+	// agent-sandbox v1.0.13 (#2142): PodScheduled stays present, False/PodAbsent without a Pod and
+	// False/SandboxExpired after expiry.
+	podAbsent := ptrTo(podAbsentCond)
+	expired := ptrTo(cond(sandboxv1beta1.SandboxConditionPodScheduled, metav1.ConditionFalse,
+		sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired; it has no Pod"))
 	runScenarios(t, map[string]*metav1.Condition{
-		"no pod":                             nil,
-		"no pod, service required":           nil,
-		"no pod, service exists":             nil,
+		"no pod":                             podAbsent,
+		"no pod, service required":           podAbsent,
+		"no pod, service exists":             podAbsent,
 		"pending, no PodScheduled condition": unknown,
 		"pending, unschedulable": ptrTo(cond(sandboxv1beta1.SandboxConditionPodScheduled, metav1.ConditionFalse,
 			corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient cpu.")),
@@ -495,15 +502,17 @@ func TestComputeStatusPodScheduled(t *testing.T) {
 		"succeeded":                                          scheduled,
 		"failed":                                             scheduled,
 		"suspending, owned pod still exists":                 unknown,
-		"suspended, pod gone":                                nil,
-		"suspending, a pod the sandbox does not own holds its name": nil,
+		// The Pod was scheduled; now there is none: the condition turns False (time moves).
+		"suspended, pod gone": podAbsent,
+		// The Pod holding the name is not the sandbox's: the sandbox has none.
+		"suspending, a pod the sandbox does not own holds its name": podAbsent,
 		// A failed read does not prove the pod is gone (inventory 1.7: Unknown on pod read error).
 		"suspended, pod state unreadable":           stateUnknown,
 		"suspending, deleting the owned pod failed": unknown,
 		"running, error before the pod was seen":    stateUnknown,
 		"running, error after a ready pod was seen": scheduled,
-		"expired after the pod finished":            nil,
-		"expired while ready":                       nil,
+		"expired after the pod finished":            expired,
+		"expired while ready":                       expired,
 	}, findCondition(sandboxv1beta1.SandboxConditionPodScheduled), ignoreMessage)
 }
 
@@ -536,9 +545,10 @@ func TestComputeStatusFinished(t *testing.T) {
 		"suspending, deleting the owned pod failed":                 nil,
 		"running, error before the pod was seen":                    nil,
 		"running, error after a ready pod was seen":                 nil,
-		// Finished survives expiry unchanged (inventory 1.7).
+		// Finished survives expiry (inventory 1.7; v1.0.13: never removed once present), its
+		// time kept and its generation the current one.
 		"expired after the pod finished": {Type: sandboxv1beta1.SandboxConditionFinished, Status: metav1.ConditionTrue,
-			ObservedGeneration: 2, Reason: sandboxv1beta1.SandboxReasonPodSucceeded, Message: "Pod completed successfully",
+			ObservedGeneration: testGeneration, Reason: sandboxv1beta1.SandboxReasonPodSucceeded, Message: "Pod completed successfully",
 			LastTransitionTime: testEarlier},
 		"expired while ready": nil,
 	}, findCondition(sandboxv1beta1.SandboxConditionFinished), ignoreMessage)
@@ -564,6 +574,10 @@ func TestComputeStatusMessages(t *testing.T) {
 			"Pod state is unknown. Pod scheduling cannot be determined"},
 		{"pending, unschedulable", sandboxv1beta1.SandboxConditionPodScheduled, "0/3 nodes are available: 3 Insufficient cpu."},
 		{"running, not ready", sandboxv1beta1.SandboxConditionPodScheduled, ""},
+		// kubox's wording: agent-sandbox v1.0.13's notes give the reasons, not the messages.
+		{"no pod", sandboxv1beta1.SandboxConditionPodScheduled, "Sandbox has no Pod"},
+		{"suspended, pod gone", sandboxv1beta1.SandboxConditionPodScheduled, "Sandbox is suspended; it has no Pod"},
+		{"expired while ready", sandboxv1beta1.SandboxConditionPodScheduled, "Sandbox has expired; it has no Pod"},
 		{"succeeded", sandboxv1beta1.SandboxConditionFinished, "Pod completed successfully"},
 		{"failed", sandboxv1beta1.SandboxConditionFinished, "Pod failed"},
 	}
@@ -600,10 +614,14 @@ func TestComputeStatusMultiplePods(t *testing.T) {
 	if ready != nil && ready.Message == "" {
 		t.Errorf("Ready has no message; it must tell the user what to do")
 	}
-	for _, typ := range []string{sandboxv1beta1.SandboxConditionPodScheduled, sandboxv1beta1.SandboxConditionFinished} {
-		if c := meta.FindStatusCondition(got.Conditions, typ); c != nil {
-			t.Errorf("%s = %+v, want it absent: no single pod to mirror", typ, c)
-		}
+	// No single Pod to mirror: PodScheduled stays present (v1.0.13) but cannot say more than
+	// Unknown, and Finished, absent before, stays absent.
+	if c := meta.FindStatusCondition(got.Conditions, sandboxv1beta1.SandboxConditionPodScheduled); c == nil ||
+		c.Status != metav1.ConditionUnknown || c.Reason != sandboxv1beta1.SandboxReasonPodSchedulingUnknown {
+		t.Errorf("PodScheduled = %+v, want Unknown/%s: no single pod to mirror", c, sandboxv1beta1.SandboxReasonPodSchedulingUnknown)
+	}
+	if c := meta.FindStatusCondition(got.Conditions, sandboxv1beta1.SandboxConditionFinished); c != nil {
+		t.Errorf("Finished = %+v, want it absent: no Pod of the sandbox has finished", c)
 	}
 	if got.PodIPs != nil || got.NodeName != "" {
 		t.Errorf("podIPs, nodeName = %v, %q; want them cleared with no single owned pod", got.PodIPs, got.NodeName)

@@ -19,6 +19,11 @@ import (
 // sandbox (or, once the sandbox is gone, the claim's own copy of it): the earlier of shutdownTime
 // and ttlSecondsAfterFinished after the sandbox finished. It returns nil when the claim does not
 // expire, or not yet knowably (a TTL but no finished sandbox).
+//
+// The TTL counts from Finished=True's lastTransitionTime only, as in agent-sandbox v1.0.13: since
+// the Sandbox keeps Finished=True while it has no Pod, the TTL keeps counting while it is
+// suspended; a resume starts a Pod that has not finished (Finished=False/NotFinished), which stops
+// the TTL until that Pod finishes in turn, and it then counts from that Pod's finish.
 func expiry(lc *extv1beta1.ClaimLifecycle, finished *metav1.Condition) *time.Time {
 	if lc == nil {
 		return nil

@@ -16,6 +16,10 @@ func TestExpiry(t *testing.T) {
 	finishedAt := func(status metav1.ConditionStatus, ltt time.Time) *metav1.Condition {
 		return &metav1.Condition{Type: "Finished", Status: status, Reason: "PodSucceeded", LastTransitionTime: metav1.NewTime(ltt)}
 	}
+	// A resumed Pod that has not finished (agent-sandbox v1.0.13) stops the TTL.
+	notFinishedAt := func(ltt time.Time) *metav1.Condition {
+		return &metav1.Condition{Type: "Finished", Status: metav1.ConditionFalse, Reason: "NotFinished", LastTransitionTime: metav1.NewTime(ltt)}
+	}
 	lifecycle := func(shutdown *time.Time, ttl *int32) *extv1beta1.ClaimLifecycle {
 		lc := &extv1beta1.ClaimLifecycle{TTLSecondsAfterFinished: ttl}
 		if shutdown != nil {
@@ -33,6 +37,7 @@ func TestExpiry(t *testing.T) {
 		"shutdownTime alone":                          {lc: lifecycle(ptr.To(at(13, 0)), nil), want: ptr.To(at(13, 0))},
 		"a TTL without a finished sandbox waits":      {lc: lifecycle(nil, ptr.To[int32](60))},
 		"a TTL with Finished=False waits":             {lc: lifecycle(nil, ptr.To[int32](60)), finished: finishedAt(metav1.ConditionFalse, at(12, 0))},
+		"a TTL waits for a resumed Pod":               {lc: lifecycle(nil, ptr.To[int32](60)), finished: notFinishedAt(at(12, 0))},
 		"a TTL counts from the Finished transition":   {lc: lifecycle(nil, ptr.To[int32](300)), finished: finishedAt(metav1.ConditionTrue, at(12, 0)), want: ptr.To(at(12, 5))},
 		"a TTL of 0 expires on finishing":             {lc: lifecycle(nil, ptr.To[int32](0)), finished: finishedAt(metav1.ConditionTrue, at(12, 0)), want: ptr.To(at(12, 0))},
 		"the TTL wins when it ends first":             {lc: lifecycle(ptr.To(at(13, 0)), ptr.To[int32](60)), finished: finishedAt(metav1.ConditionTrue, at(12, 0)), want: ptr.To(at(12, 1))},

@@ -72,7 +72,9 @@ func (obs *observed) requeueSoon(d time.Duration) {
 // computeStatus returns the claim's status given what this pass observed. It is a pure function of
 // the claim and obs, except that condition transition times are kept while a condition's status
 // does not change, and the Finished condition, once mirrored, outlives the sandbox (it starts
-// ttlSecondsAfterFinished).
+// ttlSecondsAfterFinished). Finished is the sandbox's as it is, status, reason and time: since
+// agent-sandbox v1.0.13 the sandbox keeps it once a Pod terminated (True across a suspend,
+// False/NotFinished while a later Pod runs), and so does the claim.
 func computeStatus(claim *extv1beta1.SandboxClaim, obs *observed, now metav1.Time) extv1beta1.SandboxClaimStatus {
 	if obs.state == stateWaiting && obs.err == nil {
 		return *claim.Status.DeepCopy()

@@ -75,6 +75,21 @@ func TestComputeStatus(t *testing.T) {
 				sbCond(sandboxv1beta1.SandboxConditionReady, metav1.ConditionFalse, "PodSucceeded", "Pod completed successfully", testEarlier))},
 			want: status(sbName, nil, claimFinished, notReady("PodSucceeded", "Pod completed successfully")),
 		},
+		// agent-sandbox v1.0.13: the sandbox keeps Finished=True while suspended; the claim keeps
+		// its time, from which ttlSecondsAfterFinished counts.
+		"a suspended sandbox's Finished=True is kept with its time": {
+			claim: makeClaim().Condition(claimFinished).Obj(),
+			obs: observed{sandbox: sandboxWith(sbName, nil, sbFinished,
+				sbCond(sandboxv1beta1.SandboxConditionReady, metav1.ConditionFalse, "SandboxSuspended", "Sandbox is suspended", testEarlier))},
+			want: status(sbName, nil, claimFinished, notReady("SandboxSuspended", "Sandbox is suspended")),
+		},
+		"a resumed sandbox's Finished=False/NotFinished is mirrored with its time": {
+			claim: makeClaim().Condition(claimFinished).Obj(),
+			obs: observed{sandbox: sandboxWith(sbName, ips, sbReady, sbCond(sandboxv1beta1.SandboxConditionFinished,
+				metav1.ConditionFalse, "NotFinished", "The sandbox's current Pod has not finished; an earlier Pod did", testNow))},
+			want: status(sbName, ips, claimCond(extv1beta1.ClaimConditionFinished, metav1.ConditionFalse, "NotFinished",
+				"The sandbox's current Pod has not finished; an earlier Pod did", testNow), claimReady),
+		},
 		"Finished goes when the sandbox no longer reports it": {
 			claim: makeClaim().Condition(claimFinished).Obj(),
 			obs:   observed{sandbox: sandboxWith(sbName, ips, sbReady)},

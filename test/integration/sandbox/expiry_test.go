@@ -49,7 +49,7 @@ func TestExpiry(t *testing.T) {
 
 		waitForConditions(t, ns, name,
 			notReady(sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired"),
-			absent(sandboxv1beta1.SandboxConditionPodScheduled))
+			expiredNoPod)
 		env.WaitGone(t, pod)
 		env.WaitGone(t, svc)
 		// The selector stays once set, as in agent-sandbox v1.

@@ -35,7 +35,8 @@ func TestMultiplePods(t *testing.T) {
 	sb = waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonMultiplePods, wantMsg),
 		notSuspended,
-		absent(sandboxv1beta1.SandboxConditionPodScheduled),
+		// PodScheduled stays present (agent-sandbox v1.0.13), with no single Pod to mirror.
+		scheduledCond(metav1.ConditionUnknown, sandboxv1beta1.SandboxReasonPodSchedulingUnknown, wantMsg),
 		absent(sandboxv1beta1.SandboxConditionFinished))
 	if len(sb.Status.PodIPs) != 0 || sb.Status.Service != "" {
 		t.Errorf("Sandbox with two Pods reports podIPs %v and service %q; want neither", sb.Status.PodIPs, sb.Status.Service)

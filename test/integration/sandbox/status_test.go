@@ -117,13 +117,13 @@ func TestStatusFollowsThePod(t *testing.T) {
 		notSuspended,
 	)
 
-	t.Log("Suspending removes the finished Pod (a terminal Pod goes at once) and the Finished condition")
+	t.Log("Suspending removes the finished Pod (a terminal Pod goes at once); Finished stays (agent-sandbox v1.0.13)")
 	updateSandbox(t, ns, name, func(sb *sandboxv1beta1.Sandbox) { sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended })
 	sb = waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended"),
 		suspendedCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod has been terminated. Sandbox is suspended"),
-		absent(sandboxv1beta1.SandboxConditionFinished),
-		absent(sandboxv1beta1.SandboxConditionPodScheduled),
+		finishedCond(sandboxv1beta1.SandboxReasonPodSucceeded, "Pod completed successfully"),
+		suspendedNoPod,
 	)
 	if len(sb.Status.PodIPs) != 0 || sb.Status.NodeName != "" {
 		t.Errorf("Suspended Sandbox reports podIPs %v and nodeName %q; want neither", sb.Status.PodIPs, sb.Status.NodeName)

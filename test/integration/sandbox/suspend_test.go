@@ -51,7 +51,7 @@ func TestSuspendAndResume(t *testing.T) {
 	sb := waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended"),
 		suspendedCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod has been terminated. Sandbox is suspended"),
-		absent(sandboxv1beta1.SandboxConditionPodScheduled),
+		suspendedNoPod,
 		absent(sandboxv1beta1.SandboxConditionFinished))
 	env.WaitForEvent(t, ns, "Sandbox", name, corev1.EventTypeNormal, sandbox.EventSuspended, "Sandbox is suspended")
 	if len(sb.Status.PodIPs) != 0 || sb.Status.NodeName != "" {
@@ -111,7 +111,7 @@ func TestCreateSuspended(t *testing.T) {
 	waitForConditions(t, ns, name,
 		notReady(sandboxv1beta1.SandboxReasonSuspended, "Sandbox is suspended"),
 		suspendedCond(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonPodTerminated, "Pod has been terminated. Sandbox is suspended"),
-		absent(sandboxv1beta1.SandboxConditionPodScheduled))
+		suspendedNoPod)
 	framework.Consistently(t, quiet, func() (bool, string) {
 		found, err := env.Get(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		return !found && err == nil, "a Pod exists for a Sandbox created suspended"
