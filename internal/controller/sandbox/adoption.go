@@ -26,6 +26,10 @@ func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj 
 		if owns(sb, obj) {
 			return nil
 		}
+		if predecessorOf(sb, obj) {
+			return fmt.Errorf("%s %s belongs to an earlier Sandbox %s (uid %s), deleted before this one was created; it is left "+
+				"alone, and this Sandbox creates its own once the garbage collector has deleted it", kind, obj.GetName(), ref.Name, ref.UID)
+		}
 		return fmt.Errorf("%s %s is controlled by %s %s, not by this Sandbox; it is left alone: rename the Sandbox or delete the %s",
 			kind, obj.GetName(), ref.Kind, ref.Name, kind)
 	}
@@ -57,6 +61,16 @@ func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj 
 	}
 	obs.record(obj, corev1.EventTypeNormal, EventAdopted, "Adopt", fmt.Sprintf("Adopted existing %s %s", kind, obj.GetName()))
 	return nil
+}
+
+// predecessorOf reports whether obj, named as sb names its children, is controlled by an earlier
+// Sandbox of sb's name (one deleted and created again, as a claim created again under its name
+// does): a Sandbox reference of that name and another UID. Two Sandboxes cannot hold one name at
+// once, so that owner is gone and the garbage collector deletes obj; sb waits for it rather than
+// asking for it to be deleted or renamed. obj is never touched either way.
+func predecessorOf(sb *sandboxv1beta1.Sandbox, obj client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.Name == sb.Name && ref.UID != sb.UID && provenance.ControlledBy(obj, provenance.Sandbox, ref.UID)
 }
 
 // adoptable reports whether the unowned obj may be adopted by sb.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -112,6 +113,10 @@ func (r *Reconciler) suspendPod(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 	return nil
 }
 
+// podNameFreedRetry is how soon a Sandbox whose Pod name was taken by a Pod deleted before it
+// could be read creates its Pod.
+const podNameFreedRetry = 200 * time.Millisecond
+
 // createPod creates the Pod, or, when one with the sandbox's name already exists, adopts it if
 // the adoption rules allow.
 func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) error {
@@ -146,7 +151,13 @@ func (r *Reconciler) createPod(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 		return fmt.Errorf("creating Pod %s: %w", sb.Name, err)
 	}
 	existing := &corev1.Pod{}
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
+	switch err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); {
+	case apierrors.IsNotFound(err):
+		// Deleted between the two calls (an earlier Sandbox's Pod, garbage-collected): the name
+		// is free, and the next pass creates the Pod.
+		obs.requeueAfter = podNameFreedRetry
+		return nil
+	case err != nil:
 		return fmt.Errorf("reading existing Pod %s: %w", sb.Name, err)
 	}
 	if err := r.adopt(ctx, sb, existing, obs); err != nil {

@@ -26,7 +26,8 @@ const createPendingRetry = 200 * time.Millisecond
 // acquireCold implements the cold path: it creates a Sandbox named like the claim from the
 // template, with the claim's env, volume claim templates and pod metadata merged in as the
 // template allows. A Sandbox of that name that the claim does not control is never touched: the
-// claim reports AdoptionConflict.
+// claim reports AdoptionConflict, or, when an earlier claim of its name controls it, waits for
+// the garbage collector to delete it (SandboxCreatePending).
 func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxClaim, src *source, obs *observed) error {
 	sb, f := buildColdSandbox(claim, src.template)
 	if f != nil {
@@ -77,11 +78,19 @@ func (r *Reconciler) acquireCold(ctx context.Context, claim *extv1beta1.SandboxC
 }
 
 // takeExisting uses the Sandbox named like the claim when the claim controls it (this controller
-// created it and the index has not caught up), and otherwise reports the conflict.
+// created it and the index has not caught up), waits when an earlier claim of this name controls
+// it (predecessorSandbox), and otherwise reports the conflict.
 func (r *Reconciler) takeExisting(claim *extv1beta1.SandboxClaim, existing *sandboxv1beta1.Sandbox, obs *observed) {
 	if provenance.ControlledBy(existing, provenance.SandboxClaim, claim.UID) {
 		obs.bind(existing)
 		r.memory.expect(claim.UID, existing.Name)
+		return
+	}
+	if ref, ok := predecessorSandbox(claim, existing); ok {
+		// Its deletion event, mapped to this claim by the reference's name, brings the claim back.
+		obs.fail(fail(extv1beta1.ClaimReasonSandboxCreatePending,
+			"Sandbox %s belongs to an earlier SandboxClaim %s (uid %s), deleted before this one was created; "+
+				"the claim gets its own Sandbox once the garbage collector has deleted that one", existing.Name, ref.Name, ref.UID))
 		return
 	}
 	owner := "nothing"
@@ -91,6 +100,20 @@ func (r *Reconciler) takeExisting(claim *extv1beta1.SandboxClaim, existing *sand
 	obs.fail(fail(extv1beta1.ClaimReasonAdoptionConflict,
 		"Sandbox %s already exists and is controlled by %s, not by this claim; it is left alone: delete it, or use another claim name",
 		existing.Name, owner))
+}
+
+// predecessorSandbox reports whether existing, the Sandbox named like claim, is controlled by an
+// earlier claim of claim's name (a claim deleted and created again): a SandboxClaim reference of
+// that name and another UID. Two claims cannot hold one name at once, so that owner is gone and
+// the garbage collector deletes existing; the claim waits for it instead of reporting a conflict.
+// The Sandbox is never touched, whoever made it: one forged to look so is deleted by the garbage
+// collector all the same, its owner being absent.
+func predecessorSandbox(claim *extv1beta1.SandboxClaim, existing *sandboxv1beta1.Sandbox) (metav1.OwnerReference, bool) {
+	ref := metav1.GetControllerOf(existing)
+	if ref == nil || ref.Name != claim.Name || ref.UID == claim.UID || existing.Name != claim.Name {
+		return metav1.OwnerReference{}, false
+	}
+	return *ref, provenance.ControlledBy(existing, provenance.SandboxClaim, ref.UID)
 }
 
 // buildColdSandbox returns the Sandbox the cold path creates for claim from tpl (without its

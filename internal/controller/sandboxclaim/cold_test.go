@@ -5,8 +5,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/trace/noop"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -133,6 +137,49 @@ func TestBuildColdSandboxFailures(t *testing.T) {
 			sb, f := buildColdSandbox(tc.claim, tc.template)
 			if sb != nil || f == nil || f.reason != tc.wantReason {
 				t.Errorf("buildColdSandbox() = %v, %v; want no sandbox and reason %s", sb, f, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestTakeExisting(t *testing.T) {
+	claimRef := func(name string, uid types.UID) metav1.OwnerReference {
+		return *metav1.NewControllerRef(&metav1.ObjectMeta{Name: name, UID: uid}, extv1beta1.GroupVersion.WithKind("SandboxClaim"))
+	}
+	cases := map[string]struct {
+		refs       []metav1.OwnerReference
+		wantBound  bool
+		wantReason string
+	}{
+		"controlled by the claim": {refs: []metav1.OwnerReference{claimRef(testClaim, testClaimUID)}, wantBound: true},
+		"controlled by an earlier claim of its name": {refs: []metav1.OwnerReference{claimRef(testClaim, "earlier-uid")},
+			wantReason: extv1beta1.ClaimReasonSandboxCreatePending},
+		"controlled by a claim of another name": {refs: []metav1.OwnerReference{claimRef("other", "other-uid")},
+			wantReason: extv1beta1.ClaimReasonAdoptionConflict},
+		"controlled by another kind of the claim's name": {refs: []metav1.OwnerReference{*metav1.NewControllerRef(
+			&metav1.ObjectMeta{Name: testClaim, UID: "pool-uid"}, extv1beta1.GroupVersion.WithKind("SandboxWarmPool"))},
+			wantReason: extv1beta1.ClaimReasonAdoptionConflict},
+		"controlled by a claim of another group": {refs: []metav1.OwnerReference{*metav1.NewControllerRef(
+			&metav1.ObjectMeta{Name: testClaim, UID: "earlier-uid"}, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "SandboxClaim"})},
+			wantReason: extv1beta1.ClaimReasonAdoptionConflict},
+		"uncontrolled": {wantReason: extv1beta1.ClaimReasonAdoptionConflict},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := NewReconciler(nil, nil, nil, nil, clock.RealClock{}, noop.NewTracerProvider(), nil, nil)
+			existing := testutil.MakeSandbox(testClaim, testNS).Obj()
+			existing.OwnerReferences = tc.refs
+			obs := &observed{}
+			r.takeExisting(makeClaim().Obj(), existing, obs)
+			if got := obs.sandbox != nil; got != tc.wantBound {
+				t.Errorf("bound = %t; want %t", got, tc.wantBound)
+			}
+			gotReason := ""
+			if obs.failure != nil {
+				gotReason = obs.failure.reason
+			}
+			if gotReason != tc.wantReason {
+				t.Errorf("failure reason = %q; want %q (failure %v)", gotReason, tc.wantReason, obs.failure)
 			}
 		})
 	}

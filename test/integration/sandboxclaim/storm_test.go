@@ -114,7 +114,7 @@ func waitBound(t *testing.T, ns string, n int) {
 	})
 }
 
-// logProgress logs how far the storm is: claims created and Ready.
+// logProgress logs how far the storm is: claims that exist and those Ready.
 func logProgress(t *testing.T, ns, what string) {
 	t.Helper()
 	list := &extv1beta1.SandboxClaimList{}
@@ -127,7 +127,7 @@ func logProgress(t *testing.T, ns, what string) {
 			ready++
 		}
 	}
-	t.Logf("%s: %d of %d claims created, %d Ready", what, len(list.Items), stormClaims, ready)
+	t.Logf("%s: %d claims, %d Ready", what, len(list.Items), ready)
 }
 
 // waitLeader returns the index of the replica that leads.
