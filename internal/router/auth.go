@@ -12,6 +12,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/router/authn"
 	"github.com/kubox-dev/kubox/internal/router/claimtoken"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
+	"github.com/kubox-dev/kubox/internal/router/pathroute"
 )
 
 // tokenCookie carries a bearer token on preview hosts, where browsers cannot set headers.
@@ -30,8 +31,8 @@ type principal struct {
 	kind  string
 	user  *authn.User        // principalUser
 	claim *claimtoken.Claims // principalClaim
-	// session is the browser session of principalSession (pathroute_grant.go).
-	session *grant
+	// session is the browser session of principalSession (pathroute.Grant).
+	session *pathroute.Grant
 }
 
 // name is how the access log shows the principal; never a token.
@@ -53,16 +54,11 @@ func (p *principal) name() string {
 // kubox-token cookie, and then fromCookie says where the token came from. More than one
 // Authorization header, another scheme, or more than one kubox-token cookie is an error.
 func bearer(r *http.Request, cookie bool) (tok string, fromCookie bool, herr *httpError) {
-	values := r.Header.Values(contract.AuthorizationHeader)
-	if len(values) > 1 {
-		return "", false, errorf(http.StatusUnauthorized, "the request has more than one Authorization header; send one: Authorization: Bearer <token>")
+	tok, err := authn.BearerHeader(r.Header)
+	if err != nil {
+		return "", false, errorf(http.StatusUnauthorized, "%v", err)
 	}
-	if len(values) == 1 {
-		scheme, tok, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
-		tok = strings.TrimSpace(tok)
-		if !strings.EqualFold(scheme, "Bearer") || tok == "" {
-			return "", false, errorf(http.StatusUnauthorized, "the Authorization header is not 'Bearer <token>'; the router accepts only bearer tokens")
-		}
+	if tok != "" {
 		return tok, false, nil
 	}
 	if cookie {
@@ -126,7 +122,7 @@ func (rt *Router) reviewKubeToken(ctx context.Context, r *http.Request, tok, wha
 	if lerr := (*authn.LimitedError)(nil); errors.As(err, &lerr) {
 		rt.metrics.TokenReviewsLimited.WithLabelValues(lerr.Scope).Inc()
 		herr := errorf(http.StatusTooManyRequests, "the router did not review the %s: %v", what, lerr)
-		herr.retryAfter = lerr.RetryAfterSeconds()
+		herr.RetryAfter = lerr.RetryAfterSeconds()
 		return nil, herr
 	}
 	if err != nil {
@@ -168,7 +164,7 @@ func (rt *Router) authorize(ctx context.Context, p *principal, a access) *httpEr
 	case principalClaim:
 		return rt.authorizeClaimToken(ctx, p.claim, a)
 	case principalSession:
-		return p.session.authorize(a)
+		return p.session.Authorize(a.namespace, a.name, a.claim)
 	}
 	attrs := authn.Attributes{Verb: "create", Group: sandboxv1beta1.GroupVersion.Group, Resource: "sandboxes",
 		Subresource: "connect", Namespace: a.namespace, Name: a.name}
@@ -218,9 +214,9 @@ func (rt *Router) recordDecision(herr *httpError) {
 	switch {
 	case herr == nil:
 		d = metrics.DecisionAllow
-	case herr.code == http.StatusUnauthorized:
+	case herr.Code == http.StatusUnauthorized:
 		d = metrics.DecisionUnauthenticated
-	case herr.code == http.StatusForbidden:
+	case herr.Code == http.StatusForbidden:
 		d = metrics.DecisionDeny
 	default:
 		d = metrics.DecisionError

@@ -63,40 +63,8 @@ func (rt *Router) newCache(restConfig *rest.Config) (crcache.Cache, error) {
 	if err := c.IndexField(ctx, &corev1.Pod{}, indexer.ControllerUIDKey, indexer.ControllerUID); err != nil {
 		return nil, fmt.Errorf("indexing Pods by controller UID: %w", err)
 	}
-	inf, err := c.GetInformer(ctx, &sandboxv1beta1.Sandbox{}, crcache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, fmt.Errorf("watching Sandboxes: %w", err)
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			rt.observeChange(oldObj, newObj)
-			rt.notifyWake(newObj)
-		},
-		DeleteFunc: func(obj any) {
-			rt.observeChange(obj, nil)
-			rt.notifyWake(obj)
-		},
-	}); err != nil {
-		return nil, fmt.Errorf("watching Sandboxes: %w", err)
-	}
-	claimInf, err := c.GetInformer(ctx, &extv1beta1.SandboxClaim{}, crcache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, fmt.Errorf("watching SandboxClaims: %w", err)
-	}
-	if _, err := claimInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, newObj any) { rt.notifyClaimWake(newObj) },
-	}); err != nil {
-		return nil, fmt.Errorf("watching SandboxClaims: %w", err)
-	}
-	podInf, err := c.GetInformer(ctx, &corev1.Pod{}, crcache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, fmt.Errorf("watching the Pods of sandboxes: %w", err)
-	}
-	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { rt.notifyWake(obj) },
-		UpdateFunc: func(_, newObj any) { rt.notifyWake(newObj) },
-	}); err != nil {
-		return nil, fmt.Errorf("watching the Pods of sandboxes: %w", err)
+	if err := rt.watchEvents(ctx, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -117,28 +85,32 @@ func (rt *Router) observeChange(oldObj, newObj any) {
 	}
 }
 
-// notifyWake tells the wake in flight of a sandbox, if any, that the cache changed the sandbox
-// (obj is the Sandbox) or its Pod (obj is a Pod the Sandbox controls).
-func (rt *Router) notifyWake(obj any) {
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	switch o := obj.(type) {
-	case *sandboxv1beta1.Sandbox:
-		rt.waker.notify(o.UID)
-	case *corev1.Pod:
-		if ref := metav1.GetControllerOf(o); ref != nil {
-			rt.waker.notify(ref.UID)
+// watchEvents sends every change the cache sees of a Sandbox, SandboxClaim or Pod to the waits
+// on it (wake.Events: a wake, E2B's create, pause, resume and kill), and counts the sandboxes
+// whose destination moved.
+func (rt *Router) watchEvents(ctx context.Context, c crcache.Cache) error {
+	for _, w := range []struct {
+		obj  client.Object
+		what string
+	}{{&sandboxv1beta1.Sandbox{}, "Sandboxes"}, {&extv1beta1.SandboxClaim{}, "SandboxClaims"}, {&corev1.Pod{}, "the Pods of sandboxes"}} {
+		inf, err := c.GetInformer(ctx, w.obj, crcache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("watching %s: %w", w.what, err)
+		}
+		h := toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { rt.events.NotifyObject(obj) },
+			UpdateFunc: func(_, newObj any) { rt.events.NotifyObject(newObj) },
+			DeleteFunc: func(obj any) { rt.events.NotifyObject(obj) },
+		}
+		if _, isSandbox := w.obj.(*sandboxv1beta1.Sandbox); isSandbox {
+			h.UpdateFunc = func(oldObj, newObj any) { rt.observeChange(oldObj, newObj); rt.events.NotifyObject(newObj) }
+			h.DeleteFunc = func(obj any) { rt.observeChange(obj, nil); rt.events.NotifyObject(obj) }
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("watching %s: %w", w.what, err)
 		}
 	}
-}
-
-// notifyClaimWake tells the wake in flight of the sandbox bound to a claim, if any, that the cache
-// changed the claim (its Ready says when its settings are in the woken Pod).
-func (rt *Router) notifyClaimWake(obj any) {
-	if c, ok := obj.(*extv1beta1.SandboxClaim); ok && c.Status.Sandbox.Name != "" {
-		rt.waker.notifyNamed(c.Namespace, c.Status.Sandbox.Name)
-	}
+	return nil
 }
 
 // sandboxPods selects the Pods of sandboxes.
@@ -150,7 +122,8 @@ func sandboxPods() labels.Selector {
 
 // trimSandbox keeps what routing reads: identity, its controller (a claim), spec.agent, the
 // recorded agent ports, pod IPs and conditions; and what idle policies need: spec.idlePolicy,
-// spec.operatingMode and the last-activity and suspended-by annotations.
+// spec.operatingMode, the last-activity and suspended-by annotations, and the launch-type label
+// (whether its claim's env comes through the agent, extv1beta1.LaunchedWarm).
 func trimSandbox(obj any) (any, error) {
 	sb, ok := obj.(*sandboxv1beta1.Sandbox)
 	if !ok {
@@ -159,6 +132,10 @@ func trimSandbox(obj any) (any, error) {
 	out := &sandboxv1beta1.Sandbox{TypeMeta: sb.TypeMeta, ObjectMeta: trimMeta(sb.ObjectMeta)}
 	out.OwnerReferences = controllerRef(sb.OwnerReferences)
 	out.Annotations = idleAnnotations(sb.Annotations)
+	if v, ok := sb.Labels[sandboxv1beta1.LaunchTypeLabel]; ok {
+		// extv1beta1.LaunchedWarm reads it: whether a woken sandbox waits for its claim's env.
+		out.Labels = map[string]string{sandboxv1beta1.LaunchTypeLabel: v}
+	}
 	out.Spec.Agent = sb.Spec.Agent
 	out.Spec.IdlePolicy = sb.Spec.IdlePolicy
 	out.Spec.OperatingMode = sb.Spec.OperatingMode
@@ -183,18 +160,15 @@ func idleAnnotations(a map[string]string) map[string]string {
 	return out
 }
 
-// trimClaim keeps the claim's identity, its bound sandbox, its conditions, and whether it takes
-// settings (its secretFiles, which name Secrets, and the names of its env, not their values).
+// trimClaim keeps the claim's identity, its bound sandbox, its conditions, and what api/'s rule
+// of whether it takes settings reads (extv1beta1.SandboxClaimSpec.SettingsInputs).
 func trimClaim(obj any) (any, error) {
 	c, ok := obj.(*extv1beta1.SandboxClaim)
 	if !ok {
 		return obj, nil
 	}
 	out := &extv1beta1.SandboxClaim{TypeMeta: c.TypeMeta, ObjectMeta: trimMeta(c.ObjectMeta)}
-	out.Spec.SecretFiles = c.Spec.SecretFiles
-	for _, e := range c.Spec.Env {
-		out.Spec.Env = append(out.Spec.Env, extv1beta1.EnvVar{Name: e.Name})
-	}
+	out.Spec = c.Spec.SettingsInputs()
 	out.Status.Sandbox.Name = c.Status.Sandbox.Name
 	out.Status.Conditions = c.Status.Conditions
 	return out, nil

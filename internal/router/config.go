@@ -10,6 +10,8 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/router/authn"
+	"github.com/kubox-dev/kubox/internal/router/pathroute"
+	"github.com/kubox-dev/kubox/internal/router/proxy"
 )
 
 // Defaults of Config, shared with cmd/kubox-router's flags.
@@ -54,13 +56,13 @@ type Config struct {
 	// PreviewDomain enables preview hosts "{port}-{id}.{PreviewDomain}"; empty: off.
 	PreviewDomain string
 	// E2BDomain serves E2B's control API on the host "api.{E2BDomain}" and envd's hosts
-	// "{port}-{sandboxID}.{E2BDomain}" (e2b.go); empty: off.
+	// "{port}-{sandboxID}.{E2BDomain}" (internal/router/e2b); empty: off.
 	E2BDomain string
 	// E2BNamespace is where E2B's sandboxes (SandboxClaims) are; empty: the namespace of the API
 	// key's ServiceAccount.
 	E2BNamespace string
 	// PathRoutingPrefix enables browser path routing, "{prefix}/{ns}/{name}/{port}/..." with a
-	// session cookie (agent-sandbox's --path-routing-prefix); empty: off. See pathroute.go.
+	// session cookie (agent-sandbox's --path-routing-prefix); empty: off. See internal/router/pathroute.
 	PathRoutingPrefix string
 	// PathRoutingHost is the host name (no port) path routes are served on, and the only thing
 	// served on it: sandboxes' pages get an origin apart from the dashboard's (/ui/, which keeps
@@ -172,10 +174,10 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("the response header limit is %d bytes; give --max-response-header-bytes from %d to %d",
 			c.MaxResponseHeaderBytes, minResponseHeaderBytes, maxResponseHeaderBytes))
 	}
-	if err := validatePathPrefix(c.PathRoutingPrefix); err != nil {
+	if err := pathroute.ValidatePrefix(c.PathRoutingPrefix); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.validatePathRoutingHost(); err != nil {
+	if err := pathroute.ValidateHost(c.PathRoutingPrefix, c.PathRoutingHost, c.PreviewDomain, c.E2BDomain); err != nil {
 		errs = append(errs, err)
 	}
 	if c.PathRoutingRewriteResponses && c.PathRoutingPrefix == "" {
@@ -202,11 +204,9 @@ const (
 	maxResponseHeaderBytes = 16 << 20
 )
 
-// streamWindow is the HTTP/2 flow-control window the router grants per stream, on both sides:
-// to clients (request bodies the sandbox has not read yet) and to sandboxes over h2c (response
-// bodies the client has not read yet). It is all an h2 stream can make the router buffer; Go's
-// defaults (1 MiB to clients, 4 MiB to servers) would let one stream hold megabytes.
-const streamWindow = 128 << 10
+// streamWindow is the HTTP/2 flow-control window the router grants per stream, to clients and
+// to sandboxes (proxy.StreamWindow).
+const streamWindow = proxy.StreamWindow
 
 // maxRequestHeaderBytes bounds a client's request headers (431 beyond; Go's default is 1 MiB):
 // room for a Kubernetes or OIDC token and a browser's cookies.

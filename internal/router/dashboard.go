@@ -41,7 +41,7 @@ func (rt *Router) dashboardViewer(r *http.Request, tok string) (string, *ui.Erro
 	u, herr := rt.reviewKubeToken(r.Context(), r, tok, "token", func() string { return how })
 	if herr != nil {
 		rt.recordDecision(herr)
-		return "", &ui.Error{Code: herr.code, Message: herr.msg}
+		return "", &ui.Error{Code: herr.Code, Message: herr.Msg}
 	}
 	infoFrom(r.Context()).principal = u.Name
 	return u.Name, nil
@@ -52,7 +52,7 @@ func (rt *Router) dashboardViewer(r *http.Request, tok string) (string, *ui.Erro
 func (rt *Router) dashboardAgent(ctx context.Context, r *http.Request, tok, ns, name string) (ui.Agent, *ui.Error) {
 	a, herr := rt.admitDashboard(ctx, r, tok, ns, name)
 	if herr != nil {
-		return ui.Agent{}, &ui.Error{Code: herr.code, Message: herr.msg}
+		return ui.Agent{}, &ui.Error{Code: herr.Code, Message: herr.Msg}
 	}
 	return a, nil
 }
@@ -88,7 +88,7 @@ func (rt *Router) admitDashboard(ctx context.Context, r *http.Request, tok, ns, 
 	a := ui.Agent{URL: "http://" + t.addr, Token: t.agentToken}
 	if sb.Spec.IdlePolicy != nil {
 		// A terminal open, a file moving: the sandbox is in use.
-		a.Done = rt.activity.begin(sb)
+		a.Done = rt.activity.Begin(sb)
 	}
 	return a, nil
 }

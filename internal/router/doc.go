@@ -11,7 +11,7 @@
 //   - Path "{Config.PathRoutingPrefix}/{ns}/{name}/{port}/{rest...}" (browsers, with a session
 //     cookie; off without a prefix): that port, path /{rest...} with its escaping; the agent's
 //     ports are refused. "{prefix}/{ns}/{name}/kubox-session" mints and redeems the session's
-//     one-use ticket. See pathroute.go.
+//     one-use ticket. See internal/router/pathroute.
 //   - Header X-Sandbox-ID (agent-sandbox's contract; X-Sandbox-Namespace, default "default";
 //     X-Sandbox-Port, default 8888): path forwarded unchanged.
 //   - GET /healthz, GET /readyz, POST /v1/claims/{ns}/{name}/token (mints a claim token).
@@ -26,11 +26,22 @@
 // # Idle policies
 //
 // For a Sandbox with spec.idlePolicy the router keeps the kubox.dev/last-activity annotation
-// fresh (activity.go: at most one write per max(suspendAfter/2, 15s), in the background), and a
+// fresh (wake.Tracker: at most one write per max(suspendAfter/2, 15s), in the background), and a
 // request for such a sandbox that is suspended with wake OnRequest resumes it, once however many
 // requests wait, for a caller allowed to patch the Sandbox or holding its claim's token, and is
-// proxied once the sandbox is Ready and, for a warm claim's sandbox, its claim's settings are in
-// the new Pod (wake.go; 504 after Config.WakeTimeout).
+// proxied once the sandbox is Ready and, for a claim's sandbox that takes settings, its claim's
+// settings are in the new Pod (wake.Waker; 504 after Config.WakeTimeout). internal/router/wake
+// is the only code that writes lifecycle, and every wait wakes on the informer cache's events.
+//
+// # Packages
+//
+// This package routes (route.go, resolve.go, handler.go, and the checks of each route's kind:
+// auth.go, previewguard.go, pathroute.go, cors.go) and wires (router.go, config.go, cache.go,
+// observe.go, and the glue that lends the subpackages the router's checks: wake.go, e2b.go,
+// dashboard.go, mint.go). Each job of its own is a subpackage, which imports nothing of this one:
+// proxy (the reverse proxy), wake (lifecycle writes, wakes, activity, waits), e2b (E2B's control
+// API and envd hosts), pathroute (browser path routing), ui (the dashboard), authn, claimtoken,
+// httperr, metrics and cli.
 //
 // # Authentication and authorization
 //

@@ -2,14 +2,13 @@ package router
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"net/http/httptrace"
-	"net/textproto"
 	"strings"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/e2b"
+	"github.com/kubox-dev/kubox/internal/router/proxy"
 	"github.com/kubox-dev/kubox/internal/router/ui"
 )
 
@@ -22,12 +21,6 @@ const (
 	sandboxPrefix = "/sandboxes/"
 	claimPrefix   = "/claims/"
 )
-
-// maxInformationalResponses bounds the 1xx responses (103 Early Hints, ...) a sandbox may send
-// before its final response.
-const maxInformationalResponses = 16
-
-var errTooManyInformational = errors.New("more than 16 informational (1xx) responses")
 
 // serveHTTP routes a request: preview host, X-Sandbox-ID, the router's own paths, then the
 // /sandboxes/ and /claims/ paths. See the package documentation.
@@ -85,7 +78,11 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		writeError(w, herr)
 		return
 	}
-	rt.e2bForward(r, rte, t)
+	if rte.e2b {
+		if tok := e2b.EnvdToken(r, rte.port, t.sandbox, rt.cfg.AgentTokenKey); tok != "" {
+			t.agentToken = tok
+		}
+	}
 	if herr := rt.limitBody(w, r); herr != nil {
 		writeError(w, herr)
 		return
@@ -95,21 +92,12 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		ctx, cancel = context.WithTimeout(ctx, rte.timeout)
 		defer cancel()
 	}
-	// ReverseProxy passes 1xx responses on as they come (its trace hook runs before this one);
-	// a sandbox sending them without end would keep the request, and the garbage, going.
-	informational := 0
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: func(int, textproto.MIMEHeader) error {
-		if informational++; informational > maxInformationalResponses {
-			return errTooManyInformational
-		}
-		return nil
-	}})
 	if t.sandbox.Spec.IdlePolicy != nil {
 		// Until the response ends: ServeHTTP returns when a stream or an upgraded connection does.
-		defer rt.activity.begin(t.sandbox)()
+		defer rt.activity.Begin(t.sandbox)()
 	}
-	pt := &proxyTarget{target: t, path: rte.path, rawPath: rte.rawPath, keepHost: rte.kind == kindPreview, pathBase: rte.base}
-	rt.proxy.ServeHTTP(cookieGuard{w}, r.WithContext(context.WithValue(ctx, targetKey{}, pt)))
+	rt.proxy.ServeHTTP(w, r.WithContext(ctx), &proxy.Target{Namespace: t.sandbox.Namespace, Name: t.sandbox.Name, Addr: t.addr,
+		Path: rte.path, RawPath: rte.rawPath, KeepHost: rte.kind == kindPreview, AgentToken: t.agentToken, PathBase: rte.base})
 }
 
 // admit runs the checks in an order that reveals nothing to a stranger: credentials (401), then

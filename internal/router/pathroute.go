@@ -1,16 +1,16 @@
 package router
 
 import (
-	"errors"
-	"fmt"
+	"context"
 	"net"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/types"
+
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/pathroute"
 )
 
 // Browser path routing (agent-sandbox's --path-routing-prefix): with Config.PathRoutingPrefix
@@ -20,7 +20,7 @@ import (
 // travels with every request the page makes.
 //
 // "/browse/{ns}/{name}/kubox-session" is the router's own: it turns a one-time ticket into the
-// session cookie (pathroute_session.go). No port is called that, so no sandbox path is hidden.
+// session cookie (pathroute.Sessions). No port is called that, so no sandbox path is hidden.
 //
 // Path routes have a host of their own, Config.PathRoutingHost, and that host serves nothing
 // else (checkPathRoutingOrigin): a page a sandbox serves runs with its URL's origin, and on the
@@ -35,61 +35,6 @@ const (
 	kindPath        = "path"         // {prefix}/{ns}/{name}/{port}/...
 	kindPathSession = "path-session" // {prefix}/{ns}/{name}/kubox-session
 )
-
-// sessionSegment is the segment, in the place of the port, of the router's session endpoint.
-const sessionSegment = "kubox-session"
-
-// reservedPrefixSegments are first path segments the router serves itself, which a prefix must
-// not shadow.
-var reservedPrefixSegments = []string{"sandboxes", "claims", "v1", "healthz", "readyz", "ui"}
-
-// validatePathPrefix reports why p cannot be --path-routing-prefix; "" (off) is fine.
-func validatePathPrefix(p string) error {
-	if p == "" {
-		return nil
-	}
-	shape := fmt.Errorf("--path-routing-prefix %q must be a path such as /browse: starting with /, not ending with /, "+
-		"made of letters, digits and - . _ ~ /", p)
-	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") {
-		return shape
-	}
-	if strings.ContainsFunc(p, func(c rune) bool { return !prefixChar(c) }) {
-		return shape
-	}
-	segs := strings.Split(p[1:], "/")
-	if slices.Contains(segs, ".") || slices.Contains(segs, "..") {
-		return shape
-	}
-	if slices.Contains(reservedPrefixSegments, segs[0]) {
-		return fmt.Errorf("--path-routing-prefix %q would hide the router's own paths under /%s/; choose another, such as /browse", p, segs[0])
-	}
-	return nil
-}
-
-// validatePathRoutingHost reports why the path-routing host cannot be used: path routing needs
-// one, a bare host name that is not under the preview or E2B domains (whose hosts are other
-// routes).
-func (c *Config) validatePathRoutingHost() error {
-	h := strings.ToLower(c.PathRoutingHost)
-	switch {
-	case c.PathRoutingPrefix == "" && h == "":
-		return nil
-	case c.PathRoutingPrefix == "":
-		return errors.New("--path-routing-host needs --path-routing-prefix: without it no request is path-routed")
-	case h == "":
-		return fmt.Errorf("--path-routing-prefix %s needs --path-routing-host: a host name browsers open path routes on "+
-			"(sandboxes.example.com, with DNS and TLS for it in front of the router), other than the one they open the "+
-			"dashboard (/ui/) on: a sandbox's page on the dashboard's origin could read the viewer's token", c.PathRoutingPrefix)
-	case strings.ContainsAny(h, ":/ ") || strings.HasSuffix(h, "."):
-		return fmt.Errorf("--path-routing-host %q must be a bare host name such as sandboxes.example.com (no scheme, port or path)", c.PathRoutingHost)
-	}
-	for _, d := range []string{c.PreviewDomain, c.E2BDomain} {
-		if d = strings.ToLower(d); d != "" && (h == d || strings.HasSuffix(h, "."+d)) {
-			return fmt.Errorf("--path-routing-host %q is under the domain %s, whose hosts are preview or E2B routes; give a host outside it", c.PathRoutingHost, d)
-		}
-	}
-	return nil
-}
 
 // onPathRoutingHost reports whether host (a request's Host, perhaps with a port) is the
 // path-routing host. Ports are not compared: the content host's name is for content alone.
@@ -126,64 +71,140 @@ func (rt *Router) checkPathRoutingOrigin(r *http.Request, rte *route) *httpError
 	return nil
 }
 
-// prefixChar reports whether c may be in a prefix: what a path needs no escaping for.
-func prefixChar(c rune) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~/", c)
+// servePathSession serves {prefix}/{ns}/{name}/kubox-session (pathroute.Sessions): POST mints a
+// ticket, GET redeems one.
+func (rt *Router) servePathSession(w http.ResponseWriter, r *http.Request, rte *route) {
+	info := infoFrom(r.Context())
+	info.route, info.namespace, info.name = rte.kind, rte.namespace, rte.name
+	rt.sessions.ServeSession(w, r, &pathroute.Route{Session: true, Namespace: rte.namespace, Name: rte.name, Base: rte.base})
 }
 
-// parsePrefixRoute reads {prefix}/{ns}/{name}/{port}/{rest...} from the escaped path: the
-// namespace, name and port are unescaped, then checked; the rest is forwarded as it came (an
-// escaped "/" stays one). It returns nil, nil when path routing is off or the path is not
-// under the prefix.
-func parsePrefixRoute(prefix string, r *http.Request) (*route, *httpError) {
-	escaped := r.URL.EscapedPath()
-	if prefix == "" || !strings.HasPrefix(escaped, prefix+"/") {
-		return nil, nil
-	}
-	parts := strings.SplitN(escaped[len(prefix)+1:], "/", 4)
-	if len(parts) < 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return nil, prefixShapeError(prefix, escaped, "it has too few segments")
-	}
-	var seg [3]string
-	for i := range seg {
-		s, err := url.PathUnescape(parts[i])
-		if err != nil {
-			return nil, prefixShapeError(prefix, escaped, "it is not validly escaped")
-		}
-		seg[i] = s
-	}
-	ns, name := seg[0], seg[1]
-	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return nil, prefixShapeError(prefix, escaped, fmt.Sprintf("%q is not a namespace name: %s", clip(ns), strings.Join(errs, "; ")))
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return nil, prefixShapeError(prefix, escaped, fmt.Sprintf("%q is not a sandbox name: %s", clip(name), strings.Join(errs, "; ")))
-	}
-	if seg[2] == sessionSegment && (len(parts) == 3 || parts[3] == "") {
-		return &route{kind: kindPathSession, namespace: ns, name: name, base: prefix + "/" + ns + "/" + name}, nil
-	}
-	port, err := strconv.Atoi(seg[2])
-	if err != nil || port < 1 || port > 65535 || strings.TrimLeft(seg[2], "0123456789") != "" {
-		return nil, prefixShapeError(prefix, escaped, fmt.Sprintf("%q is not a port: give a number from 1 to 65535", clip(seg[2])))
-	}
-	rte := &route{kind: kindPath, namespace: ns, name: name, port: port, path: "/",
-		base: prefix + "/" + ns + "/" + name + "/" + strconv.Itoa(port)}
-	if len(parts) == 4 {
-		ep := "/" + parts[3]
-		p, err := url.PathUnescape(ep)
-		if err != nil {
-			return nil, prefixShapeError(prefix, escaped, "it is not validly escaped")
-		}
-		rte.path = p
-		if ep != (&url.URL{Path: p}).EscapedPath() {
-			rte.rawPath = ep
-		}
-	}
-	return rte, nil
+// newSessions builds the session endpoint of path routing, lending it the router's checks.
+func (rt *Router) newSessions() *pathroute.Sessions {
+	return &pathroute.Sessions{SessionDeps: pathroute.SessionDeps{Key: rt.cfg.AgentTokenKey, Now: rt.now, Synced: rt.synced.Load,
+		TTL: rt.mintTTL, Admit: rt.admitTicketMinter, SandboxUID: rt.sandboxUID, RecordDecision: rt.recordDecision,
+		Observe: func(r *http.Request, p string) { infoFrom(r.Context()).principal = p }, Tickets: &rt.tickets}}
 }
 
-// prefixShapeError is the 400 of a path under the prefix that does not name a sandbox's port.
-func prefixShapeError(prefix, escaped, why string) *httpError {
-	return errorf(http.StatusBadRequest, "the path %q is under the path-routing prefix %s but %s: use %s/{namespace}/{name}/{port}/{path}",
-		clip(escaped), prefix, why, prefix)
+// admitTicketMinter checks a request for a ticket to Sandbox ns/name as for any route to it:
+// credentials (from the Authorization header only), permission, then the sandbox's existence
+// and, for a claim token, that the sandbox is its claim's.
+func (rt *Router) admitTicketMinter(ctx context.Context, r *http.Request, ns, name string) (pathroute.Minter, *httpError) {
+	p, herr := rt.authenticateTicketMinter(ctx, r)
+	if herr == nil {
+		infoFrom(ctx).principal = p.name()
+		herr = rt.authorize(ctx, p, access{namespace: ns, name: name})
+	}
+	rt.recordDecision(herr)
+	if herr != nil {
+		return pathroute.Minter{}, herr
+	}
+	sb, herr := rt.existingSandbox(ctx, ns, name)
+	if herr != nil {
+		return pathroute.Minter{}, herr
+	}
+	if herr := checkClaimOwns(p, nil, sb); herr != nil {
+		return pathroute.Minter{}, herr
+	}
+	m := pathroute.Minter{Subject: p.name(), UID: sb.UID}
+	if p.claim != nil {
+		m.Expiry = p.claim.Expiry
+	}
+	return m, nil
+}
+
+// authenticateTicketMinter accepts the credentials of any route, from the Authorization header
+// only; a session cannot mint tickets (it would outlive itself through them).
+func (rt *Router) authenticateTicketMinter(ctx context.Context, r *http.Request) (*principal, *httpError) {
+	tok, _, herr := bearer(r, false)
+	if herr == nil && tok == "" {
+		herr = errorf(http.StatusUnauthorized, "minting a browser ticket needs an Authorization header (the kubox-token cookie "+
+			"does not mint); %s", rt.acceptedCredentials())
+	}
+	if herr == nil && strings.HasPrefix(tok, pathroute.GrantPrefix) {
+		herr = errorf(http.StatusForbidden, "a browser ticket or session cannot mint tickets; use the credentials that minted it")
+	}
+	if herr != nil {
+		return nil, herr
+	}
+	return rt.authenticate(ctx, r, false)
+}
+
+// sandboxUID is the UID of Sandbox ns/name, or 404.
+func (rt *Router) sandboxUID(ctx context.Context, ns, name string) (types.UID, *httpError) {
+	sb, herr := rt.existingSandbox(ctx, ns, name)
+	if herr != nil {
+		return "", herr
+	}
+	return sb.UID, nil
+}
+
+// existingSandbox is Sandbox ns/name, or 404.
+func (rt *Router) existingSandbox(ctx context.Context, ns, name string) (*sandboxv1beta1.Sandbox, *httpError) {
+	sb, herr := rt.lookupSandbox(ctx, ns, name)
+	if herr == nil && sb == nil {
+		herr = errorf(http.StatusNotFound, "sandbox %s/%s does not exist (or the router has not seen it yet); "+
+			"check the name with: kubectl get sandboxes -n %s", ns, name, ns)
+	}
+	return sb, herr
+}
+
+// principalSession is a browser session of path routing (pathroute.Grant).
+const principalSession = "browser-session"
+
+// authenticateRoute finds who sent a request for rte. On preview hosts the kubox-token cookie
+// may hold any credential; on path routes it holds only a browser session (and the
+// Authorization header any credential, a session too).
+func (rt *Router) authenticateRoute(ctx context.Context, r *http.Request, rte *route) (*principal, *httpError) {
+	if rte.kind != kindPath {
+		return rt.authenticate(ctx, r, rte.kind == kindPreview)
+	}
+	tok, fromCookie, herr := bearer(r, true)
+	switch {
+	case herr != nil:
+		return nil, herr
+	case fromCookie && !strings.HasPrefix(tok, pathroute.GrantPrefix):
+		return nil, errorf(http.StatusUnauthorized, "the %s cookie of a path route must hold a browser session: get one by opening "+
+			"the URL POST %s/%s answers to a client with credentials", tokenCookie, strings.TrimSuffix(rte.base, "/"+strconv.Itoa(rte.port)), pathroute.SessionSegment)
+	case !strings.HasPrefix(tok, pathroute.GrantPrefix):
+		return rt.authenticate(ctx, r, false)
+	case fromCookie:
+		if herr := checkCookieSite(r); herr != nil {
+			return nil, errorf(http.StatusForbidden, "%s %s came from another site (%s) with the %s cookie: path routes refuse cookie-"+
+				"authenticated requests from other sites' pages (cross-site request forgery); send the token in an Authorization "+
+				"header, or make the request from the sandbox's own page", r.Method, clip(r.URL.Path), clip(requestSite(r)), tokenCookie)
+		}
+	}
+	g, herr := pathroute.VerifyGrant(rt.cfg.AgentTokenKey, tok, pathroute.UseSession, rt.now())
+	if herr != nil {
+		return nil, herr
+	}
+	return &principal{kind: principalSession, session: &g}, nil
+}
+
+// requestSite is what a browser says a request came from, for messages.
+func requestSite(r *http.Request) string {
+	if o := r.Header.Get("Origin"); o != "" {
+		return o
+	}
+	return "Sec-Fetch-Site: " + r.Header.Get("Sec-Fetch-Site")
+}
+
+// checkPathRoute runs the checks of a path route that need its sandbox: a session opens only the
+// sandbox (by UID) it was opened for, and the agent's ports are refused whatever the credentials,
+// as on preview hosts: the router would add the agent token, and a page could run commands.
+func checkPathRoute(p *principal, rte *route, sb *sandboxv1beta1.Sandbox) *httpError {
+	if rte.kind != kindPath {
+		return nil
+	}
+	if p.session != nil && p.session.UID != sb.UID {
+		return errorf(http.StatusUnauthorized, "the browser session was opened for an earlier sandbox %s/%s, which no longer exists; "+
+			"open a new one", sb.Namespace, sb.Name)
+	}
+	if what := agentPortRole(sb, rte.port); what != "" {
+		return errorf(http.StatusForbidden, "port %d of sandbox %s/%s is %s, which path routes never serve (a web page could run "+
+			"commands through it); use /sandboxes/%s/%s/... with an Authorization header instead", rte.port, sb.Namespace, sb.Name,
+			what, sb.Namespace, sb.Name)
+	}
+	return nil
 }

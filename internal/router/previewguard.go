@@ -1,12 +1,12 @@
 package router
 
 import (
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/pathroute"
 )
 
 // Preview hosts are where browsers meet sandboxes, and every preview host of a router shares one
@@ -94,13 +94,5 @@ func sameOrigin(origin, host string) bool {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false // "null" (sandboxed frames, data: URLs) is never the preview's own page
 	}
-	return strings.EqualFold(canonicalHost(u.Host, u.Scheme), canonicalHost(host, u.Scheme))
-}
-
-// canonicalHost drops a trailing dot and the scheme's default port.
-func canonicalHost(host, scheme string) string {
-	if h, p, err := net.SplitHostPort(host); err == nil && (p == "80" && scheme == "http" || p == "443" && scheme == "https") {
-		host = h
-	}
-	return strings.TrimSuffix(host, ".")
+	return strings.EqualFold(pathroute.CanonicalHost(u.Host, u.Scheme), pathroute.CanonicalHost(host, u.Scheme))
 }

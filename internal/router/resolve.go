@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,12 +31,6 @@ type target struct {
 	agentToken string
 }
 
-// port is the port of the target's address.
-func (t *target) port() string {
-	_, p, _ := net.SplitHostPort(t.addr)
-	return p
-}
-
 // lookupClaim reads a claim from the cache; nil when it does not exist.
 func (rt *Router) lookupClaim(ctx context.Context, ns, name string) (*extv1beta1.SandboxClaim, *httpError) {
 	if herr := rt.checkNamespace(ns); herr != nil {
@@ -50,6 +45,15 @@ func (rt *Router) lookupClaim(ctx context.Context, ns, name string) (*extv1beta1
 		return nil, errorf(http.StatusServiceUnavailable, "reading SandboxClaim %s/%s from the router's cache: %v", ns, name, err)
 	}
 	return c, nil
+}
+
+// cachedSandbox reads Sandbox ns/name from the cache; nil when it is gone or unreadable.
+func (rt *Router) cachedSandbox(ctx context.Context, ns, name string) *sandboxv1beta1.Sandbox {
+	sb, herr := rt.lookupSandbox(ctx, ns, name)
+	if herr != nil {
+		return nil
+	}
+	return sb
 }
 
 // lookupSandbox reads a sandbox from the cache; nil when it does not exist.
@@ -123,7 +127,7 @@ func (rt *Router) resolveTarget(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 		}
 		port = int(agent.Port)
 	}
-	t := &target{sandbox: sb, addr: net.JoinHostPort(ip.String(), itoa(port))}
+	t := &target{sandbox: sb, addr: net.JoinHostPort(ip.String(), strconv.Itoa(port))}
 	if isAgentPort(agent, port) {
 		t.agentToken = contract.DeriveAgentToken(rt.cfg.AgentTokenKey, sb.UID)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/router/pathroute"
 )
 
 // Route kinds, also the "route" field of the access log.
@@ -58,7 +59,7 @@ func (rt *Router) parseProxyRoute(r *http.Request) (*route, *httpError) {
 		port, id, _ := contract.ParsePreviewHost(r.Host, rt.cfg.PreviewDomain)
 		rte = &route{kind: kindPreview, previewID: id, port: port, path: r.URL.Path, rawPath: r.URL.RawPath}
 	case rt.cfg.PathRoutingPrefix != "" && strings.HasPrefix(r.URL.EscapedPath(), rt.cfg.PathRoutingPrefix+"/"):
-		rte, herr = parsePrefixRoute(rt.cfg.PathRoutingPrefix, r)
+		rte, herr = prefixRoute(rt.cfg.PathRoutingPrefix, r)
 	case r.Header.Get(headerID) != "":
 		rte, herr = parseHeaderRoute(r)
 	default:
@@ -76,6 +77,20 @@ func (rt *Router) parseProxyRoute(r *http.Request) (*route, *httpError) {
 func (rt *Router) isPreviewHost(host string) bool {
 	_, _, ok := contract.ParsePreviewHost(host, rt.cfg.PreviewDomain)
 	return ok
+}
+
+// prefixRoute reads a path under the path-routing prefix (pathroute.Parse) as a route of kindPath
+// or kindPathSession.
+func prefixRoute(prefix string, r *http.Request) (*route, *httpError) {
+	pr, herr := pathroute.Parse(prefix, r)
+	if herr != nil || pr == nil {
+		return nil, herr
+	}
+	if pr.Session {
+		return &route{kind: kindPathSession, namespace: pr.Namespace, name: pr.Name, base: pr.Base}, nil
+	}
+	return &route{kind: kindPath, namespace: pr.Namespace, name: pr.Name, port: pr.Port, path: pr.Path, rawPath: pr.RawPath,
+		base: pr.Base}, nil
 }
 
 // parseHeaderRoute reads agent-sandbox's header contract; the path is forwarded unchanged.
@@ -172,12 +187,4 @@ func (rt *Router) parseTimeout(v string) (time.Duration, *httpError) {
 		return d, nil
 	}
 	return time.Duration(s * float64(time.Second)), nil
-}
-
-// clip shortens what a client sent before it is quoted back in a message.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
 }

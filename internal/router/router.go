@@ -7,12 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -20,8 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubox-dev/kubox/internal/router/authn"
+	"github.com/kubox-dev/kubox/internal/router/e2b"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
+	"github.com/kubox-dev/kubox/internal/router/pathroute"
+	"github.com/kubox-dev/kubox/internal/router/proxy"
 	"github.com/kubox-dev/kubox/internal/router/ui"
+	"github.com/kubox-dev/kubox/internal/router/wake"
 )
 
 // Router is kubox-router: build it with New, run it with Start (the configured listeners) or
@@ -33,28 +35,30 @@ type Router struct {
 	reviewer *authn.Reviewer
 	shared   authn.SharedToken
 	metrics  *metrics.Metrics
-	upstream *upstream
-	proxy    *httputil.ReverseProxy
+	proxy    *proxy.Proxy
 	clients  *clientLimiter
 	inflight chan struct{} // a slot per request in flight; nil: unlimited
 	handler  http.Handler
 	now      func() time.Time
-	tickets  ticketLedger // browser tickets redeemed (path routing)
-	// writer patches Sandboxes: their last activity, and the resume of a sandbox being woken.
-	writer   client.Client
-	activity *activityTracker
-	waker    *waker
-	bg       *background
-	// e2bKube acts with the caller's token for E2B's control API; e2bMux routes it (e2b*.go).
-	e2bKube client.Client
-	e2bMux  *http.ServeMux
+	tickets  pathroute.Ledger // browser tickets redeemed (path routing)
+	sessions *pathroute.Sessions
+	// writer is the router's own client; lifecycle builds every lifecycle patch (internal/router/wake).
+	writer    client.Client
+	lifecycle *wake.Writer
+	activity  *wake.Tracker
+	waker     *wake.Waker
+	events    *wake.Events
+	bg        *wake.Background
+	// e2b serves E2B's control API (internal/router/e2b); nil without Config.E2BDomain.
+	e2b *e2b.API
 	// dashboard serves /ui/ (dashboard.go).
 	dashboard *ui.Handler
 
-	synced    atomic.Bool
-	cacheOnce sync.Once
-	cacheWG   sync.WaitGroup
-	cacheErr  error
+	synced     atomic.Bool
+	syncedDone chan struct{} // closed once synced is true
+	cacheOnce  sync.Once
+	cacheWG    sync.WaitGroup
+	cacheErr   error
 }
 
 // New builds a router from cfg, reading Sandboxes and SandboxClaims and reviewing tokens
@@ -64,7 +68,7 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 		return nil, err
 	}
 	rt := &Router{cfg: cfg, log: cfg.Log, shared: authn.NewSharedToken(cfg.SharedToken), metrics: metrics.New(),
-		clients: newClientLimiter(cfg.MaxConnectionsPerClient), now: time.Now}
+		clients: newClientLimiter(cfg.MaxConnectionsPerClient), now: time.Now, events: wake.NewEvents(), syncedDone: make(chan struct{})}
 	if cfg.MaxInflightRequests > 0 {
 		rt.inflight = make(chan struct{}, cfg.MaxInflightRequests)
 	}
@@ -81,20 +85,29 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 	if rt.writer, err = client.New(restConfig, client.Options{Scheme: newScheme()}); err != nil {
 		return nil, fmt.Errorf("creating a Kubernetes client: %w", err)
 	}
+	rt.newIdle()
 	if cfg.E2BDomain != "" {
-		if rt.e2bKube, err = newE2BClient(restConfig, client.Options{Scheme: newScheme(), Mapper: rt.writer.RESTMapper()}); err != nil {
+		if rt.e2b, err = rt.newE2B(restConfig); err != nil {
 			return nil, err
 		}
-		rt.e2bMux = rt.newE2BMux()
 	}
 	if rt.dashboard, err = rt.newDashboard(restConfig); err != nil {
 		return nil, err
 	}
-	rt.newIdle()
-	rt.upstream = rt.newUpstream()
-	rt.proxy = rt.newProxy()
+	rt.proxy = proxy.New(proxy.Config{ProxyTimeout: cfg.ProxyTimeout, MaxResponseHeaderBytes: cfg.MaxResponseHeaderBytes,
+		MaxRetries: cfg.UpstreamMaxRetries, RetryDelay: cfg.UpstreamRetryDelay}, rt.metrics, rt.log,
+		proxy.Hooks{ModifyResponse: rt.confinePathResponse, Failed: func(r *http.Request, err string) { infoFrom(r.Context()).err = err }})
+	rt.sessions = rt.newSessions()
 	rt.handler = rt.observe(http.HandlerFunc(rt.serveHTTP))
 	return rt, nil
+}
+
+// confinePathResponse keeps a sandbox's response to a path route under its path
+// (pathroute.ConfineResponse).
+func (rt *Router) confinePathResponse(res *http.Response, t *proxy.Target) {
+	if t != nil && t.PathBase != "" {
+		pathroute.ConfineResponse(res, t.PathBase, t.Addr, rt.cfg.PathRoutingRewriteResponses)
+	}
 }
 
 // newReviewer builds the token and access reviewer with two clients: restConfig's for
@@ -116,13 +129,15 @@ func newReviewer(cfg Config, restConfig *rest.Config) (*authn.Reviewer, error) {
 		authn.NewBudget(cfg.TokenReviewBudget, clock.RealClock{}), clock.RealClock{}), nil
 }
 
-// newIdle sets up what serves idle policies: the activity tracker and the waker.
+// newIdle sets up what serves idle policies: the lifecycle writer, the activity tracker and the
+// waker (internal/router/wake).
 func (rt *Router) newIdle() {
-	rt.bg = newBackground()
-	rt.activity = &activityTracker{write: rt.writeLastActivity, lookup: rt.cachedSandbox, now: rt.now,
-		writes: rt.metrics.ActivityWrites, log: rt.log, bg: rt.bg, bySandbox: map[types.UID]*activity{}}
-	rt.waker = &waker{timeout: rt.cfg.WakeTimeout, now: rt.now, current: rt.cachedSandbox, resume: rt.resumeSandbox,
-		serving: rt.serving, bg: rt.bg, ops: map[types.UID]*wakeOp{}}
+	rt.bg = wake.NewBackground()
+	rt.lifecycle = wake.NewWriter(rt.writer)
+	rt.activity = wake.NewTracker(wake.TrackerDeps{Write: rt.lifecycle.LastActivity, Lookup: rt.cachedSandbox, Now: rt.now,
+		Writes: rt.metrics.ActivityWrites, Log: rt.log, BG: rt.bg})
+	rt.waker = wake.NewWaker(wake.WakerDeps{Timeout: rt.cfg.WakeTimeout, Now: rt.now, Current: rt.cachedSandbox,
+		Resume: rt.resumeSandbox, Serving: rt.serving, Events: rt.events, BG: rt.bg})
 }
 
 // MetricsHandler serves the router's Prometheus metrics.
@@ -142,9 +157,9 @@ func (rt *Router) HealthHandler() http.Handler {
 // Serve and Start call it.
 func (rt *Router) StartCache(ctx context.Context) {
 	rt.cacheOnce.Do(func() {
-		rt.bg.goBackground(rt.activity.run)
-		rt.bg.goBackground(rt.dashboard.Run)
-		context.AfterFunc(ctx, rt.bg.cancel)
+		rt.bg.Go(rt.activity.Run)
+		rt.bg.Go(rt.dashboard.Run)
+		context.AfterFunc(ctx, rt.bg.Cancel)
 		rt.cacheWG.Add(2)
 		go func() {
 			defer rt.cacheWG.Done()
@@ -157,6 +172,7 @@ func (rt *Router) StartCache(ctx context.Context) {
 			defer rt.cacheWG.Done()
 			if rt.cache.WaitForCacheSync(ctx) {
 				rt.synced.Store(true)
+				close(rt.syncedDone)
 				rt.log.Info("Loaded Sandboxes and SandboxClaims; ready")
 			}
 		}()
@@ -167,18 +183,15 @@ func (rt *Router) StartCache(ctx context.Context) {
 // whether it did before ctx ended. Call it after Serve, Start or StartCache: a cache that is not
 // started never syncs.
 func (rt *Router) WaitForCacheSync(ctx context.Context) bool {
-	return rt.cache.WaitForCacheSync(ctx) && waitTrue(ctx, &rt.synced)
-}
-
-func waitTrue(ctx context.Context, b *atomic.Bool) bool {
-	for !b.Load() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
+	if !rt.cache.WaitForCacheSync(ctx) {
+		return false
 	}
-	return true
+	select {
+	case <-rt.syncedDone:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Serve starts the cache and serves the main handler on l until ctx ends, then finishes the
@@ -186,8 +199,8 @@ func waitTrue(ctx context.Context, b *atomic.Bool) bool {
 func (rt *Router) Serve(ctx context.Context, l net.Listener) error {
 	rt.StartCache(ctx)
 	err := rt.serve(ctx, l, rt.mainServer())
-	rt.upstream.closeIdle()
-	rt.bg.stop()
+	rt.proxy.CloseIdle()
+	rt.bg.Stop()
 	rt.cacheWG.Wait()
 	return err
 }
@@ -226,8 +239,8 @@ func (rt *Router) Start(ctx context.Context) error {
 	for range listeners {
 		all = append(all, <-errs)
 	}
-	rt.upstream.closeIdle()
-	rt.bg.stop()
+	rt.proxy.CloseIdle()
+	rt.bg.Stop()
 	rt.cacheWG.Wait()
 	return errors.Join(append(all, rt.cacheErr)...)
 }

@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -91,4 +92,17 @@ func (s *SandboxWarmPoolSpec) ReadinessGracePeriod(def time.Duration) time.Durat
 // router waits for that before it proxies to a sandbox it woke.
 func (s *SandboxClaimSpec) TakesSettings(warm bool) bool {
 	return len(s.SecretFiles) > 0 || (len(s.Env) > 0 && warm)
+}
+
+// SettingsInputs returns the part of s that TakesSettings reads: its secretFiles (which name
+// Secrets, not their data) and the names of its env, without their values. A cache that keeps no
+// more of a claim than it needs (kubox-router's) keeps this, so TakesSettings answers the same for
+// the cached claim as for s, whatever fields the rule comes to read.
+func (s *SandboxClaimSpec) SettingsInputs() SandboxClaimSpec {
+	var out SandboxClaimSpec
+	out.SecretFiles = slices.Clone(s.SecretFiles)
+	for _, e := range s.Env {
+		out.Env = append(out.Env, EnvVar{Name: e.Name})
+	}
+	return out
 }

@@ -2,18 +2,17 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/wake"
 )
 
 // actions says what the viewer may do with a sandbox; the page shows only those.
@@ -93,7 +92,14 @@ func (h *Handler) setMode(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if herr != nil {
 		return herr
 	}
-	return h.patch(ctx, w, &sandboxv1beta1.Sandbox{}, "Sandbox", ns, name, map[string]any{"spec": map[string]any{"operatingMode": mode}})
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := h.kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb); err != nil {
+		return kubeError(err, "reading Sandbox "+ns+"/"+name)
+	}
+	if _, err := wake.SetMode(ctx, h.kube, sb, mode); err != nil {
+		return kubeError(err, "patching Sandbox "+ns+"/"+name)
+	}
+	return patched(w, name)
 }
 
 // deleteSandbox deletes the sandbox as the viewer.
@@ -144,11 +150,15 @@ func (h *Handler) extend(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if claim.Spec.Lifecycle != nil {
 			cur = claim.Spec.Lifecycle.ShutdownTime
 		}
-		t := later(cur, by)
-		return h.patch(ctx, w, claim, "SandboxClaim", ns, o.Name, map[string]any{"spec": map[string]any{"lifecycle": map[string]any{"shutdownTime": t}}})
+		if err := wake.SetShutdownTime(ctx, h.kube, claim, later(cur, by)); err != nil {
+			return kubeError(err, "patching SandboxClaim "+ns+"/"+o.Name)
+		}
+		return patched(w, o.Name)
 	}
-	t := later(sb.Spec.ShutdownTime, by)
-	return h.patch(ctx, w, sb, "Sandbox", ns, name, map[string]any{"spec": map[string]any{"shutdownTime": t}})
+	if err := wake.SetShutdownTime(ctx, h.kube, sb, later(sb.Spec.ShutdownTime, by)); err != nil {
+		return kubeError(err, "patching Sandbox "+ns+"/"+name)
+	}
+	return patched(w, name)
 }
 
 // later is by after the later of now and cur, to the second.
@@ -160,17 +170,8 @@ func later(cur *metav1.Time, by time.Duration) metav1.Time {
 	return metav1.NewTime(from.Add(by).Truncate(time.Second))
 }
 
-// patch merge-patches obj ns/name as the viewer and answers the result.
-func (h *Handler) patch(ctx context.Context, w http.ResponseWriter, obj client.Object, kind, ns, name string, p map[string]any) *Error {
-	body, err := json.Marshal(p)
-	if err != nil {
-		return errorf(http.StatusInternalServerError, "encoding a patch: %v", err)
-	}
-	obj.SetNamespace(ns)
-	obj.SetName(name)
-	if err := h.kube.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return kubeError(err, "patching "+kind+" "+ns+"/"+name)
-	}
+// patched answers a lifecycle write (internal/router/wake) made as the viewer.
+func patched(w http.ResponseWriter, name string) *Error {
 	writeJSON(w, http.StatusOK, map[string]string{"patched": name})
 	return nil
 }

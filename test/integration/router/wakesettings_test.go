@@ -22,9 +22,9 @@ import (
 const secretDir = "/run/secrets/kubox"
 
 // claimWithSettings creates a template whose sandboxes run the agent and take settings, a pool
-// of one, and claim name of it with TOKEN=name and the Secret api as files, waking on request;
-// it returns the claim once Ready with its sandbox.
-func (e *wakeEnv) claimWithSettings(t *testing.T, name string) (*extv1beta1.SandboxClaim, *sandboxv1beta1.Sandbox) {
+// of one, and claim name of it with TOKEN=name and, with secretFiles, the Secret api as files,
+// waking on request; it returns the claim once Ready with its sandbox.
+func (e *wakeEnv) claimWithSettings(t *testing.T, name string, secretFiles bool) (*extv1beta1.SandboxClaim, *sandboxv1beta1.Sandbox) {
 	t.Helper()
 	env.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: e.ns}, Data: map[string][]byte{"token": []byte("s3cr3t")}})
 	tpl := testutil.MakeTemplate("python", e.ns).Unmanaged().EnvVarsInjectionPolicy(extv1beta1.EnvVarsInjectionPolicyAllowed).
@@ -37,7 +37,9 @@ func (e *wakeEnv) claimWithSettings(t *testing.T, name string) (*extv1beta1.Sand
 		return p.Status.ReadyReplicas == 1, "SandboxWarmPool pool has no Ready member yet"
 	})
 	claim := testutil.MakeClaim(name, e.ns).WarmPool("pool").Env("TOKEN", name, "").Obj()
-	claim.Spec.SecretFiles = []extv1beta1.SecretFile{{SecretName: "api", MountPath: secretDir}}
+	if secretFiles {
+		claim.Spec.SecretFiles = []extv1beta1.SecretFile{{SecretName: "api", MountPath: secretDir}}
+	}
 	claim.Spec.IdlePolicy = onRequest()
 	env.Create(t, claim)
 	claim = e.waitClaimReady(t, claim, metav1.ConditionTrue)
@@ -107,7 +109,7 @@ func (e *wakeEnv) runThroughRouter(t *testing.T, name string, argv ...string) (r
 // claim whose Secret is gone gets a 503 naming the claim instead of a sandbox without its files.
 func TestWakeWaitsForTheClaimsSettings(t *testing.T) {
 	e := startWakeEnv(t, nil)
-	claim, sb := e.claimWithSettings(t, "c")
+	claim, sb := e.claimWithSettings(t, "c", true)
 
 	for i := range 3 {
 		e.suspendIdle(t, claim, sb.Name)
@@ -128,5 +130,21 @@ func TestWakeWaitsForTheClaimsSettings(t *testing.T) {
 	if res.code != http.StatusServiceUnavailable || !strings.Contains(res.body, "SandboxClaim c cannot take its settings") ||
 		!strings.Contains(res.body, extv1beta1.ClaimReasonSecretFilesRejected) {
 		t.Errorf("waking a sandbox whose claim's Secret is gone: %s; want 503 naming the claim and %s", res, extv1beta1.ClaimReasonSecretFilesRejected)
+	}
+}
+
+// TestWakeWaitsForTheClaimsEnv: a warm claim that sets env and no secret files takes its
+// settings through the agent too, so a request that wakes its sandbox is held until they are in
+// the new Pod: the router's cache keeps what api/'s rule reads (the sandbox's launch-type label),
+// and its first process sees TOKEN every time.
+func TestWakeWaitsForTheClaimsEnv(t *testing.T) {
+	e := startWakeEnv(t, nil)
+	claim, sb := e.claimWithSettings(t, "c", false)
+	for i := range 3 {
+		e.suspendIdle(t, claim, sb.Name)
+		res, out := e.runThroughRouter(t, sb.Name, "printenv", "TOKEN")
+		if res.code != http.StatusOK || out != "c\n" {
+			t.Fatalf("wake %d: the first process in the woken sandbox: %s, output %q; want the claim's TOKEN", i+1, res, out)
+		}
 	}
 }

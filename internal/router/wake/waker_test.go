@@ -1,4 +1,4 @@
-package router
+package wake
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/httperr"
 )
 
 // fakeSandboxes stands for the router's cache and API server: one Sandbox, which resume
@@ -68,22 +69,25 @@ func (f *fakeSandboxes) setReady(status metav1.ConditionStatus, reason string, i
 		Message: "set by the test", ObservedGeneration: f.sb.Generation}}
 }
 
-func newTestWaker(t *testing.T, f *fakeSandboxes, timeout time.Duration) *waker {
-	bg := newBackground()
-	t.Cleanup(bg.stop)
-	return &waker{timeout: timeout, now: time.Now, current: f.current, resume: f.resume, bg: bg,
-		serving: func(context.Context, *sandboxv1beta1.Sandbox) (bool, *httpError) { return true, nil }, ops: map[types.UID]*wakeOp{}}
+// box is the key of the fake's Sandbox, which its events name.
+var box = types.NamespacedName{Namespace: "ns", Name: "box"}
+
+func newTestWaker(t *testing.T, f *fakeSandboxes, timeout time.Duration) *Waker {
+	bg := NewBackground()
+	t.Cleanup(bg.Stop)
+	return NewWaker(WakerDeps{Timeout: timeout, Now: time.Now, Current: f.current, Resume: f.resume, BG: bg, Events: NewEvents(),
+		Serving: func(context.Context, *sandboxv1beta1.Sandbox) (bool, *httperr.Error) { return true, nil }})
 }
 
 // waitAll starts n requests' waits for the sandbox and returns their outcomes once all ended.
-func waitAll(ctx context.Context, w *waker, f *fakeSandboxes, n int) <-chan []*httpError {
-	out := make(chan []*httpError, 1)
+func waitAll(ctx context.Context, w *Waker, f *fakeSandboxes, n int) <-chan []*httperr.Error {
+	out := make(chan []*httperr.Error, 1)
 	sb := f.current(ctx, "", "")
 	go func() {
-		errs := make([]*httpError, n)
+		errs := make([]*httperr.Error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { errs[i] = w.wait(ctx, sb) })
+			wg.Go(func() { errs[i] = w.Wait(ctx, sb) })
 		}
 		wg.Wait()
 		out <- errs
@@ -98,16 +102,16 @@ func TestWakeManyWaitersOneResume(t *testing.T) {
 	<-f.resumed
 	// Not Ready yet: the new generation is not observed, then Ready without a pod IP.
 	f.setReady(metav1.ConditionFalse, sandboxv1beta1.SandboxReasonDependenciesNotReady)
-	w.notify("uid-1")
+	w.Events.Notify(box)
 	f.setReady(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady)
-	w.notify("uid-1")
+	w.Events.Notify(box)
 	select {
 	case errs := <-done:
 		t.Fatalf("the waits ended before the sandbox had a pod IP: %v", errs)
 	case <-time.After(100 * time.Millisecond):
 	}
 	f.setReady(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "10.0.0.7")
-	w.notify("uid-1")
+	w.Events.Notify(box)
 	for i, herr := range <-done {
 		if herr != nil {
 			t.Errorf("request %d: %v", i, herr)
@@ -117,7 +121,7 @@ func TestWakeManyWaitersOneResume(t *testing.T) {
 		t.Errorf("20 requests resumed the sandbox %d times, want 1", got)
 	}
 	// A request now finds the sandbox running: no wake.
-	if herr := w.wait(t.Context(), f.current(t.Context(), "", "")); herr != nil || f.resumes.Load() != 1 {
+	if herr := w.Wait(t.Context(), f.current(t.Context(), "", "")); herr != nil || f.resumes.Load() != 1 {
 		t.Errorf("a request for the woken sandbox: %v, %d resumes; want none more", herr, f.resumes.Load())
 	}
 }
@@ -126,7 +130,7 @@ func TestWakeTimeout(t *testing.T) {
 	f := newFakeSandboxes()
 	w := newTestWaker(t, f, 50*time.Millisecond)
 	for i, herr := range <-waitAll(t.Context(), w, f, 3) {
-		if herr == nil || herr.code != http.StatusGatewayTimeout || herr.retryAfter == 0 || !strings.Contains(herr.msg, "--wake-timeout") {
+		if herr == nil || herr.Code != http.StatusGatewayTimeout || herr.RetryAfter == 0 || !strings.Contains(herr.Msg, "--wake-timeout") {
 			t.Errorf("request %d for a sandbox that never gets Ready: %+v, want 504 with Retry-After naming --wake-timeout", i, herr)
 		}
 	}
@@ -141,10 +145,10 @@ func TestWakeFailureReason(t *testing.T) {
 	done := waitAll(t.Context(), w, f, 1)
 	<-f.resumed
 	f.setReady(metav1.ConditionFalse, sandboxv1beta1.SandboxReasonInvalidConfiguration)
-	w.notify("uid-1")
+	w.Events.Notify(box)
 	for i, herr := range <-done {
-		if herr == nil || herr.code != http.StatusServiceUnavailable || herr.retryAfter != wakeFailedRetryAfter ||
-			!strings.Contains(herr.msg, sandboxv1beta1.SandboxReasonInvalidConfiguration) {
+		if herr == nil || herr.Code != http.StatusServiceUnavailable || herr.RetryAfter != FailedRetryAfter ||
+			!strings.Contains(herr.Msg, sandboxv1beta1.SandboxReasonInvalidConfiguration) {
 			t.Errorf("request %d: %+v, want 503 naming InvalidConfiguration", i, herr)
 		}
 	}
@@ -154,8 +158,8 @@ func TestWakeResumeFails(t *testing.T) {
 	f := newFakeSandboxes()
 	f.resumeErr = errors.New("etcd is on fire")
 	w := newTestWaker(t, f, time.Minute)
-	herr := w.wait(t.Context(), f.current(t.Context(), "", ""))
-	if herr == nil || herr.code != http.StatusServiceUnavailable || !strings.Contains(herr.msg, "etcd is on fire") {
+	herr := w.Wait(t.Context(), f.current(t.Context(), "", ""))
+	if herr == nil || herr.Code != http.StatusServiceUnavailable || !strings.Contains(herr.Msg, "etcd is on fire") {
 		t.Errorf("a failed resume: %+v, want 503 with the error", herr)
 	}
 }
@@ -167,7 +171,7 @@ func TestWakeOutlivesItsClient(t *testing.T) {
 	done := waitAll(ctx, w, f, 1)
 	<-f.resumed
 	cancel()
-	if herr := (<-done)[0]; herr == nil || herr.code != statusClientClosedRequest {
+	if herr := (<-done)[0]; herr == nil || herr.Code != httperr.StatusClientClosedRequest {
 		t.Fatalf("a client that went away: %+v, want 499", herr)
 	}
 	w.mu.Lock()
@@ -177,7 +181,7 @@ func TestWakeOutlivesItsClient(t *testing.T) {
 		t.Fatal("the wake ended with its only client; it must go on")
 	}
 	f.setReady(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "10.0.0.7")
-	w.notify("uid-1")
+	w.Events.Notify(box)
 	<-op.done
 	if op.err != nil {
 		t.Errorf("the wake: %v", op.err)
@@ -191,21 +195,21 @@ func TestWakeLateRequestJoins(t *testing.T) {
 	<-f.resumed
 	// The cache shows the sandbox Running, not Ready yet: a request now joins the wake.
 	late := f.current(t.Context(), "", "")
-	if !w.waking(late.UID) {
+	if !w.Waking(late.UID) {
 		t.Fatal("no wake in flight after the resume")
 	}
-	lateDone := make(chan *httpError, 1)
-	go func() { lateDone <- w.wait(t.Context(), late) }()
+	lateDone := make(chan *httperr.Error, 1)
+	go func() { lateDone <- w.Wait(t.Context(), late) }()
 	f.setReady(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "10.0.0.7")
-	w.notify("uid-1")
+	w.Events.Notify(box)
 	if herr := (<-first)[0]; herr != nil {
 		t.Errorf("the first request: %v", herr)
 	}
 	if herr := <-lateDone; herr != nil {
 		t.Errorf("the late request: %v", herr)
 	}
-	if w.waking("uid-1") || f.resumes.Load() != 1 {
-		t.Errorf("after the wake: waking %v, %d resumes; want false, 1", w.waking("uid-1"), f.resumes.Load())
+	if w.Waking("uid-1") || f.resumes.Load() != 1 {
+		t.Errorf("after the wake: waking %v, %d resumes; want false, 1", w.Waking("uid-1"), f.resumes.Load())
 	}
 }
 
@@ -214,7 +218,7 @@ func TestWakeNotSuspendedAnyMore(t *testing.T) {
 	stale := f.current(t.Context(), "", "")
 	f.sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning // someone resumed it meanwhile
 	w := newTestWaker(t, f, time.Minute)
-	if herr := w.wait(t.Context(), stale); herr != nil || f.resumes.Load() != 0 {
+	if herr := w.Wait(t.Context(), stale); herr != nil || f.resumes.Load() != 0 {
 		t.Errorf("a sandbox resumed meanwhile: %v, %d resumes; want no wake", herr, f.resumes.Load())
 	}
 }
@@ -252,10 +256,10 @@ func TestWakeOutcome(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			done, herr := wakeOutcome(tc.sb, "uid-1", gen)
+			done, herr := Outcome(tc.sb, "uid-1", gen)
 			code := 0
 			if herr != nil {
-				code = herr.code
+				code = herr.Code
 			}
 			if done != tc.wantDone || code != tc.wantCode {
 				t.Errorf("wakeOutcome = %v, %v; want %v, code %d", done, herr, tc.wantDone, tc.wantCode)
@@ -266,17 +270,17 @@ func TestWakeOutcome(t *testing.T) {
 
 func TestCheckWakePolicy(t *testing.T) {
 	sb := newFakeSandboxes().sb
-	if herr := checkWakePolicy(sb); herr != nil {
+	if herr := CheckPolicy(sb); herr != nil {
 		t.Errorf("wake OnRequest (the default): %v", herr)
 	}
 	sb.Spec.IdlePolicy.Wake = sandboxv1beta1.WakePolicyManual
-	herr := checkWakePolicy(sb)
-	if herr == nil || herr.code != http.StatusServiceUnavailable || !strings.Contains(herr.msg, "kubox resume -n ns box") ||
-		!strings.Contains(herr.msg, "Manual") {
+	herr := CheckPolicy(sb)
+	if herr == nil || herr.Code != http.StatusServiceUnavailable || !strings.Contains(herr.Msg, "kubox resume -n ns box") ||
+		!strings.Contains(herr.Msg, "Manual") {
 		t.Errorf("wake Manual: %+v, want 503 naming Manual and kubox resume", herr)
 	}
 	sb.Spec.IdlePolicy = nil
-	if herr := checkWakePolicy(sb); herr == nil || !strings.Contains(herr.msg, "no idlePolicy") {
+	if herr := CheckPolicy(sb); herr == nil || !strings.Contains(herr.Msg, "no idlePolicy") {
 		t.Errorf("no idle policy: %+v, want 503 saying so", herr)
 	}
 }

@@ -1,4 +1,4 @@
-package router
+package wake
 
 import (
 	"context"
@@ -73,27 +73,27 @@ func idleSandbox(suspendAfter time.Duration, lastActivity time.Time) *sandboxv1b
 	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "box", UID: types.UID("uid-1")}}
 	sb.Spec.IdlePolicy = &sandboxv1beta1.IdlePolicy{SuspendAfter: metav1.Duration{Duration: suspendAfter}}
 	if !lastActivity.IsZero() {
-		sb.Annotations = map[string]string{sandboxv1beta1.LastActivityAnnotation: formatActivity(lastActivity)}
+		sb.Annotations = map[string]string{sandboxv1beta1.LastActivityAnnotation: FormatActivity(lastActivity)}
 	}
 	return sb
 }
 
 type trackerFixture struct {
-	tracker *activityTracker
+	tracker *Tracker
 	clock   *fakeClock
 	writes  *fakeWrites
-	bg      *background
+	bg      *Background
 	metric  *prometheus.CounterVec
 	cached  *sandboxv1beta1.Sandbox
 }
 
 func newTrackerFixture(t *testing.T) *trackerFixture {
-	f := &trackerFixture{clock: &fakeClock{t: t0}, writes: &fakeWrites{}, bg: newBackground(),
+	f := &trackerFixture{clock: &fakeClock{t: t0}, writes: &fakeWrites{}, bg: NewBackground(),
 		metric: metrics.New().ActivityWrites}
-	f.tracker = &activityTracker{write: f.writes.write, now: f.clock.now, writes: f.metric, bg: f.bg,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), bySandbox: map[types.UID]*activity{},
-		lookup: func(context.Context, string, string) *sandboxv1beta1.Sandbox { return f.cached }}
-	t.Cleanup(f.bg.stop)
+	f.tracker = NewTracker(TrackerDeps{Write: f.writes.write, Now: f.clock.now, Writes: f.metric, BG: f.bg,
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Lookup: func(context.Context, string, string) *sandboxv1beta1.Sandbox { return f.cached }})
+	t.Cleanup(f.bg.Stop)
 	return f
 }
 
@@ -103,7 +103,7 @@ func (f *trackerFixture) settle() {
 }
 
 func (f *trackerFixture) request(sb *sandboxv1beta1.Sandbox) {
-	f.tracker.begin(sb)()
+	f.tracker.Begin(sb)()
 	f.settle()
 }
 
@@ -165,7 +165,7 @@ func TestActivityOneWriteInFlight(t *testing.T) {
 	f.writes.block = make(chan struct{})
 	sb := idleSandbox(time.Minute, time.Time{})
 	for range 5 {
-		f.tracker.begin(sb)()
+		f.tracker.Begin(sb)()
 		f.clock.advance(time.Minute) // each request would be due a write of its own
 	}
 	close(f.writes.block)
@@ -201,7 +201,7 @@ func TestActivityOpenRequestKeepsWriting(t *testing.T) {
 	f := newTrackerFixture(t)
 	sb := idleSandbox(time.Minute, time.Time{})
 	f.cached = sb
-	end := f.tracker.begin(sb) // a WebSocket that stays open
+	end := f.tracker.Begin(sb) // a WebSocket that stays open
 	f.settle()
 	f.clock.advance(20 * time.Second)
 	f.tracker.refresh(context.Background())
@@ -243,15 +243,15 @@ func TestActivityWindow(t *testing.T) {
 // BenchmarkActivityBegin is what the tracker adds to a request for a sandbox with an idle
 // policy whose annotation is fresh (no write).
 func BenchmarkActivityBegin(b *testing.B) {
-	f := &trackerFixture{clock: &fakeClock{t: t0}, writes: &fakeWrites{}, bg: newBackground(), metric: metrics.New().ActivityWrites}
-	f.tracker = &activityTracker{write: f.writes.write, now: f.clock.now, writes: f.metric, bg: f.bg,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), bySandbox: map[types.UID]*activity{}}
-	defer f.bg.stop()
+	f := &trackerFixture{clock: &fakeClock{t: t0}, writes: &fakeWrites{}, bg: NewBackground(), metric: metrics.New().ActivityWrites}
+	f.tracker = NewTracker(TrackerDeps{Write: f.writes.write, Now: f.clock.now, Writes: f.metric, BG: f.bg,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer f.bg.Stop()
 	sb := idleSandbox(10*time.Minute, t0)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			f.tracker.begin(sb)()
+			f.tracker.Begin(sb)()
 		}
 	})
 }

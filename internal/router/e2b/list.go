@@ -1,4 +1,4 @@
-package router
+package e2b
 
 import (
 	"cmp"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/kubox-dev/kubox/internal/router/httperr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -59,7 +59,7 @@ func parseE2BCursor(tok string) (*e2bCursor, error) {
 	return &e2bCursor{startedAt: time.Unix(0, n), id: id}, nil
 }
 
-func parseE2BListFilter(r *http.Request) (e2bListFilter, *httpError) {
+func parseE2BListFilter(r *http.Request) (e2bListFilter, *httperr.Error) {
 	q := r.URL.Query()
 	f := e2bListFilter{template: q.Get("template"), limit: e2bDefaultListLimit}
 	if herr := f.parsePage(q); herr != nil {
@@ -68,7 +68,7 @@ func parseE2BListFilter(r *http.Request) (e2bListFilter, *httpError) {
 	if m := q.Get("metadata"); m != "" {
 		vals, err := url.ParseQuery(m)
 		if err != nil {
-			return f, errorf(http.StatusBadRequest, "metadata %q is not key=value pairs joined by &, URL-encoded: %v", clip(m), err)
+			return f, httperr.Errorf(http.StatusBadRequest, "metadata %q is not key=value pairs joined by &, URL-encoded: %v", httperr.Clip(m), err)
 		}
 		f.metadata = map[string]string{}
 		for k, v := range vals {
@@ -78,7 +78,7 @@ func parseE2BListFilter(r *http.Request) (e2bListFilter, *httpError) {
 	for _, s := range q["state"] {
 		for st := range strings.SplitSeq(s, ",") {
 			if st != e2bRunning && st != e2bPaused {
-				return f, errorf(http.StatusBadRequest, "state %q is neither %s nor %s", clip(st), e2bRunning, e2bPaused)
+				return f, httperr.Errorf(http.StatusBadRequest, "state %q is neither %s nor %s", httperr.Clip(st), e2bRunning, e2bPaused)
 			}
 			f.states = append(f.states, st)
 		}
@@ -91,11 +91,11 @@ func parseE2BListFilter(r *http.Request) (e2bListFilter, *httpError) {
 }
 
 // parsePage reads startedAfter, order, limit and nextToken.
-func (f *e2bListFilter) parsePage(q url.Values) *httpError {
+func (f *e2bListFilter) parsePage(q url.Values) *httperr.Error {
 	if v := q.Get("startedAfter"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return errorf(http.StatusBadRequest, "startedAfter %q is not an RFC 3339 time: %v", clip(v), err)
+			return httperr.Errorf(http.StatusBadRequest, "startedAfter %q is not an RFC 3339 time: %v", httperr.Clip(v), err)
 		}
 		f.startedAfter = t
 	}
@@ -104,19 +104,19 @@ func (f *e2bListFilter) parsePage(q url.Values) *httpError {
 	case "asc":
 		f.asc = true
 	default:
-		return errorf(http.StatusBadRequest, "order %q is neither asc nor desc", clip(o))
+		return httperr.Errorf(http.StatusBadRequest, "order %q is neither asc nor desc", httperr.Clip(o))
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > e2bMaxListLimit {
-			return errorf(http.StatusBadRequest, "limit %q is not a number from 1 to %d", clip(v), e2bMaxListLimit)
+			return httperr.Errorf(http.StatusBadRequest, "limit %q is not a number from 1 to %d", httperr.Clip(v), e2bMaxListLimit)
 		}
 		f.limit = n
 	}
 	if v := q.Get("nextToken"); v != "" {
 		c, err := parseE2BCursor(v)
 		if err != nil {
-			return errorf(http.StatusBadRequest, "nextToken %q is not one this API answered: %v", clip(v), err)
+			return httperr.Errorf(http.StatusBadRequest, "nextToken %q is not one this API answered: %v", httperr.Clip(v), err)
 		}
 		f.after = c
 	}
@@ -172,7 +172,3 @@ func preconditionUID(obj client.Object) client.DeleteOption {
 	uid := obj.GetUID()
 	return client.Preconditions{UID: &uid}
 }
-
-// rawMergePatch is a JSON merge patch; one that sets metadata.uid fails on another object of the
-// name (the API server refuses to change a UID).
-func rawMergePatch(b []byte) client.Patch { return client.RawPatch(types.MergePatchType, b) }

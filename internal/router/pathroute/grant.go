@@ -1,4 +1,4 @@
-package router
+package pathroute
 
 import (
 	"crypto/hmac"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubox-dev/kubox/internal/router/httperr"
 )
 
 // Browser grants: the credentials of path routing. A grant is "kbs1.<payload>.<signature>", the
@@ -25,23 +27,24 @@ import (
 // path. Both open that one sandbox (by UID: a sandbox recreated under the name is closed to them).
 
 const (
-	grantPrefix = "kbs1."
+	// GrantPrefix starts every grant: a token that has it is a browser ticket or session.
+	GrantPrefix = "kbs1."
 	grantDomain = "kubox-router-browser-grant/v1\x00"
-	// ticketTTL is how long a ticket can be redeemed: long enough to open a link, short enough
+	// TicketTTL is how long a ticket can be redeemed: long enough to open a link, short enough
 	// that one read from a log is spent or dead.
-	ticketTTL = time.Minute
-	// maxGrantBytes bounds what verifyGrant decodes.
+	TicketTTL = time.Minute
+	// maxGrantBytes bounds what VerifyGrant decodes.
 	maxGrantBytes = 4096
 )
 
 // Uses of a grant.
 const (
-	useTicket  = "ticket"
-	useSession = "session"
+	UseTicket  = "ticket"
+	UseSession = "session"
 )
 
-// grant is what a ticket or session opens.
-type grant struct {
+// Grant is what a ticket or session opens.
+type Grant struct {
 	Use       string    `json:"use"`
 	Namespace string    `json:"ns"`
 	Name      string    `json:"name"`
@@ -60,61 +63,61 @@ var (
 	errGrantSignature = errors.New("the browser credential's signature does not match: it was not minted by this router's key, or was altered")
 )
 
-// mintGrant signs g.
-func mintGrant(key []byte, g grant) string {
+// MintGrant signs g with key.
+func MintGrant(key []byte, g Grant) string {
 	b, _ := json.Marshal(g) // a struct of strings and numbers always marshals
 	payload := base64.RawURLEncoding.EncodeToString(b)
-	return grantPrefix + payload + "." + signGrant(key, payload)
+	return GrantPrefix + payload + "." + signGrant(key, payload)
 }
 
-// verifyGrant checks tok's signature and expiry and that it is a grant of use.
-func verifyGrant(key []byte, tok, use string, now time.Time) (grant, *httpError) {
-	rest, ok := strings.CutPrefix(tok, grantPrefix)
+// VerifyGrant checks tok's signature (with key) and expiry and that it is a grant of use.
+func VerifyGrant(key []byte, tok, use string, now time.Time) (Grant, *httperr.Error) {
+	rest, ok := strings.CutPrefix(tok, GrantPrefix)
 	payload, sig, ok2 := strings.Cut(rest, ".")
 	if !ok || !ok2 || len(tok) > maxGrantBytes {
-		return grant{}, errorf(http.StatusUnauthorized, "%v", errGrantMalformed)
+		return Grant{}, httperr.Errorf(http.StatusUnauthorized, "%v", errGrantMalformed)
 	}
 	if !hmac.Equal([]byte(signGrant(key, payload)), []byte(sig)) {
-		return grant{}, errorf(http.StatusUnauthorized, "%v", errGrantSignature)
+		return Grant{}, httperr.Errorf(http.StatusUnauthorized, "%v", errGrantSignature)
 	}
-	var g grant
+	var g Grant
 	b, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil || json.Unmarshal(b, &g) != nil || g.Namespace == "" || g.Name == "" || g.UID == "" {
-		return grant{}, errorf(http.StatusUnauthorized, "%v", errGrantMalformed)
+		return Grant{}, httperr.Errorf(http.StatusUnauthorized, "%v", errGrantMalformed)
 	}
 	if g.Use != use {
-		return grant{}, errorf(http.StatusUnauthorized, "the browser credential is a %s, not a %s", g.Use, use)
+		return Grant{}, httperr.Errorf(http.StatusUnauthorized, "the browser credential is a %s, not a %s", g.Use, use)
 	}
 	if now.Unix() >= g.Expiry {
-		return grant{}, errorf(http.StatusUnauthorized, "the browser %s has expired; ask for a new ticket with "+
-			"POST {prefix}/{namespace}/{name}/%s and an Authorization header", use, sessionSegment)
+		return Grant{}, httperr.Errorf(http.StatusUnauthorized, "the browser %s has expired; ask for a new ticket with "+
+			"POST {prefix}/{namespace}/{name}/%s and an Authorization header", use, SessionSegment)
 	}
 	return g, nil
 }
 
 func signGrant(key []byte, payload string) string {
 	mac := hmac.New(sha256.New, key)
-	_, _ = mac.Write([]byte(grantDomain + grantPrefix + payload)) // hash.Hash never returns an error
+	_, _ = mac.Write([]byte(grantDomain + GrantPrefix + payload)) // hash.Hash never returns an error
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// newTicketID is 128 random bits.
-func newTicketID() string {
+// NewTicketID is 128 random bits.
+func NewTicketID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// ticketLedger remembers the tickets this router redeemed until they expire. It is per process:
+// Ledger remembers the tickets this router redeemed until they expire. It is per process:
 // with several router replicas, a ticket read from a log could be redeemed once more on each other
 // replica within its minute (docs/router.md). The zero value is ready.
-type ticketLedger struct {
+type Ledger struct {
 	mu   sync.Mutex
 	used map[string]int64 // ID -> expiry (Unix seconds)
 }
 
-// redeem records ID (expiring at exp) and reports whether it was new.
-func (l *ticketLedger) redeem(id string, exp int64, now time.Time) bool {
+// Redeem records id (expiring at exp) and reports whether it was new.
+func (l *Ledger) Redeem(id string, exp int64, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.used == nil {
@@ -132,10 +135,10 @@ func (l *ticketLedger) redeem(id string, exp int64, now time.Time) bool {
 	return true
 }
 
-// authorize opens the grant's own sandbox and nothing else.
-func (g *grant) authorize(a access) *httpError {
-	if !a.claim && a.namespace == g.Namespace && a.name == g.Name {
+// Authorize opens the grant's own sandbox and nothing else: Sandbox ns/name (not a claim).
+func (g *Grant) Authorize(ns, name string, claim bool) *httperr.Error {
+	if !claim && ns == g.Namespace && name == g.Name {
 		return nil
 	}
-	return errorf(http.StatusForbidden, "the browser session opens only sandbox %s/%s, not %s/%s", g.Namespace, g.Name, a.namespace, a.name)
+	return httperr.Errorf(http.StatusForbidden, "the browser session opens only sandbox %s/%s, not %s/%s", g.Namespace, g.Name, ns, name)
 }

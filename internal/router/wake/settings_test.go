@@ -1,4 +1,4 @@
-package router
+package wake
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/httperr"
 )
 
 // TestWakeWaitsUntilServing: a woken sandbox that is Ready but cannot serve yet (its claim's
@@ -20,19 +21,24 @@ func TestWakeWaitsUntilServing(t *testing.T) {
 	f := newFakeSandboxes()
 	w := newTestWaker(t, f, time.Minute)
 	var serving atomic.Bool
-	w.serving = func(context.Context, *sandboxv1beta1.Sandbox) (bool, *httpError) { return serving.Load(), nil }
+	w.Serving = func(context.Context, *sandboxv1beta1.Sandbox) (bool, *httperr.Error) { return serving.Load(), nil }
 	done := waitAll(t.Context(), w, f, 3)
 	<-f.resumed
 	f.setReady(metav1.ConditionTrue, sandboxv1beta1.SandboxReasonDependenciesReady, "10.0.0.7")
-	w.notify("uid-1")
+	w.Events.Notify(box)
 	select {
 	case errs := <-done:
 		t.Fatalf("the waits ended before the claim's settings were in the Pod: %v", errs)
 	case <-time.After(100 * time.Millisecond):
 	}
 	serving.Store(true)
-	w.notifyNamed("ns", "other") // another sandbox's claim changed: no look
-	w.notifyNamed("ns", "box")
+	boundTo := func(sandbox string) *extv1beta1.SandboxClaim {
+		c := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "claim-of-" + sandbox}}
+		c.Status.Sandbox.Name = sandbox
+		return c
+	}
+	w.Events.NotifyObject(boundTo("other")) // another sandbox's claim changed: no look
+	w.Events.NotifyObject(boundTo("box"))   // its claim changed: a look, which finds it serving
 	for i, herr := range <-done {
 		if herr != nil {
 			t.Errorf("request %d: %v", i, herr)
@@ -82,14 +88,14 @@ func TestSettingsOutcome(t *testing.T) {
 		{"a Secret the claim cannot read", sandbox(true, t0), claim(false, true, metav1.ConditionFalse, extv1beta1.ClaimReasonSecretFilesRejected, before), false, "SandboxClaim c cannot take its settings"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ok, herr := settingsOutcome(tc.sb, tc.claim)
+			ok, herr := SettingsOutcome(tc.sb, tc.claim)
 			if ok != tc.serving {
 				t.Errorf("serving = %v, want %v", ok, tc.serving)
 			}
 			switch {
 			case tc.err == "" && herr != nil:
 				t.Errorf("error %v, want none", herr)
-			case tc.err != "" && (herr == nil || herr.code != http.StatusServiceUnavailable || !strings.Contains(herr.msg, tc.err)):
+			case tc.err != "" && (herr == nil || herr.Code != http.StatusServiceUnavailable || !strings.Contains(herr.Msg, tc.err)):
 				t.Errorf("error %+v, want 503 containing %q", herr, tc.err)
 			}
 		})

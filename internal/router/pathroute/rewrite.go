@@ -1,6 +1,7 @@
-package router
+package pathroute
 
 import (
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -16,22 +17,19 @@ import (
 // host) are moved under base too, so a redirect keeps the browser inside the sandbox's paths.
 // Bodies are not rewritten: apps that build absolute links in HTML need a base path of their own.
 
-// modifyPathResponse applies the above to a sandbox's response to a path-routed request.
-func (rt *Router) modifyPathResponse(res *http.Response) {
-	t, _ := res.Request.Context().Value(targetKey{}).(*proxyTarget)
-	if t == nil || t.pathBase == "" {
-		return
-	}
+// ConfineResponse applies the above to a sandbox's response to a path-routed request, whose
+// sandbox's "/" is base and whose address is addr: rewrite is Config.PathRoutingRewriteResponses.
+func ConfineResponse(res *http.Response, base, addr string, rewrite bool) {
 	h := res.Header
-	confineCookiePaths(h, t.pathBase)
-	confineServiceWorker(h, t.pathBase, res.Request.URL.Path)
-	if !rt.cfg.PathRoutingRewriteResponses {
+	confineCookiePaths(h, base)
+	confineServiceWorker(h, base, res.Request.URL.Path)
+	if !rewrite {
 		return
 	}
-	hosts := []string{t.addr, res.Request.Host, res.Request.Header.Get("X-Forwarded-Host")}
+	hosts := []string{addr, res.Request.Host, res.Request.Header.Get("X-Forwarded-Host")}
 	for _, k := range []string{"Location", "Content-Location"} {
 		if v := h.Get(k); v != "" {
-			h.Set(k, rewriteLocation(v, t.pathBase, hosts))
+			h.Set(k, rewriteLocation(v, base, hosts))
 		}
 	}
 }
@@ -70,7 +68,7 @@ func rewriteLocation(v, base string, hosts []string) string {
 // hostIn reports whether host is one of hosts (ignoring case, a trailing dot, the default port).
 func hostIn(host, scheme string, hosts []string) bool {
 	for _, h := range hosts {
-		if h != "" && strings.EqualFold(canonicalHost(host, scheme), canonicalHost(h, scheme)) {
+		if h != "" && strings.EqualFold(CanonicalHost(host, scheme), CanonicalHost(h, scheme)) {
 			return true
 		}
 	}
@@ -134,4 +132,12 @@ func confinedPath(base, p string) string {
 		return clean
 	}
 	return base + clean
+}
+
+// CanonicalHost drops a trailing dot and the scheme's default port.
+func CanonicalHost(host, scheme string) string {
+	if h, p, err := net.SplitHostPort(host); err == nil && (p == "80" && scheme == "http" || p == "443" && scheme == "https") {
+		host = h
+	}
+	return strings.TrimSuffix(host, ".")
 }

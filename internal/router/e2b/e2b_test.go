@@ -1,4 +1,4 @@
-package router
+package e2b
 
 import (
 	"encoding/hex"
@@ -12,7 +12,6 @@ import (
 )
 
 func TestE2BHost(t *testing.T) {
-	rt := &Router{cfg: Config{E2BDomain: "e2b.example.com"}}
 	for host, want := range map[string]struct {
 		api  bool
 		port int
@@ -35,18 +34,17 @@ func TestE2BHost(t *testing.T) {
 		"49983e2b-abc.e2b.example.com":        {},
 		"api.e2b.example.com.preview.example": {},
 	} {
-		api, port, id, ok := rt.e2bHost(host)
+		api, port, id, ok := ParseHost("e2b.example.com", host)
 		if api != want.api || port != want.port || id != want.id || ok != want.ok {
 			t.Errorf("%s: got api=%v port=%d id=%q ok=%v, want %+v", host, api, port, id, ok, want)
 		}
 	}
-	if _, _, _, ok := (&Router{}).e2bHost("api.e2b.example.com"); ok {
+	if _, _, _, ok := ParseHost("", "api.e2b.example.com"); ok {
 		t.Error("a router without an E2B domain took an E2B host")
 	}
 }
 
 func TestE2BDomainKeepsThePort(t *testing.T) {
-	rt := &Router{cfg: Config{E2BDomain: "e2b.example.com"}}
 	for host, want := range map[string]string{
 		"api.e2b.example.com":      "e2b.example.com",
 		"api.e2b.example.com:443":  "e2b.example.com",
@@ -54,7 +52,7 @@ func TestE2BDomainKeepsThePort(t *testing.T) {
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/sandboxes", nil)
 		r.Host = host
-		if got := rt.e2bDomain(r); got != want {
+		if got := sandboxDomain("e2b.example.com", r); got != want {
 			t.Errorf("Host %s: domain %q, want %q", host, got, want)
 		}
 	}
@@ -119,13 +117,13 @@ func TestE2BCredentials(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/process.Process/Start", nil)
 	r.Header.Set(contract.E2BAccessTokenHeader, "kbx1.a.b")
 	r.Header.Set("Authorization", "Basic dXNlcjo=")
-	e2bCredentials(r)
+	credentials(r)
 	if got := r.Header.Get("Authorization"); got != "Bearer kbx1.a.b" || r.Header.Get(contract.E2BAccessTokenHeader) != "" {
 		t.Errorf("with an access token: Authorization %q, X-Access-Token %q", got, r.Header.Get(contract.E2BAccessTokenHeader))
 	}
 	r = httptest.NewRequest(http.MethodPost, "/process.Process/Start", nil)
 	r.Header.Set("Authorization", "Basic dXNlcjo=")
-	e2bCredentials(r)
+	credentials(r)
 	if got := r.Header.Get("Authorization"); got != "" {
 		t.Errorf("with only the Basic user header: Authorization %q, want none", got)
 	}
@@ -146,7 +144,7 @@ func TestE2BListPages(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/v2/sandboxes?"+q+"&nextToken="+next, nil)
 			f, herr := parseE2BListFilter(r)
 			if herr != nil {
-				t.Fatalf("%s: %v", q, herr.msg)
+				t.Fatalf("%s: %v", q, herr.Msg)
 			}
 			page, tok := f.page(slices.Clone(items))
 			for _, d := range page {
@@ -169,7 +167,7 @@ func TestE2BListPages(t *testing.T) {
 		t.Errorf("default (desc) pages of 2: %v, want %v", got, want)
 	}
 	for _, q := range []string{"order=up", "limit=0", "limit=1001", "nextToken=%21%21", "startedAfter=yesterday"} {
-		if _, herr := parseE2BListFilter(httptest.NewRequest(http.MethodGet, "/v2/sandboxes?"+q, nil)); herr == nil || herr.code != http.StatusBadRequest {
+		if _, herr := parseE2BListFilter(httptest.NewRequest(http.MethodGet, "/v2/sandboxes?"+q, nil)); herr == nil || herr.Code != http.StatusBadRequest {
 			t.Errorf("%s: accepted, want 400", q)
 		}
 	}

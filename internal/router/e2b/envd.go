@@ -1,0 +1,56 @@
+package e2b
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/kubox-dev/kubox/api/contract"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/router/claimtoken"
+	"github.com/kubox-dev/kubox/internal/router/httperr"
+)
+
+// SandboxNamespace readies a request for "{port}-{id}.{Domain}", which the router forwards to
+// port of the sandbox of claim id the way its /claims/ route does: authorized by the claim token
+// E2B's SDKs send as envd's access token (X-Access-Token, made the request's bearer token here),
+// or by any credential the router accepts in Authorization. It returns the claim's namespace: the
+// claim token's, else def (the router's E2B namespace).
+func SandboxNamespace(r *http.Request, def string, now time.Time) (string, *httperr.Error) {
+	credentials(r)
+	ns := def
+	if c, err := claimtoken.Peek(strings.TrimPrefix(r.Header.Get(contract.AuthorizationHeader), contract.BearerScheme+" "), now); err == nil {
+		ns = c.Namespace
+	}
+	if ns == "" {
+		return "", httperr.Errorf(http.StatusUnauthorized, "send the sandbox's envd access token (the envdAccessToken E2B's API answered) in %s",
+			contract.E2BAccessTokenHeader)
+	}
+	return ns, nil
+}
+
+// credentials makes the access token E2B's SDKs send the request's bearer token. They also send
+// `Authorization: Basic <user>:` to name a user, which no sandbox of kubox reads.
+func credentials(r *http.Request) {
+	h := r.Header
+	if tok := h.Get(contract.E2BAccessTokenHeader); tok != "" {
+		h.Set(contract.AuthorizationHeader, contract.BearerScheme+" "+tok)
+		h.Del(contract.E2BAccessTokenHeader)
+		return
+	}
+	if scheme, _, _ := strings.Cut(h.Get(contract.AuthorizationHeader), " "); strings.EqualFold(scheme, "Basic") {
+		h.Del(contract.AuthorizationHeader)
+	}
+}
+
+// EnvdToken gives a request for envd's port of sb, which runs kubox-agent, the sandbox's agent
+// token as envd's access token (X-Access-Token), and returns it for the proxy to put in
+// Authorization too; "" (and r unchanged) for any other port. The caller never holds it.
+func EnvdToken(r *http.Request, port int, sb *sandboxv1beta1.Sandbox, key []byte) string {
+	if port != contract.E2BEnvdPort || sb.Spec.Agent == nil {
+		return ""
+	}
+	tok := contract.DeriveAgentToken(key, sb.UID)
+	r.Header.Set(contract.E2BAccessTokenHeader, tok)
+	return tok
+}
