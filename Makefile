@@ -122,7 +122,7 @@ test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agen
 	$(GO_TEST) -race -count=1 ./test/conformance/
 
 .PHONY: test-integration
-test-integration: chromium-deps ## Go integration tests against the repo's own etcd and kube-apiserver, and sandboxd conformance through kubox-router (the Python SDK's are in test-python)
+test-integration: chromium-deps python-deps e2b-deps ## Go integration tests against the repo's own etcd and kube-apiserver, sandboxd conformance through kubox-router, and the code interpreter with the host's python3 (matplotlib), node and bash and the stock @e2b/code-interpreter (the Python SDK's are in test-python)
 	KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v -e /test/integration/pysdk -e /test/integration/tssdk -e /test/integration/tsweb -e /test/integration/clientenv) ./test/conformance/router/
 
 .PHONY: test-python
@@ -134,7 +134,7 @@ test-python: python-deps python-generate-check ## The Python SDK's unit tests an
 # be another interpreter that cannot see them).
 PYTHON        ?= /usr/bin/python3
 PYTHON_DEBS   := python3-kubernetes python3-httpx python3-protobuf python3-pytest python3-pytest-asyncio python3-venv \
-		 python3-pyflakes mypy protobuf-compiler mypy-protobuf
+		 python3-pyflakes mypy protobuf-compiler mypy-protobuf python3-matplotlib
 # The SDK's message types (kubox._proto), generated from proto/ with protoc's Python generator and
 # mypy-protobuf's stubs; `make python-generate` rewrites them, python-generate-check fails when stale.
 PYTHON_PROTO  := sdk/python/src/kubox/_proto
@@ -145,8 +145,8 @@ python-lint: python-deps python-generate-check ## pyflakes over the Python SDK (
 	cd sdk/python/src && $(PYTHON) -m mypy --config-file ../pyproject.toml --ignore-missing-imports --disallow-untyped-defs --disallow-incomplete-defs kubox
 
 .PHONY: python-deps
-python-deps: ## Install the Python SDK's Debian packages when they are missing (runtime, tests, pyflakes and mypy)
-	@{ $(PYTHON) -c 'import kubernetes, httpx, google.protobuf, pytest, pytest_asyncio, venv, ensurepip, pyflakes, mypy' && \
+python-deps: ## Install the Python SDK's Debian packages when they are missing (runtime, tests, pyflakes and mypy), and matplotlib for the code interpreter's PNG test
+	@{ $(PYTHON) -c 'import kubernetes, httpx, google.protobuf, pytest, pytest_asyncio, venv, ensurepip, pyflakes, mypy, matplotlib' && \
 	  command -v protoc protoc-gen-mypy; } >/dev/null 2>&1 || { \
 	  echo "installing $(PYTHON_DEBS)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PYTHON_DEBS) || { \

@@ -14,10 +14,10 @@ import (
 // (Issue #36, hole 10: a stranger's requests kept an idle sandbox from ever suspending.)
 func TestRefusedRequestsAreNoActivity(t *testing.T) {
 	a, _, _ := startAgent(t, func(c *Config) {
-		c.E2BPort, c.SandboxdGRPCPort, c.SandboxdRESTPort = 1, 1, 1 // non-zero: build every port's server
+		c.E2BPort, c.SandboxdGRPCPort, c.SandboxdRESTPort, c.CodeInterpreterPort = 1, 1, 1, 1 // non-zero: build every port's server
 	})
-	if len(a.servers) != 5 {
-		t.Fatalf("the agent built %d servers; want the main, compatibility, sandboxd gRPC, sandboxd REST and E2B ones", len(a.servers))
+	if len(a.servers) != 6 {
+		t.Fatalf("the agent built %d servers; want the main, compatibility, sandboxd gRPC, sandboxd REST, E2B and code-interpreter ones", len(a.servers))
 	}
 	for name, c := range map[string]struct {
 		server       int
@@ -32,6 +32,7 @@ func TestRefusedRequestsAreNoActivity(t *testing.T) {
 		"sandboxd gRPC port":       {server: 2, method: http.MethodPost, path: "/sandboxd.v1.Process/Execute", header: contract.AuthorizationHeader, scheme: "Bearer "},
 		"sandboxd REST port":       {server: 3, method: http.MethodGet, path: "/v1/files/x", header: contract.AuthorizationHeader, scheme: "Bearer "},
 		"E2B port":                 {server: 4, method: http.MethodGet, path: "/envs", header: contract.E2BAccessTokenHeader},
+		"code-interpreter port":    {server: 5, method: http.MethodGet, path: "/contexts", header: contract.E2BAccessTokenHeader},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := a.servers[c.server].Handler

@@ -23,6 +23,7 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent/activity"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/agent/codeinterp"
 	"github.com/kubox-dev/kubox/internal/agent/compat/pyruntime"
 	"github.com/kubox-dev/kubox/internal/agent/e2b"
 	"github.com/kubox-dev/kubox/internal/agent/files"
@@ -69,6 +70,9 @@ type Config struct {
 	// E2BPort serves E2B's in-sandbox protocol, envd (internal/agent/e2b), with the agent's token
 	// and file root; 0 turns it off.
 	E2BPort int
+	// CodeInterpreterPort serves E2B's code-interpreter wire (internal/agent/codeinterp) with the
+	// agent's token and file root; 0 turns it off.
+	CodeInterpreterPort int
 	// CompatMaxOutputBytes bounds each output stream of a python-runtime /execute command; one
 	// that writes more is killed and answered with an error naming the limit. Nil means
 	// $KUBOX_COMPAT_MAX_OUTPUT_BYTES, or else DefaultCompatMaxOutputBytes; 0 means no limit.
@@ -109,6 +113,7 @@ type Agent struct {
 	main     *process.Process
 	sandboxd *files.SandboxdHandler
 	e2b      *e2b.Handler
+	interp   *codeinterp.Handler
 	// root is the agent's file root; settings holds a claim's settings (internal/agent/settings).
 	root     *files.Root
 	settings *settings.Store
@@ -174,6 +179,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.addE2B()
+	a.addCodeInterpreter()
 	if len(cfg.Main) > 0 {
 		if a.main, err = a.procs.StartMain(process.MainSpec{Argv: cfg.Main}); err != nil {
 			return nil, err
@@ -326,6 +332,17 @@ func (a *Agent) addE2B() {
 	a.addOptional(newServer(a.cfg.Host, a.cfg.E2BPort, a.e2b))
 }
 
+// addCodeInterpreter adds the server of E2B's code interpreter (see internal/agent/codeinterp),
+// optional like E2B's port: an image that runs E2B's own keeps the port.
+func (a *Agent) addCodeInterpreter() {
+	if a.cfg.CodeInterpreterPort == 0 {
+		return
+	}
+	a.interp = codeinterp.NewHandler(codeinterp.Options{Processes: a.procs, Root: a.root, WorkDir: a.cfg.WorkDir,
+		Environ: a.settings.Environ, Token: a.cfg.Token, Authenticated: a.activity.Wrap, Log: a.cfg.Log})
+	a.addOptional(newServer(a.cfg.Host, a.cfg.CodeInterpreterPort, a.interp))
+}
+
 func (a *Agent) addOptional(s *http.Server) {
 	if a.optional == nil {
 		a.optional = map[*http.Server]bool{}
@@ -422,7 +439,7 @@ func (a *Agent) Listen() error {
 	for _, s := range a.servers {
 		l, err := net.Listen("tcp", s.Addr)
 		if err != nil && a.optional[s] && errors.Is(err, syscall.EADDRINUSE) {
-			a.cfg.Log.Warn("A sandboxd or E2B port is taken, by a sidecar or the image itself (sandboxd, envd); the agent does not serve it",
+			a.cfg.Log.Warn("A sandboxd or E2B port is taken, by a sidecar or the image itself (sandboxd, envd, E2B's code interpreter); the agent does not serve it",
 				"address", s.Addr)
 			continue
 		}
@@ -449,7 +466,8 @@ func (a *Agent) serve(s *http.Server, l net.Listener) {
 }
 
 // Addrs are the listeners' addresses: the agent's port first, then the compatibility port, then
-// sandboxd's gRPC and REST ports, then the E2B port, each when it is on (and not taken).
+// sandboxd's gRPC and REST ports, then the E2B port, then the code interpreter's, each when it is
+// on (and not taken).
 func (a *Agent) Addrs() []net.Addr { return a.addrs }
 
 // Shutdown stops taking requests (sandboxd's health turns 503 first, and every file API refuses
@@ -476,6 +494,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	errs = append(errs, <-procsDone, <-writesDone)
 	if a.e2b != nil {
 		a.e2b.Close()
+	}
+	if a.interp != nil {
+		a.interp.Close()
 	}
 	a.sync()
 	return errors.Join(errs...)

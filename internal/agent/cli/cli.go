@@ -17,6 +17,7 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/agent/codeinterp"
 	"github.com/kubox-dev/kubox/internal/agent/process"
 	"github.com/kubox-dev/kubox/internal/agent/sandboxd"
 	"github.com/kubox-dev/kubox/internal/version"
@@ -48,7 +49,10 @@ the HTTP APIs of agent-sandbox's runtimes (python-runtime's /execute, /upload, /
 $SANDBOXD_REST_ADDR, when the container has them) it serves sandboxd's gRPC and REST APIs, which
 agent-sandbox v1's SDKs use (a port already taken, say by a sandboxd sidecar, is left to it). On
 --e2b-port (49983, envd's) it serves E2B's in-sandbox API (envd's process and filesystem services,
-/files, /envs, /health) for E2B's SDKs, with the token as X-Access-Token or a bearer.
+/files, /envs, /health) for E2B's SDKs, with the token as X-Access-Token or a bearer. On
+--code-interpreter-port (49999) it serves E2B's code interpreter (@e2b/code-interpreter's
+runCode and contexts: Python, JavaScript and bash, one long-lived interpreter per context), with
+the same token; a port the image already holds (E2B's own server) is left to it.
 
 Every request needs "Authorization: Bearer <token>" with the token from --token-file (or the
 variable named by --token-env); /healthz needs none. The command after "--" runs as the agent's
@@ -87,6 +91,7 @@ after --shutdown-grace), syncs the file systems and exits.`,
 	f.IntVar(&o.cfg.SandboxdRESTPort, "sandboxd-rest-port", contract.PortFromAddrEnv(os.Getenv, contract.SandboxdRESTAddrEnv),
 		"port of sandboxd's REST API (/v1/files, /v1/health, /v1/metadata; sandboxd's is 8080); default: the port of $"+contract.SandboxdRESTAddrEnv+", else off (0); --compat-port=0 turns it off")
 	f.IntVar(&o.cfg.E2BPort, "e2b-port", contract.E2BEnvdPort, "port of E2B's in-sandbox API (envd: process, filesystem, /files) for E2B's SDKs; 0 turns it off; a port the image already holds is left to it")
+	f.IntVar(&o.cfg.CodeInterpreterPort, "code-interpreter-port", codeinterp.DefaultPort, "port of E2B's code interpreter (@e2b/code-interpreter's runCode: Python, JavaScript, bash contexts); 0 turns it off; a port the image already holds is left to it")
 	f.DurationVar(&o.cfg.SandboxdExecuteTimeout, "sandboxd-execute-timeout", 0, "longest a sandboxd Execute may run (0: only the caller's deadline)")
 	f.Int64Var(&o.cfg.SandboxdMaxExecuteOutput, "sandboxd-max-execute-output", sandboxd.DefaultMaxExecuteOutput, "most bytes per stream a sandboxd Execute returns; more fails the call instead of being cut")
 	f.IntVar(&o.cfg.MaxStreams, "max-streams", agent.DefaultMaxStreams, "most concurrent API calls, streams included")
