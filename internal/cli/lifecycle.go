@@ -8,11 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/sdk/go/kubox"
 )
 
 type lifecycleOptions struct {
@@ -73,96 +72,82 @@ func (o *lifecycleOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.wait, "wait", true, "wait until the sandbox is suspended (its Pod gone) or Ready again")
 }
 
-// setMode patches the sandbox's operatingMode to mode and waits for the controller to get there.
+// setMode sets the sandbox's operatingMode to mode through the Go SDK (Sandbox.Suspend and
+// Resume) and, with --wait, waits for the controller to get there, or fails as soon as the API's
+// rule says it never will (an expired sandbox).
 func (o *lifecycleOptions) setMode(cmd *cobra.Command, g *globalOptions, name string, mode sandboxv1beta1.SandboxOperatingMode) error {
 	ctx := cmd.Context()
-	c, ns, sbName, err := g.resolve(ctx, o.target, name)
+	_, ns, sbName, err := g.resolve(ctx, o.target, name)
 	if err != nil {
 		return err
-	}
-	sb := &sandboxv1beta1.Sandbox{}
-	sb.Namespace, sb.Name = ns, sbName
-	patch := fmt.Appendf(nil, `{"spec":{"operatingMode":%q}}`, mode)
-	if o.keepMemory {
-		patch = fmt.Appendf(nil, `{"spec":{"operatingMode":%q,"suspendPolicy":{"keepMemory":true}}}`, mode)
-	}
-	if err := c.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return apiError(err, "sandbox", ns, sbName)
-	}
-	verb, done := "resumed", isReadyAt(sb.Generation)
-	if mode == sandboxv1beta1.SandboxOperatingModeSuspended {
-		verb, done = "suspended", isSuspendedAt(sb.Generation)
-	}
-	if !o.wait {
-		cmd.Printf("sandbox %s: %s requested\n", sbName, verb)
-		return nil
 	}
 	s, err := g.connect()
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	p := startProgress(cmd.ErrOrStderr(), fmt.Sprintf("sandbox %s: waiting until it is %s", sbName, verb))
-	err = waitSandbox(ctx, s, sb, g.readyTimeout, p, done)
+	sb, err := s.sdk.Lookup(ctx, ns, sbName)
 	if err != nil {
-		p.finish("")
-		return err
+		return explain(err, target{}, ns, sbName)
 	}
-	p.finish("")
-	if o.keepMemory {
-		return reportMemory(cmd, c, sb)
+	suspend := mode == sandboxv1beta1.SandboxOperatingModeSuspended
+	verb := map[bool]string{true: "suspended", false: "resumed"}[suspend]
+	w := &modeWait{verb: verb, state: "not seen yet"}
+	opts := []kubox.ModeOption{kubox.NoWait()}
+	if o.wait {
+		w.p = startProgress(cmd.ErrOrStderr(), fmt.Sprintf("sandbox %s: waiting until it is %s", sbName, verb))
+		opts = []kubox.ModeOption{kubox.WithSandboxProgress(w.seen)}
 	}
-	cmd.Printf("sandbox %s %s\n", sbName, verb)
+	if suspend && o.keepMemory {
+		opts = append(opts, kubox.KeepMemory())
+	}
+	if suspend {
+		err = sb.Suspend(ctx, opts...)
+	} else {
+		err = sb.Resume(ctx, opts...)
+	}
+	if w.p != nil {
+		w.p.finish("")
+	}
+	switch {
+	case err != nil:
+		return w.explain(err, ns, sbName, g.readyTimeout)
+	case !o.wait:
+		cmd.Printf("sandbox %s: %s requested\n", sbName, verb)
+	case o.keepMemory:
+		kept := meta.FindStatusCondition(sb.Object().Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+		cmd.Printf("sandbox %s suspended with its memory: %s\n", sbName, kept.Message)
+	default:
+		cmd.Printf("sandbox %s %s\n", sbName, verb)
+	}
 	return nil
 }
 
-// reportMemory says whether the suspend of sb kept its memory, and fails when it did not.
-func reportMemory(cmd *cobra.Command, c client.Client, sb *sandboxv1beta1.Sandbox) error {
-	if err := c.Get(cmd.Context(), client.ObjectKeyFromObject(sb), sb); err != nil {
-		return apiError(err, "sandbox", sb.Namespace, sb.Name)
-	}
-	if why := sandboxv1beta1.MemoryNotKept(sb); why != "" {
-		return fmt.Errorf("sandbox %s is suspended without its memory: %s", sb.Name, why)
-	}
-	kept := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
-	cmd.Printf("sandbox %s suspended with its memory: %s\n", sb.Name, kept.Message)
-	return nil
+// modeWait follows a suspend's or resume's wait: the latest version seen and its summary.
+type modeWait struct {
+	verb  string
+	p     *progress
+	last  *sandboxv1beta1.Sandbox
+	state string
 }
 
-// isReadyAt is done once the sandbox is Ready for generation gen or later.
-func isReadyAt(gen int64) func(*sandboxv1beta1.Sandbox) bool {
-	return func(sb *sandboxv1beta1.Sandbox) bool {
-		c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration >= gen
-	}
+// seen reports a version of the sandbox, seen while waiting, to the progress.
+func (w *modeWait) seen(sb *sandboxv1beta1.Sandbox) {
+	w.last, w.state = sb, describeSandbox(sb)
+	w.p.update("sandbox " + sb.Name + ": " + w.state)
 }
 
-// isSuspendedAt is done once the sandbox is Suspended (its Pod gone) for generation gen or later.
-func isSuspendedAt(gen int64) func(*sandboxv1beta1.Sandbox) bool {
-	return func(sb *sandboxv1beta1.Sandbox) bool {
-		c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended)
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration >= gen
-	}
-}
-
-// waitSandbox follows sb with the SDK's watch (no polling) until done accepts it, reporting its
-// conditions to p, for at most timeout.
-func waitSandbox(ctx context.Context, s *session, sb *sandboxv1beta1.Sandbox, timeout time.Duration, p *progress,
-	done func(*sandboxv1beta1.Sandbox) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state := "not seen yet"
-	err := s.sdk.WatchSandbox(ctx, sb.Namespace, sb.Name, func(seen *sandboxv1beta1.Sandbox) (bool, error) {
-		if done(seen) {
-			return true, nil
-		}
-		state = describeSandbox(seen)
-		p.update("sandbox " + sb.Name + ": " + state)
-		return false, nil
-	})
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+// explain turns the SDK's error of a suspend or resume of ns/name into one that says what to do.
+func (w *modeWait) explain(err error, ns, name string, timeout time.Duration) error {
+	switch {
+	case errors.Is(err, kubox.ErrMemoryNotKept):
+		return fmt.Errorf("sandbox %s is suspended without its memory: %s", name, sandboxv1beta1.MemoryNotKept(w.last))
+	case errors.Is(err, kubox.ErrTimeout):
 		return fmt.Errorf("sandbox %s in namespace %s is still %s after %s: look at kubox get %s and its events (kubectl describe sandbox %s), or wait longer with --ready-timeout",
-			sb.Name, sb.Namespace, state, timeout, sb.Name, sb.Name)
+			name, ns, w.state, timeout, name, name)
+	case errors.Is(err, kubox.ErrNotReady) && w.last != nil:
+		return fmt.Errorf("sandbox %s in namespace %s will not be %s: %s; it will not recover by itself: claim a new sandbox (kubox claim) and delete this one (kubox delete %s, or kubox delete --claim CLAIM for a claim's sandbox)",
+			name, ns, w.verb, describeSandbox(w.last), name)
 	}
 	return err
 }

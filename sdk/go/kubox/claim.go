@@ -165,6 +165,15 @@ func (c *Client) claimConfig(opts []ClaimOption) claimConfig {
 	return cfg
 }
 
+// BuildClaim returns the SandboxClaim that Claim and CreateClaim create for src and opts at now,
+// in namespace (unless InNamespace says otherwise), without creating it. WithProgress plays no
+// part. hack/vectors writes what it returns for a table of options into the vectors the Python and
+// TypeScript SDKs' claim builders are tested against.
+func BuildClaim(namespace string, src ClaimSource, now time.Time, opts ...ClaimOption) *extv1beta1.SandboxClaim {
+	c := &Client{opts: Options{Namespace: namespace}}
+	return buildClaim(src, c.claimConfig(opts), now)
+}
+
 // buildClaim is the SandboxClaim that Claim creates for src and cfg at now.
 func buildClaim(src ClaimSource, cfg claimConfig, now time.Time) *extv1beta1.SandboxClaim {
 	claim := &extv1beta1.SandboxClaim{
@@ -275,6 +284,23 @@ func (c *Client) Connect(ctx context.Context, claimName string, opts ...ClaimOpt
 //
 // RBAC: get and watch on sandboxes.
 func (c *Client) Open(ctx context.Context, namespace, sandboxName string) (*Sandbox, error) {
+	h, err := c.Lookup(ctx, namespace, sandboxName)
+	if err != nil {
+		return nil, err
+	}
+	if h.obj.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended {
+		if h.obj, err = c.waitSandbox(ctx, h.obj, sandboxReady); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Lookup returns the Sandbox namespace/sandboxName as it is now, with no claim and without
+// waiting for it to be Ready: a handle to Suspend or Resume it, or to read its Object.
+//
+// RBAC: get on sandboxes.
+func (c *Client) Lookup(ctx context.Context, namespace, sandboxName string) (*Sandbox, error) {
 	if namespace == "" {
 		namespace = c.opts.Namespace
 	}
@@ -282,12 +308,6 @@ func (c *Client) Open(ctx context.Context, namespace, sandboxName string) (*Sand
 	obj := "Sandbox " + namespace + "/" + sandboxName
 	if err := c.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: sandboxName}, sb); err != nil {
 		return nil, kubeError(err, "kubox: reading", obj, "get on sandboxes (agents.x-k8s.io) in "+namespace)
-	}
-	if sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended {
-		var err error
-		if sb, err = c.waitSandbox(ctx, sb, sandboxReady); err != nil {
-			return nil, err
-		}
 	}
 	return &Sandbox{c: c, ns: namespace, name: sandboxName, obj: sb}, nil
 }
@@ -334,10 +354,10 @@ func (c *Client) waitError(ctx context.Context, err error, obj, lastCondition st
 	return fmt.Errorf("kubox: %s is not Ready after %s: %w; last %s%s", obj, c.opts.ReadyTimeout, ErrTimeout, lastCondition, from)
 }
 
-// terminalClaimReasons are the Ready reasons a claim does not leave by itself.
-var terminalClaimReasons = map[string]string{
-	extv1beta1.ClaimReasonWarmPoolNotFound:          "",
-	extv1beta1.ClaimReasonTemplateNotFound:          "",
+// claimFixes says what to do about each of the API's terminal claim reasons
+// (extv1beta1.ClaimTerminalReasons), in this SDK's terms; the two NotFound reasons are written
+// from the claim (claimFix).
+var claimFixes = map[string]string{
 	extv1beta1.ClaimReasonInvalidMetadata:           "change the Pod labels and annotations (WithPodLabels, WithPodAnnotations) to ones the template and the controller allow",
 	extv1beta1.ClaimReasonEnvVarsInjectionRejected:  "drop WithEnv, or allow the variables in the template's envVarsInjectionPolicy",
 	extv1beta1.ClaimReasonVolumeClaimTemplatesError: "change the claim's volumeClaimTemplates to ones the template's volumeClaimTemplatesPolicy allows",
@@ -350,37 +370,34 @@ var terminalClaimReasons = map[string]string{
 }
 
 // claimState says whether the claim is ready to use (Ready, or its sandbox suspended), or failed
-// for good (an error wrapping ErrClaimFailed), from a status computed for its generation.
+// for good (an error wrapping ErrClaimFailed), by the API's rule (extv1beta1.ClaimReadiness).
 func claimState(cl *extv1beta1.SandboxClaim) (bool, error) {
-	r := meta.FindStatusCondition(cl.Status.Conditions, extv1beta1.ClaimConditionReady)
-	if r == nil || cl.Status.ObservedGeneration != cl.Generation || r.ObservedGeneration != cl.Generation {
-		return false, nil
+	ready, reason := extv1beta1.ClaimReadiness(cl)
+	if reason == "" {
+		return ready, nil
 	}
-	switch {
-	case r.Status == metav1.ConditionTrue && cl.Status.Sandbox.Name != "":
-		return true, nil
-	case r.Reason == sandboxv1beta1.SandboxReasonSuspended && cl.Status.Sandbox.Name != "":
-		return true, nil
-	case r.Status != metav1.ConditionFalse:
-		return false, nil
-	}
-	fix, terminal := terminalClaimReasons[r.Reason]
-	if !terminal {
-		return false, nil
-	}
-	switch r.Reason {
+	msg := meta.FindStatusCondition(cl.Status.Conditions, extv1beta1.ClaimConditionReady).Message
+	return false, fmt.Errorf("kubox: SandboxClaim %s/%s: %w: %s: %s; %s", cl.Namespace, cl.Name, ErrClaimFailed, reason, msg, claimFix(cl, reason))
+}
+
+// claimFix says what to do about the claim cl that failed with reason.
+func claimFix(cl *extv1beta1.SandboxClaim, reason string) string {
+	switch reason {
 	case extv1beta1.ClaimReasonWarmPoolNotFound:
 		pool := ""
 		if cl.Spec.WarmPoolRef != nil {
 			pool = cl.Spec.WarmPoolRef.Name
 		}
-		fix = fmt.Sprintf("create SandboxWarmPool %q in namespace %s, or claim from a pool that exists (`kubectl get sandboxwarmpools -n %s`)",
+		return fmt.Sprintf("create SandboxWarmPool %q in namespace %s, or claim from a pool that exists (`kubectl get sandboxwarmpools -n %s`)",
 			pool, cl.Namespace, cl.Namespace)
 	case extv1beta1.ClaimReasonTemplateNotFound:
-		fix = fmt.Sprintf("create the SandboxTemplate in namespace %s, or name one that exists (`kubectl get sandboxtemplates -n %s`)",
+		return fmt.Sprintf("create the SandboxTemplate in namespace %s, or name one that exists (`kubectl get sandboxtemplates -n %s`)",
 			cl.Namespace, cl.Namespace)
 	}
-	return false, fmt.Errorf("kubox: SandboxClaim %s/%s: %w: %s: %s; %s", cl.Namespace, cl.Name, ErrClaimFailed, r.Reason, r.Message, fix)
+	if fix, ok := claimFixes[reason]; ok {
+		return fix
+	}
+	return "claim a new sandbox"
 }
 
 // claimConditionText describes the claim's Ready condition for a timeout message.

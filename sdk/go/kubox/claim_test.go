@@ -150,6 +150,22 @@ func TestClaimState(t *testing.T) {
 	}
 }
 
+// TestEveryTerminalClaimReasonFails: the SDK fails a claim for every reason of the API's rule
+// (extv1beta1.ClaimTerminalReasons), each with what to do.
+func TestEveryTerminalClaimReasonFails(t *testing.T) {
+	for _, reason := range extv1beta1.ClaimTerminalReasons() {
+		t.Run(reason, func(t *testing.T) {
+			ready, err := claimState(claimWith(metav1.ConditionFalse, reason, "the message", ""))
+			if ready || !errors.Is(err, ErrClaimFailed) {
+				t.Fatalf("claimState = %v, %v; want not ready and ErrClaimFailed", ready, err)
+			}
+			if !strings.Contains(err.Error(), reason+": the message; ") || strings.HasSuffix(err.Error(), "; ") {
+				t.Errorf("err = %q; want the reason, the message and what to do", err)
+			}
+		})
+	}
+}
+
 func TestSandboxStates(t *testing.T) {
 	sb := func(gen int64, podIPs []string, conds ...metav1.Condition) *sandboxv1beta1.Sandbox {
 		s := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", Generation: gen}}
@@ -173,6 +189,7 @@ func TestSandboxStates(t *testing.T) {
 		"suspending":              {sb: sb(2, []string{"10.0.0.1"}, terminating), state: sandboxSuspended},
 		"suspended, old spec":     {sb: sb(3, nil, suspended), state: sandboxSuspended},
 		"no conditions, suspend?": {sb: sb(2, nil), state: sandboxSuspended},
+		"expired, suspend?":       {sb: sb(2, nil, expired), state: sandboxSuspended, wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

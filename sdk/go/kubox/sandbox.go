@@ -95,38 +95,74 @@ func (s *Sandbox) seenReady() bool {
 	return ok && err == nil && sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended
 }
 
-// SuspendOption configures Suspend.
-type SuspendOption func(*suspendOptions)
+// ModeOption configures Suspend and Resume.
+type ModeOption func(*modeOptions)
 
-type suspendOptions struct{ keepMemory bool }
+// SuspendOption configures Suspend; it is a ModeOption.
+type SuspendOption = ModeOption
+
+type modeOptions struct {
+	keepMemory bool
+	noWait     bool
+	progress   func(*sandboxv1beta1.Sandbox)
+}
 
 // KeepMemory makes Suspend keep the sandbox's memory (spec.suspendPolicy.keepMemory; gVisor
 // only): its processes, their memory and open files continue after Resume. When the memory could
 // not be kept the sandbox is suspended without it and Suspend returns an error that wraps
-// ErrMemoryNotKept with the controller's reason.
-func KeepMemory() SuspendOption { return func(o *suspendOptions) { o.keepMemory = true } }
+// ErrMemoryNotKept with the controller's reason. Resume ignores it.
+func KeepMemory() ModeOption { return func(o *modeOptions) { o.keepMemory = true } }
+
+// NoWait makes Suspend and Resume return once the spec is set, without waiting for the
+// controller; Object is then the Sandbox as patched.
+func NoWait() ModeOption { return func(o *modeOptions) { o.noWait = true } }
+
+// WithSandboxProgress has Suspend and Resume call fn with every version of the Sandbox they see
+// while they wait (from their one watch), for example to show its conditions. fn runs on the
+// waiting goroutine and must not block.
+func WithSandboxProgress(fn func(*sandboxv1beta1.Sandbox)) ModeOption {
+	return func(o *modeOptions) { o.progress = fn }
+}
+
+func modeOptionsOf(opts []ModeOption) modeOptions {
+	var o modeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// withProgress is state that first shows the Sandbox to progress (when set).
+func withProgress(state sandboxState, progress func(*sandboxv1beta1.Sandbox)) sandboxState {
+	if progress == nil {
+		return state
+	}
+	return func(sb *sandboxv1beta1.Sandbox) (bool, error) {
+		progress(sb)
+		return state(sb)
+	}
+}
 
 // ErrMemoryNotKept is returned by Suspend with KeepMemory when it suspended the sandbox without its
 // memory.
 var ErrMemoryNotKept = errors.New("the sandbox was suspended without its memory")
 
 // Suspend sets the Sandbox's spec.operatingMode to Suspended (a merge patch; RBAC patch on
-// sandboxes) and waits until its Pod is gone (condition Suspended=True). Its volumes, Service
-// and claim stay; Resume starts it again. With KeepMemory, its memory too.
-func (s *Sandbox) Suspend(ctx context.Context, opts ...SuspendOption) error {
-	var o suspendOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+// sandboxes) and waits until its Pod is gone (condition Suspended=True), at most
+// Options.ReadyTimeout. Its volumes, Service and claim stay; Resume starts it again. With
+// KeepMemory, its memory too. An expired sandbox cannot be suspended: Suspend fails at once
+// (ErrNotReady) rather than waiting.
+func (s *Sandbox) Suspend(ctx context.Context, opts ...ModeOption) error {
+	o := modeOptionsOf(opts)
 	spec := map[string]any{"operatingMode": sandboxv1beta1.SandboxOperatingModeSuspended}
 	if o.keepMemory {
 		spec["suspendPolicy"] = map[string]any{"keepMemory": true}
 	}
 	sb, err := s.patchSpec(ctx, spec, "setting spec.operatingMode=Suspended on")
-	if err != nil {
+	if err != nil || o.noWait {
 		return err
 	}
-	if sb, err = s.c.waitSandbox(ctx, sb, sandboxSuspended); err != nil {
+	if sb, err = s.c.waitSandbox(ctx, sb, withProgress(sandboxSuspended, o.progress)); err != nil {
 		return err
 	}
 	s.setObject(sb)
@@ -140,13 +176,15 @@ func (s *Sandbox) Suspend(ctx context.Context, opts ...SuspendOption) error {
 }
 
 // Resume sets the Sandbox's spec.operatingMode to Running (RBAC patch on sandboxes) and waits
-// until it is Ready again, with its new Pod's IP.
-func (s *Sandbox) Resume(ctx context.Context) error {
+// until it is Ready again, with its new Pod's IP, at most Options.ReadyTimeout. A sandbox that
+// will not become Ready (expired, its Pod ended) fails at once (ErrNotReady).
+func (s *Sandbox) Resume(ctx context.Context, opts ...ModeOption) error {
+	o := modeOptionsOf(opts)
 	sb, err := s.setMode(ctx, sandboxv1beta1.SandboxOperatingModeRunning)
-	if err != nil {
+	if err != nil || o.noWait {
 		return err
 	}
-	if sb, err = s.c.waitSandbox(ctx, sb, sandboxReady); err != nil {
+	if sb, err = s.c.waitSandbox(ctx, sb, withProgress(sandboxReady, o.progress)); err != nil {
 		return err
 	}
 	s.setObject(sb)

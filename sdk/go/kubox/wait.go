@@ -166,35 +166,28 @@ func (c *Client) waitSandbox(ctx context.Context, sb *sandboxv1beta1.Sandbox, st
 	return last, nil
 }
 
-// currentCondition returns the condition t of sb when it was computed for sb's generation.
-func currentCondition(sb *sandboxv1beta1.Sandbox, t string) *metav1.Condition {
-	c := meta.FindStatusCondition(sb.Status.Conditions, t)
-	if c == nil || c.ObservedGeneration != sb.Generation {
-		return nil
-	}
-	return c
-}
-
-// sandboxReady accepts a Sandbox that is Ready with a Pod IP; a sandbox that expired or whose Pod
-// terminated is an error (ErrNotReady), since it will not become Ready.
+// sandboxReady accepts a Sandbox that is Ready with a Pod IP, by the API's rule
+// (sandboxv1beta1.SandboxReadiness); one that expired or whose Pod terminated is an error
+// (ErrNotReady), since it will not become Ready.
 func sandboxReady(sb *sandboxv1beta1.Sandbox) (bool, error) {
-	r := currentCondition(sb, sandboxv1beta1.SandboxConditionReady)
-	switch {
-	case r == nil:
-		return false, nil
-	case r.Status == metav1.ConditionTrue:
-		return len(sb.Status.PodIPs) > 0, nil
+	ready, reason := sandboxv1beta1.SandboxReadiness(sb)
+	if reason == "" {
+		return ready, nil
 	}
-	switch r.Reason {
-	case sandboxv1beta1.SandboxReasonExpired, sandboxv1beta1.SandboxReasonPodFailed, sandboxv1beta1.SandboxReasonPodSucceeded:
-		return false, &APIError{Status: http.StatusServiceUnavailable, Object: "Sandbox " + sb.Namespace + "/" + sb.Name,
-			Message: fmt.Sprintf("it will not become Ready: %s: %s", r.Reason, r.Message)}
-	}
-	return false, nil
+	msg := sandboxv1beta1.CurrentCondition(sb, sandboxv1beta1.SandboxConditionReady).Message
+	return false, &APIError{Status: http.StatusServiceUnavailable, Object: "Sandbox " + sb.Namespace + "/" + sb.Name,
+		Message: fmt.Sprintf("it will not become Ready: %s: %s", reason, msg)}
 }
 
-// sandboxSuspended accepts a Sandbox whose suspension is complete: Suspended=True, its Pod gone.
+// sandboxSuspended accepts a Sandbox whose suspension is complete (Suspended=True, its Pod gone),
+// by the API's rule (sandboxv1beta1.SandboxSuspension); an expired one is an error
+// (ErrNotReady), since it will not be suspended.
 func sandboxSuspended(sb *sandboxv1beta1.Sandbox) (bool, error) {
-	s := currentCondition(sb, sandboxv1beta1.SandboxConditionSuspended)
-	return s != nil && s.Status == metav1.ConditionTrue, nil
+	done, reason := sandboxv1beta1.SandboxSuspension(sb)
+	if reason == "" {
+		return done, nil
+	}
+	msg := sandboxv1beta1.CurrentCondition(sb, sandboxv1beta1.SandboxConditionReady).Message
+	return false, &APIError{Status: http.StatusServiceUnavailable, Object: "Sandbox " + sb.Namespace + "/" + sb.Name,
+		Message: fmt.Sprintf("it will not be suspended: %s: %s", reason, msg)}
 }

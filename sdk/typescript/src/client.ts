@@ -23,8 +23,16 @@ export const createdBy = "typescript-client";
 export const firstRequestedAtAnnotation = "agents.x-k8s.io/client-first-requested-at";
 /** metadata.generateName of claims created without a name. */
 export const claimGenerateName = "kubox-";
-/** The Secret of a sandbox's agent token is the sandbox's name and this. */
+/** The Secret of a sandbox's agent token is the sandbox's name and this (Go: sandboxv1beta1.AgentSecretName). */
 const agentSecretSuffix = "-kubox-agent";
+/** agentSecretName is the name of the Secret holding the agent token of the sandbox name. */
+export function agentSecretName(name: string): string {
+  return `${name}${agentSecretSuffix}`;
+}
+/** The key of the agent token in that Secret (Go: sandboxv1beta1.AgentTokenSecretKey). */
+export const agentTokenKey = "token";
+/** The environment variable of kubox-router's URL (Go: contract.RouterURLEnv). */
+export const routerURLEnv = "KUBOX_ROUTER_URL";
 /** The kubeconfig cluster extension that names kubox-router's URL (`make dev` writes it). */
 export const routerExtension = "kubox.dev/router";
 export const defaultRouterNamespace = "kubox-system";
@@ -120,7 +128,8 @@ export interface ClaimToken {
   expiresAt: Date | undefined;
 }
 
-// The Ready reasons a claim does not leave by itself, with what to do about each.
+// The Ready reasons a claim does not leave by itself (Go: extv1beta1.ClaimTerminalReasons), with
+// what to do about each.
 const terminal: Record<string, string> = {
   WarmPoolNotFound: "",
   TemplateNotFound: "",
@@ -134,6 +143,12 @@ const terminal: Record<string, string> = {
   EgressRejected: "a claim may only narrow its template's egress: pass allowDomains among or below the template's " +
     "spec.egress.allowDomains, or drop allowDomains/denyDomains/denyCIDRs when the template has no spec.egress",
 };
+
+/** claimTerminalReasons are the Ready reasons a claim does not leave by itself. */
+export const claimTerminalReasons: readonly string[] = Object.keys(terminal);
+
+/** sandboxTerminalReasons are the reasons of a Sandbox's Ready=False that it does not leave by itself (Go: sandboxv1beta1.SandboxTerminalReasons). */
+export const sandboxTerminalReasons: readonly string[] = ["SandboxExpired", "PodFailed", "PodSucceeded"];
 
 /**
  * Client claims, connects to and opens kubox sandboxes on a Kubernetes cluster; their processes
@@ -162,7 +177,7 @@ export class Client {
     this.#token = opts.token;
     this.#routerNamespace = opts.routerNamespace ?? defaultRouterNamespace;
     this.#routerService = opts.routerService ?? defaultRouterService;
-    this.routerURL = opts.connection === "port-forward" || opts.connection === "direct" ? "" : trimSlash(opts.routerURL || process.env.KUBOX_ROUTER_URL ||
+    this.routerURL = opts.connection === "port-forward" || opts.connection === "direct" ? "" : trimSlash(opts.routerURL || process.env[routerURLEnv] ||
       kubeconfigRouter(opts.kubeconfigPath, kc) || (inPod() ? `http://${this.#routerService}.${this.#routerNamespace}.svc:${defaultRouterPort}` : ""));
     if (opts.connection === "router" && !this.routerURL) {
       throw new ConfigError(`connection is "router" but no router URL is known: set routerURL or $KUBOX_ROUTER_URL, e.g. http://127.0.0.1:18080`);
@@ -405,12 +420,12 @@ function directEndpoint(kube: Kube, link: { obj: KubeObject }): () => Promise<En
     }
     const uid = sb.metadata.uid ?? "";
     if (token?.uid !== uid) {
-      const secret = `${name}${agentSecretSuffix}`;
+      const secret = agentSecretName(name);
       const doc = await kube.getPath<{ data?: Record<string, string> }>(`/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(secret)}`,
         `Secret ${ns}/${secret} (the agent token of ${what}; direct connections need get on secrets)`);
-      const value = Buffer.from(doc.data?.token ?? "", "base64").toString("utf8").trim();
+      const value = Buffer.from(doc.data?.[agentTokenKey] ?? "", "base64").toString("utf8").trim();
       if (!value) {
-        throw new ConfigError(`Secret ${ns}/${secret} has no "token" key: the controller has not written the sandbox's agent token; check its agent configuration`);
+        throw new ConfigError(`Secret ${ns}/${secret} has no "${agentTokenKey}" key: the controller has not written the sandbox's agent token; check its agent configuration`);
       }
       token = { uid, value };
     }
@@ -645,20 +660,29 @@ export function claimState(claim: KubeObject): boolean {
     { namespace: ns, claim: claim.metadata.name ?? "", reason, conditionMessage: r.message ?? "" });
 }
 
-/** sandboxReady says whether the Sandbox is Ready with a Pod IP; it throws when it never will be. */
+/** sandboxReady says whether the Sandbox is Ready with a Pod IP; it throws when it never will be (Go: sandboxv1beta1.SandboxReadiness). */
 export function sandboxReady(sb: KubeObject): boolean {
   const r = currentCondition(sb, "Ready");
   if (!r) return false;
   if (r.status === "True") return ((sb.status?.podIPs as unknown[] | undefined) ?? []).length > 0;
-  if (r.reason === "SandboxExpired" || r.reason === "PodFailed" || r.reason === "PodSucceeded") {
+  if (r.status === "False" && sandboxTerminalReasons.includes(r.reason ?? "")) {
     throw new SandboxNotReadyError({ status: 503, object: `Sandbox ${nameOf(sb)}`,
       message: `it will not become Ready: ${r.reason}: ${r.message ?? ""}`, hint: "claim a new sandbox" });
   }
   return false;
 }
 
-/** sandboxSuspended says whether the Sandbox's suspension is complete: Suspended=True, its Pod gone. */
+/**
+ * sandboxSuspended says whether the Sandbox's suspension is complete: Suspended=True, its Pod
+ * gone; it throws when the sandbox has expired, since an expired sandbox takes no operatingMode
+ * (Go: sandboxv1beta1.SandboxSuspension).
+ */
 export function sandboxSuspended(sb: KubeObject): boolean {
+  const r = currentCondition(sb, "Ready");
+  if (r?.status === "False" && r.reason === "SandboxExpired") {
+    throw new SandboxNotReadyError({ status: 503, object: `Sandbox ${nameOf(sb)}`,
+      message: `it will not be suspended: SandboxExpired: ${r.message ?? ""}`, hint: "claim a new sandbox" });
+  }
   return currentCondition(sb, "Suspended")?.status === "True";
 }
 

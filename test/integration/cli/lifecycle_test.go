@@ -10,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
@@ -200,6 +202,30 @@ func TestResumeTimesOutWithTheReason(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "sandbox stuck in namespace "+f.ns+" is still not Ready") ||
 		!strings.Contains(r.stderr, "--ready-timeout") {
 		t.Errorf("kubox resume of a sandbox that never starts exited %d with:\n%s\nwant 1, the state and the fix", r.code, r.stderr)
+	}
+}
+
+// TestLifecycleOfAnExpiredSandboxFailsAtOnce: kubox suspend and resume of an expired sandbox,
+// which takes no operatingMode, fail with the reason and what to do, by the API's rule
+// (SandboxSuspension, SandboxReadiness), instead of waiting out --ready-timeout.
+func TestLifecycleOfAnExpiredSandboxFailsAtOnce(t *testing.T) {
+	f := setup(t)
+	sb := testutil.MakeSandbox("gone", f.ns).ShutdownAt(time.Now().Add(-time.Minute)).
+		ShutdownPolicy(sandboxv1beta1.ShutdownPolicyRetain).Obj()
+	sb.Spec.Agent = &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(f.agentPort)), CompatibilityPort: ptr.To[int32](0)}
+	env.Create(t, sb)
+	framework.WaitForObject(t, env, &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "gone"}},
+		func(sb *sandboxv1beta1.Sandbox) (bool, string) {
+			r := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
+			return r != nil && r.Reason == sandboxv1beta1.SandboxReasonExpired, "the sandbox has not expired yet"
+		})
+	for _, cmd := range []string{"suspend", "resume"} {
+		r := f.run(t, cmd, "gone")
+		if r.code != 1 || !strings.Contains(r.stderr, "sandbox gone in namespace "+f.ns) ||
+			!strings.Contains(r.stderr, "SandboxExpired") || !strings.Contains(r.stderr, "kubox claim") ||
+			strings.Contains(r.stderr, "is still") {
+			t.Errorf("kubox %s of an expired sandbox exited %d with:\n%s\nwant 1 at once, naming the sandbox, SandboxExpired and the fix", cmd, r.code, r.stderr)
+		}
 	}
 }
 

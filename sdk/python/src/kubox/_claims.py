@@ -294,22 +294,33 @@ def claim_state(claim: Obj) -> bool:
                            namespace=ns, claim=name, reason=reason, condition_message=r.get("message", ""))
 
 
+# The reasons of a Sandbox's Ready=False that it does not leave by itself (Go:
+# sandboxv1beta1.SandboxTerminalReasons).
+SANDBOX_TERMINAL = ("SandboxExpired", "PodFailed", "PodSucceeded")
+
+
 def sandbox_ready(sb: Obj) -> bool:
     """True when the Sandbox is Ready with a Pod IP; raises :class:`SandboxNotReadyError` when it
-    will not become Ready (expired, its Pod ended)."""
+    will not become Ready (expired, its Pod ended). Go: sandboxv1beta1.SandboxReadiness."""
     r = current_condition(sb, "Ready")
     if r is None:
         return False
     if r.get("status") == "True":
         return bool(sb.get("status", {}).get("podIPs"))
-    if r.get("reason") in ("SandboxExpired", "PodFailed", "PodSucceeded"):
+    if r.get("status") == "False" and r.get("reason") in SANDBOX_TERMINAL:
         raise SandboxNotReadyError(f"it will not become Ready: {r.get('reason')}: {r.get('message', '')}",
                                    object="Sandbox " + name_of(sb), hint="claim a new sandbox")
     return False
 
 
 def sandbox_suspended(sb: Obj) -> bool:
-    """True when the Sandbox's suspension is complete: Suspended=True, its Pod gone."""
+    """True when the Sandbox's suspension is complete: Suspended=True, its Pod gone; raises
+    :class:`SandboxNotReadyError` when it has expired, since an expired sandbox takes no
+    operatingMode. Go: sandboxv1beta1.SandboxSuspension."""
+    r = current_condition(sb, "Ready")
+    if r is not None and r.get("status") == "False" and r.get("reason") == "SandboxExpired":
+        raise SandboxNotReadyError(f"it will not be suspended: SandboxExpired: {r.get('message', '')}",
+                                   object="Sandbox " + name_of(sb), hint="claim a new sandbox")
     s = current_condition(sb, "Suspended")
     return s is not None and s.get("status") == "True"
 
