@@ -14,8 +14,8 @@ KUBECTL         = $(shell $(TOOLS) dir kubernetes)/kubectl
 # buf, protoc-gen-go and protoc-gen-connect-go share one cache folder (hack/tools/buf).
 BUF_DIR         = $(shell $(TOOLS) dir buf)
 GO_TEST        ?= go test
-# Generated paths: `make verify` fails when any of them differs from what `make generate manifests chart vectors` writes.
-GENERATED      := api config/crd config/rbac proto charts/kubox sdk/typescript/src/gen sdk/testdata/contract-vectors.json
+# Generated paths: `make verify` fails when any of them differs from what `make generate manifests chart vectors layout` writes.
+GENERATED      := api config/crd config/rbac proto charts/kubox sdk/typescript/src/gen sdk/testdata/contract-vectors.json docs/development.md
 # The TypeScript SDK (@kubox/sdk) and the marker npm ci leaves in its node_modules.
 TS_DIR         := sdk/typescript
 TS_DEPS        := $(TS_DIR)/node_modules/.package-lock.json
@@ -85,14 +85,18 @@ lint: ## Run golangci-lint
 	$(TOOLS) golangci-lint
 	$(call in-modules,$(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...)
 
+.PHONY: layout
+layout: ## Write the table of Go packages in docs/development.md from each package's doc comment (hack/layout)
+	go run ./hack/layout
+
 .PHONY: vectors
 vectors: ## Write sdk/testdata/contract-vectors.json from api/ and the Go SDK: the keys, readiness and claim-building cases the Python and TypeScript SDKs are tested against
 	go run ./hack/vectors
 
 .PHONY: verify
-verify: generate manifests chart vectors lint chart-lint verify-ts web-check ## Regenerate, lint (Go, TypeScript; python-lint runs in test), and fail when generated files are stale or untracked
+verify: generate manifests chart vectors layout lint chart-lint verify-ts web-check ## Regenerate, lint (Go, TypeScript; python-lint runs in test), and fail when generated files are stale or untracked
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
-		echo "Generated files are out of date; run 'make generate manifests chart vectors' and commit:"; \
+		echo "Generated files are out of date; run 'make generate manifests chart vectors layout' and commit:"; \
 		git status --porcelain -- $(GENERATED); git diff --stat -- $(GENERATED); exit 1; fi
 	@echo "verify: generated code and charts/kubox are current, lint is clean, the chart lints and renders"
 

@@ -1,4 +1,4 @@
-// Package cli implements the kubox command line. Each command parses flags and calls into the
+// Package cli implements the kubox command line for people and agents. Each command parses flags and calls into the
 // package that does the work: internal/devenv for `kubox dev`, the Go SDK (sdk/go/kubox) for the
 // commands that claim sandboxes and run commands and copy files in them, and the API server
 // directly for listing, suspending, resuming and deleting them and for their logs.

@@ -1,4 +1,5 @@
-// Package sandbox implements the Sandbox controller.
+// Package sandbox implements the Sandbox controller: it keeps each Sandbox's one Pod, Service and
+// volumes, and its suspend, resume, expiry and status.
 //
 // For every Sandbox it owns, through controller owner references, one Pod and optionally one
 // headless Service, both named like the Sandbox, and one PersistentVolumeClaim per volume claim

@@ -1,4 +1,5 @@
-// Package sandboxclaim implements the SandboxClaim controller.
+// Package sandboxclaim implements the SandboxClaim controller: it binds a claim to a warm pool's
+// member or starts a sandbox for it, and mirrors that sandbox's state and lifetime on the claim.
 //
 // A claim asks for a sandbox. When it names a warm pool (spec.warmPoolRef) and sets no volume
 // claim templates, and no env other than what its sandbox's agent can take (below), the

@@ -1,4 +1,5 @@
-// Package sandboxsnapshot implements the SandboxSnapshot controller (a kubox addition).
+// Package sandboxsnapshot implements the SandboxSnapshot controller (a kubox addition): it has
+// kubox-node checkpoint a running sandbox into a snapshot, and deletes the snapshot's files with it.
 //
 // A SandboxSnapshot names a running Sandbox; the controller asks kubox-node on the Sandbox's node
 // to checkpoint its Pod without stopping it (runsc checkpoint --leave-running), under the

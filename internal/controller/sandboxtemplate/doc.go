@@ -1,4 +1,5 @@
-// Package sandboxtemplate implements the SandboxTemplate controller.
+// Package sandboxtemplate implements the SandboxTemplate controller: it labels each template with
+// its name hash and keeps the NetworkPolicy that confines the template's Pods.
 //
 // A SandboxTemplate has no status; the controller keeps two things for it. It labels the template
 // itself with agents.x-k8s.io/sandbox-template-ref-hash, the name hash that the template's

@@ -1,4 +1,5 @@
-// Package sandboxwarmpool implements the SandboxWarmPool controller.
+// Package sandboxwarmpool implements the SandboxWarmPool controller: it keeps a pool's ready,
+// unclaimed members built from its template's current blueprint.
 //
 // A pool keeps spec.replicas ready, unclaimed Sandboxes (its members) built from the
 // SandboxTemplate that spec.sandboxTemplateRef names, so that a SandboxClaim gets a running

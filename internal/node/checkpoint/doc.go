@@ -1,4 +1,4 @@
-// Package checkpoint is the node side of memory-preserving pause, snapshots and fork (issue 18):
+// Package checkpoint is the node side of memory-preserving pause, snapshots and fork:
 // it checkpoints a gVisor Pod sandbox running on this node into a directory and restores such a
 // directory into a new gVisor sandbox.
 //
