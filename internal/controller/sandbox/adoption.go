@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +28,7 @@ func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj 
 			return nil
 		}
 		if predecessorOf(sb, obj) {
-			return fmt.Errorf("%s %s belongs to an earlier Sandbox %s (uid %s), deleted before this one was created; it is left "+
-				"alone, and this Sandbox creates its own once the garbage collector has deleted it", kind, obj.GetName(), ref.Name, ref.UID)
+			return &predecessorWait{kind: kind, name: obj.GetName(), owner: ref.Name, uid: string(ref.UID)}
 		}
 		return fmt.Errorf("%s %s is controlled by %s %s, not by this Sandbox; it is left alone: rename the Sandbox or delete the %s",
 			kind, obj.GetName(), ref.Kind, ref.Name, kind)
@@ -71,6 +71,35 @@ func (r *Reconciler) adopt(ctx context.Context, sb *sandboxv1beta1.Sandbox, obj 
 func predecessorOf(sb *sandboxv1beta1.Sandbox, obj client.Object) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.Name == sb.Name && ref.UID != sb.UID && provenance.ControlledBy(obj, provenance.Sandbox, ref.UID)
+}
+
+// predecessorWait is adopt's answer for a child of an earlier Sandbox of this name (predecessorOf):
+// not a fault of this Sandbox but a wait for the garbage collector, which Ready reports as
+// DependenciesNotReady rather than ReconcilerError. The Pod's, Service's or PVC's deletion event
+// requeues the Sandbox (its owner reference names it).
+type predecessorWait struct{ kind, name, owner, uid string }
+
+func (w *predecessorWait) Error() string {
+	return fmt.Sprintf("%s %s belongs to an earlier Sandbox %s (uid %s), deleted before this one was created; it is left "+
+		"alone, and this Sandbox creates its own once the garbage collector has deleted it", w.kind, w.name, w.owner, w.uid)
+}
+
+// onlyPredecessorWaits reports whether err is made of predecessorWaits only (one, or several
+// joined, each perhaps wrapped): then the Sandbox is waiting, not failing.
+func onlyPredecessorWaits(err error) bool {
+	if err == nil {
+		return false
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !onlyPredecessorWaits(e) {
+				return false
+			}
+		}
+		return len(joined.Unwrap()) > 0
+	}
+	var w *predecessorWait
+	return errors.As(err, &w)
 }
 
 // adoptable reports whether the unowned obj may be adopted by sb.

@@ -124,6 +124,8 @@ func readyCondition(sb *sandboxv1beta1.Sandbox, obs *observed) metav1.Condition 
 		return notReady(sandboxv1beta1.SandboxReasonExpired, "Sandbox has expired")
 	case obs.ownedPods > 1:
 		return notReady(sandboxv1beta1.SandboxReasonMultiplePods, multiplePodsMessage(obs.ownedPods))
+	case onlyPredecessorWaits(obs.err):
+		return notReady(sandboxv1beta1.SandboxReasonDependenciesNotReady, obs.err.Error())
 	case obs.err != nil && apierrors.IsInvalid(obs.err):
 		// The API server refused a child as invalid: retrying cannot help until the spec changes.
 		return notReady(sandboxv1beta1.SandboxReasonInvalidConfiguration,

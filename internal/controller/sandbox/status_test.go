@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -802,6 +803,33 @@ func TestComputeStatusReadyV1(t *testing.T) {
 			got := meta.FindStatusCondition(st.Conditions, sandboxv1beta1.SandboxConditionReady)
 			if diff := cmp.Diff(&tc.want, got); diff != "" {
 				t.Errorf("Ready (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A Sandbox that waits for the objects of an earlier Sandbox of its name (deleted, not yet
+// garbage-collected) is not in error: Ready says it waits and for what, with the usual
+// not-ready reason, while a real error, alone or beside the wait, stays a ReconcilerError.
+func TestReadyWhileWaitingForAPredecessor(t *testing.T) {
+	wait := &predecessorWait{kind: "Pod", name: "sb", owner: "sb", uid: "old-uid"}
+	cases := map[string]struct {
+		err        error
+		wantReason string
+	}{
+		"waiting for the earlier Sandbox's Pod": {err: wait, wantReason: sandboxv1beta1.SandboxReasonDependenciesNotReady},
+		"the wait wrapped":                      {err: fmt.Errorf("creating pod: %w", wait), wantReason: sandboxv1beta1.SandboxReasonDependenciesNotReady},
+		"a real error beside the wait":          {err: errors.Join(wait, errors.New("boom")), wantReason: sandboxv1beta1.SandboxReasonReconcilerError},
+		"a real error":                          {err: errors.New("boom"), wantReason: sandboxv1beta1.SandboxReasonReconcilerError},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := readyCondition(withMeta(testSandbox().Obj()), &observed{err: tc.err})
+			if c.Status != metav1.ConditionFalse || c.Reason != tc.wantReason {
+				t.Errorf("Ready = %s/%s %q, want False/%s", c.Status, c.Reason, c.Message, tc.wantReason)
+			}
+			if tc.wantReason == sandboxv1beta1.SandboxReasonDependenciesNotReady && !strings.Contains(c.Message, "old-uid") {
+				t.Errorf("Ready message %q does not name the earlier Sandbox's UID", c.Message)
 			}
 		})
 	}

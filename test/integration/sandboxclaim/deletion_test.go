@@ -58,8 +58,9 @@ func TestClaimRecreatedWhileItsPredecessorsSandboxIsCollected(t *testing.T) {
 			return false, fmt.Sprintf("Sandbox c1: found %t, uid %s (the old one is %s), err %v", found, sb.UID, old.UID, err)
 		}
 		ready := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
-		return ready != nil && strings.Contains(ready.Message, "earlier Sandbox c1") && strings.Contains(ready.Message, string(old.UID)),
-			fmt.Sprintf("Sandbox c1 Ready %+v; want it to say Pod c1 belongs to the deleted Sandbox %s", ready, old.UID)
+		return ready != nil && ready.Reason == sandboxv1beta1.SandboxReasonDependenciesNotReady &&
+				strings.Contains(ready.Message, "earlier Sandbox c1") && strings.Contains(ready.Message, string(old.UID)),
+			fmt.Sprintf("Sandbox c1 Ready %+v; want DependenciesNotReady (a wait, not an error) saying Pod c1 belongs to the deleted Sandbox %s", ready, old.UID)
 	})
 	framework.Consistently(t, quiet, func() (bool, string) {
 		pod := framework.Read[corev1.Pod](t, env, ns, "c1")
