@@ -1,9 +1,9 @@
 // A real kubox-agent for the tests, on 127.0.0.1 with a random token and a temporary root: the
-// binary from $KUBOX_AGENT_BIN, or built from the repository with `go build` once per run.
+// binary from $KUBOX_AGENT_BIN, or built from the repository with `go build` once per test process.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -12,15 +12,22 @@ import { fileURLToPath } from "node:url";
 /** The repository: sdk/typescript/dist/test is four levels below it. */
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
 
-/** agentBinary builds kubox-agent into dist/test/bin (go build's cache makes later builds cheap). */
+/** built is the binary agentBinary built in this process, once. */
+let built: string | undefined;
+
+/**
+ * agentBinary builds kubox-agent from the checkout into dist/test/bin, once per test process and
+ * always (go build leaves an up-to-date binary alone, so this is cheap): a binary left by an
+ * earlier run is never tested in place of the code.
+ */
 export function agentBinary(): string {
   const fromEnv = process.env.KUBOX_AGENT_BIN;
   if (fromEnv) return fromEnv;
+  if (built) return built;
   const out = join(dirname(fileURLToPath(import.meta.url)), "bin", "kubox-agent");
-  if (!existsSync(out)) {
-    mkdirSync(dirname(out), { recursive: true });
-    execFileSync("go", ["build", "-o", out, "./cmd/kubox-agent"], { cwd: repo, stdio: "inherit" });
-  }
+  mkdirSync(dirname(out), { recursive: true });
+  execFileSync("go", ["build", "-o", out, "./cmd/kubox-agent"], { cwd: repo, stdio: "inherit" });
+  built = out;
   return out;
 }
 
