@@ -143,16 +143,7 @@ func TestStormPoolDeletedMidBind(t *testing.T) {
 		env.Create(t, testutil.MakePool("pool", ns, "python").Replicas(deletionPool).Obj())
 		logProgress(t, ns, "recreated the pool")
 	}
-	if err := created(); err != nil {
-		t.Fatal(err)
-	}
-	waitAllReady(t, ns, names)
-	waitForPoolReady(t, ns, "pool", deletionPool)
-	settleDeletions(t, ns, names, nil)
-	for _, p := range seen.problems() {
-		t.Error(p)
-	}
-	t.Logf("Reasons the claims were seen Ready=False with: %v", reasons.counts())
+	settleStormOfDeletions(t, ns, names, created, seen, reasons)
 }
 
 // TestStormTemplateDeletedMidBind deletes the template of the pool while claims bind, and creates
@@ -176,16 +167,7 @@ func TestStormTemplateDeletedMidBind(t *testing.T) {
 	time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond)
 	env.Create(t, testutil.MakeTemplate("python", ns).Unmanaged().Obj())
 	logProgress(t, ns, "recreated the template")
-	if err := created(); err != nil {
-		t.Fatal(err)
-	}
-	waitAllReady(t, ns, names)
-	waitForPoolReady(t, ns, "pool", deletionPool)
-	settleDeletions(t, ns, names, nil)
-	for _, p := range seen.problems() {
-		t.Error(p)
-	}
-	t.Logf("Reasons the claims were seen Ready=False with: %v", reasons.counts())
+	settleStormOfDeletions(t, ns, names, created, seen, reasons)
 }
 
 // TestStormMembersDeletedWhileAdopted deletes pool members at random, as a user or an eviction
@@ -238,36 +220,19 @@ type claimReasons struct {
 // watchReasons follows the claims of ns until the test ends.
 func watchReasons(t *testing.T, ns string) *claimReasons {
 	t.Helper()
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Watch(t.Context(), &extv1beta1.SandboxClaimList{}, client.InNamespace(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := &claimReasons{seen: map[string]map[string]bool{}, message: map[string]string{}}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ev := range w.ResultChan() {
-			claim, ok := ev.Object.(*extv1beta1.SandboxClaim)
-			if !ok {
-				continue
-			}
-			if cond := readyCondition(claim); cond != nil && cond.Status == metav1.ConditionFalse {
-				r.mu.Lock()
-				if r.seen[cond.Reason] == nil {
-					r.seen[cond.Reason] = map[string]bool{}
-				}
-				r.seen[cond.Reason][string(claim.UID)] = true
-				r.message[cond.Reason] = cond.Message
-				r.mu.Unlock()
-			}
+	watchClaims(t, ns, func(claim *extv1beta1.SandboxClaim) {
+		cond := readyCondition(claim)
+		if cond == nil || cond.Status != metav1.ConditionFalse {
+			return
 		}
-	})
-	t.Cleanup(func() {
-		w.Stop()
-		wg.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.seen[cond.Reason] == nil {
+			r.seen[cond.Reason] = map[string]bool{}
+		}
+		r.seen[cond.Reason][string(claim.UID)] = true
+		r.message[cond.Reason] = cond.Message
 	})
 	return r
 }
@@ -587,4 +552,21 @@ func poolProblems(o *stormObjects, members map[types.UID][]*sandboxv1beta1.Sandb
 
 func isReadySandbox(sb *sandboxv1beta1.Sandbox) bool {
 	return meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
+}
+
+// settleStormOfDeletions waits for the storm's claims to be created and Ready and the pool full
+// again, then checks what a deletion storm must leave: every invariant of settleDeletions, and no
+// claim seen Ready with two sandboxes or losing Ready.
+func settleStormOfDeletions(t *testing.T, ns string, names []string, created func() error, seen *readyBindings, reasons *claimReasons) {
+	t.Helper()
+	if err := created(); err != nil {
+		t.Fatal(err)
+	}
+	waitAllReady(t, ns, names)
+	waitForPoolReady(t, ns, "pool", deletionPool)
+	settleDeletions(t, ns, names, nil)
+	for _, p := range seen.problems() {
+		t.Error(p)
+	}
+	t.Logf("Reasons the claims were seen Ready=False with: %v", reasons.counts())
 }

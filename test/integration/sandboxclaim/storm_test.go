@@ -193,6 +193,15 @@ type readyBindings struct {
 // watchBindings follows the claims of ns until the test ends.
 func watchBindings(t *testing.T, ns string) *readyBindings {
 	t.Helper()
+	r := &readyBindings{bound: map[string]map[string]bool{}, dropped: map[string]bool{}}
+	watchClaims(t, ns, r.observe)
+	return r
+}
+
+// watchClaims calls observe with every version of a claim of ns that a watch delivers, until the
+// test ends.
+func watchClaims(t *testing.T, ns string, observe func(*extv1beta1.SandboxClaim)) {
+	t.Helper()
 	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -201,12 +210,11 @@ func watchBindings(t *testing.T, ns string) *readyBindings {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &readyBindings{bound: map[string]map[string]bool{}, dropped: map[string]bool{}}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for ev := range w.ResultChan() {
 			if claim, ok := ev.Object.(*extv1beta1.SandboxClaim); ok {
-				r.observe(claim)
+				observe(claim)
 			}
 		}
 	})
@@ -214,7 +222,6 @@ func watchBindings(t *testing.T, ns string) *readyBindings {
 		w.Stop()
 		wg.Wait()
 	})
-	return r
 }
 
 func (r *readyBindings) observe(claim *extv1beta1.SandboxClaim) {
