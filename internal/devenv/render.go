@@ -8,7 +8,6 @@ import (
 	"text/template"
 
 	"github.com/kubox-dev/kubox/api/contract"
-	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
 // SandboxImage is the pause image every pod sandbox uses; it is built locally (images.go).
@@ -74,7 +73,7 @@ imports = []   # never pick up the host's /etc/containerd/conf.d
 // RenderContainerd renders containerd's config for the local node.
 func RenderContainerd(l Layout, t Tools) string {
 	return execute(containerdTmpl, map[string]any{"L": l, "T": t, "SandboxImage": SandboxImage, "Version": "2.4",
-		"RestoreAnnotation": checkpoint.RestoreImageAnnotation})
+		"RestoreAnnotation": contract.RestoreImageAnnotation})
 }
 
 // RenderRunsc renders the gVisor shim's options file (containerd passes its path as ConfigPath).

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/devenv"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
@@ -174,7 +175,7 @@ func podCounterHolding(name, image string, holdMiB int) *corev1.Pod {
 		},
 	}
 	if image != "" {
-		pod.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: image}
+		pod.Annotations = map[string]string{contract.RestoreImageAnnotation: image}
 	}
 	return pod
 }
@@ -241,7 +242,7 @@ func TestRestoreRefusesForeignOrBrokenSnapshots(t *testing.T) {
 		{owner, garbage, "the manifest has no signature of kubox-node"}, // a manifest kubox-node did not sign
 	} {
 		pod := busyboxPod(fmt.Sprintf("restored-%d", i), "gvisor")
-		pod.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: c.image}
+		pod.Annotations = map[string]string{contract.RestoreImageAnnotation: c.image}
 		createPod(t, c.ns, pod)
 		msg := waitPodEvent(t, c.ns, pod.Name, "FailedCreatePodSandBox")
 		if !strings.Contains(msg, c.want) {

@@ -12,9 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
-	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
 func TestTrimPod(t *testing.T) {
@@ -59,7 +59,7 @@ func TestTrimPod(t *testing.T) {
 	}
 
 	// A Pod restored from a memory snapshot keeps how its containers failed to start.
-	restored.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: "/s/image"}
+	restored.Annotations = map[string]string{contract.RestoreImageAnnotation: "/s/image"}
 	restored.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "i", RestartCount: 2,
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", Message: "restore failed", ExitCode: 128, ContainerID: "c1"}}}}

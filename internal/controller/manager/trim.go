@@ -7,9 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/sandbox"
-	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
 // The cache transforms below decide what kubox-controller's memory holds per Sandbox: each
@@ -49,7 +49,7 @@ func TrimPod(obj any) (any, error) {
 		PodIP:      pod.Status.PodIP,
 		PodIPs:     pod.Status.PodIPs,
 	}
-	if _, restoring := pod.Annotations[checkpoint.RestoreImageAnnotation]; restoring {
+	if _, restoring := pod.Annotations[contract.RestoreImageAnnotation]; restoring {
 		// A Pod restored from a memory snapshot: how its containers failed to start is how the
 		// Sandbox controller sees a failed restore (memory.go).
 		status.InitContainerStatuses = startStates(pod.Status.InitContainerStatuses)

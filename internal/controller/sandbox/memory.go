@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
@@ -223,7 +224,7 @@ func (r *Reconciler) startFromSnapshot(ctx context.Context, sb *sandboxv1beta1.S
 // Ready, or nil.
 func restoredCondition(sb *sandboxv1beta1.Sandbox, obs *observed) *metav1.Condition {
 	m := sb.Status.Memory
-	if m == nil || obs.pod == nil || obs.pod.Annotations[checkpoint.RestoreImageAnnotation] != m.Image || !podConditionTrue(obs.pod, corev1.PodReady) {
+	if m == nil || obs.pod == nil || obs.pod.Annotations[contract.RestoreImageAnnotation] != m.Image || !podConditionTrue(obs.pod, corev1.PodReady) {
 		return nil
 	}
 	return &metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept, Status: metav1.ConditionTrue,
@@ -234,14 +235,14 @@ func restoredCondition(sb *sandboxv1beta1.Sandbox, obs *observed) *metav1.Condit
 // restoring reports whether pod is being restored from a snapshot (status.memory, or the
 // SandboxSnapshot of spec.snapshotRef) and has not been Ready yet.
 func restoring(pod *corev1.Pod) bool {
-	return pod.Annotations[checkpoint.RestoreImageAnnotation] != "" && !podConditionTrue(pod, corev1.PodReady) &&
+	return pod.Annotations[contract.RestoreImageAnnotation] != "" && !podConditionTrue(pod, corev1.PodReady) &&
 		!slices.ContainsFunc(pod.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool { return c.Ready })
 }
 
 // restoringMemory reports whether pod is being restored from sb's status.memory.
 func restoringMemory(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) bool {
 	m := sb.Status.Memory
-	return m != nil && pod.Annotations[checkpoint.RestoreImageAnnotation] == m.Image && restoring(pod)
+	return m != nil && pod.Annotations[contract.RestoreImageAnnotation] == m.Image && restoring(pod)
 }
 
 // restoreDeadline is how long a Pod restored from a snapshot may stay Pending once it is scheduled:

@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
-	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 )
 
@@ -190,14 +190,14 @@ func TestResumeFromMemory(t *testing.T) {
 	}
 	fresh := build()
 	resumeFromMemory(sb, fresh)
-	if fresh.Annotations[checkpoint.RestoreImageAnnotation] != "" || len(fresh.Spec.InitContainers) != 2 {
+	if fresh.Annotations[contract.RestoreImageAnnotation] != "" || len(fresh.Spec.InitContainers) != 2 {
 		t.Errorf("without status.memory the Pod is a fresh one: %v, %d init containers", fresh.Annotations, len(fresh.Spec.InitContainers))
 	}
 	sb.Status.Memory = &sandboxv1beta1.MemoryStatus{Snapshot: "pod-uid-1", NodeName: "node-a", Image: "/snapshots/team-a/pod-uid-1/image",
 		TakenAt: &testEarlier}
 	restored := build()
 	resumeFromMemory(sb, restored)
-	if restored.Annotations[checkpoint.RestoreImageAnnotation] != "/snapshots/team-a/pod-uid-1/image" || restored.Spec.NodeName != "" ||
+	if restored.Annotations[contract.RestoreImageAnnotation] != "/snapshots/team-a/pod-uid-1/image" || restored.Spec.NodeName != "" ||
 		len(restored.Spec.InitContainers) != 1 || restored.Spec.InitContainers[0].Name != "sidecar" {
 		t.Errorf("restored Pod: annotations %v, node %q, init containers %v; want the image, no node (placeRestore's) and the sidecar only",
 			restored.Annotations, restored.Spec.NodeName, restored.Spec.InitContainers)
@@ -213,7 +213,7 @@ func TestResumeFromMemory(t *testing.T) {
 	sb.Spec.SuspendPolicy = nil
 	plain := build()
 	resumeFromMemory(sb, plain)
-	if plain.Annotations[checkpoint.RestoreImageAnnotation] != "" {
+	if plain.Annotations[contract.RestoreImageAnnotation] != "" {
 		t.Error("a Sandbox that no longer keeps its memory resumed from its snapshot")
 	}
 }
@@ -222,7 +222,7 @@ func TestRestoreFailure(t *testing.T) {
 	created := testNow.Add(-time.Minute)
 	restoring := func(mutate func(*corev1.Pod)) *corev1.Pod {
 		p := testPod().Obj()
-		p.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: "/s/image"}
+		p.Annotations = map[string]string{contract.RestoreImageAnnotation: "/s/image"}
 		p.CreationTimestamp = metav1.NewTime(created)
 		p.Spec.NodeName = "node-a"
 		p.Status.Phase = corev1.PodPending
@@ -273,7 +273,7 @@ func TestFailRestoreSuspendsAgainWithTheSnapshot(t *testing.T) {
 	sb.Status.Memory = &sandboxv1beta1.MemoryStatus{Snapshot: "pod-uid-1", NodeName: "node-a", Image: "/s/image"}
 	pod := testPod().Obj()
 	pod.UID = "pod-uid-2"
-	pod.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: "/s/image"}
+	pod.Annotations = map[string]string{contract.RestoreImageAnnotation: "/s/image"}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(sb, pod).WithStatusSubresource(sb).Build()
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), sb); err != nil {
 		t.Fatal(err)
@@ -379,7 +379,7 @@ func TestStartFromSnapshot(t *testing.T) {
 			if err != nil || why != tc.wantWait {
 				t.Fatalf("startFromSnapshot() = %q, %v; want %q", why, err, tc.wantWait)
 			}
-			if got := pod.Annotations[checkpoint.RestoreImageAnnotation]; got != tc.wantImage {
+			if got := pod.Annotations[contract.RestoreImageAnnotation]; got != tc.wantImage {
 				t.Errorf("restore image %q, want %q", got, tc.wantImage)
 			}
 			if tc.wantImage != "" && (from.NodeName != "node-b" || pod.Spec.NodeName != "" || len(pod.Spec.InitContainers) != tc.wantInit) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/indexer"
 )
@@ -323,16 +324,13 @@ func userKeys(m map[string]string) map[string]string {
 	return out
 }
 
-// restoreAnnotationPrefix starts the Pod annotations that tell the node's runtime what to
-// restore a Pod from (checkpoint.RestoreImageAnnotation): the controller sets them itself on the
-// Pods it restores and never takes one from a pod template, whatever let it into the Sandbox
-// (config/admission refuses it there).
-const restoreAnnotationPrefix = "kubox.dev/restore-"
-
 func reservedKey(k string) bool {
 	return strings.HasPrefix(k, sandboxv1beta1.AgentsPrefix) ||
 		strings.HasPrefix(k, sandboxv1beta1.ExtensionsPrefix) ||
-		strings.HasPrefix(k, restoreAnnotationPrefix) ||
+		// The controller sets the restore annotations itself on the Pods it restores and never
+		// takes one from a pod template, whatever let it into the Sandbox (config/admission
+		// refuses it there).
+		strings.HasPrefix(k, contract.RestoreAnnotationPrefix) ||
 		k == sandboxv1beta1.TraceContextAnnotation
 }
 

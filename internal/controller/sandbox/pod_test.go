@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
-	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	"github.com/kubox-dev/kubox/internal/testutil"
 )
 
@@ -208,7 +208,7 @@ func TestBuildPodSandboxNameLabelCannotBeOverridden(t *testing.T) {
 // a pod template, whatever let it into the Sandbox (admission refuses it there).
 func TestBuildPodDropsRestoreAnnotations(t *testing.T) {
 	cases := map[string]struct{ key string }{
-		"the shim's restore image":   {key: checkpoint.RestoreImageAnnotation},
+		"the shim's restore image":   {key: contract.RestoreImageAnnotation},
 		"another restore annotation": {key: "kubox.dev/restore-manifest"},
 	}
 	for name, tc := range cases {

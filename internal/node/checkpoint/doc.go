@@ -5,7 +5,7 @@
 // It drives runsc itself, with the runsc root containerd's gVisor shim uses, because the open
 // shim offers no checkpoint or restore over the wire (docs/checkpoint.md has the measurements
 // behind that choice). A checkpoint continues in a new Pod through kubox's patch to the shim: a
-// Pod annotated RestoreImageAnnotation with ImagePath(dir) is restored from the checkpoint in
+// Pod annotated contract.RestoreImageAnnotation with ImagePath(dir) is restored from the checkpoint in
 // place of started, with its own IP, cgroup and lifecycle (ShapeForRestore), or, from a
 // Filesystem checkpoint, started afresh on the checkpoint's files (ShapeForFilesystemRestore). Restore instead restores a directory
 // into a bare sandbox outside containerd (no network beyond loopback), for inspection and tests.

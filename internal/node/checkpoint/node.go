@@ -43,13 +43,6 @@ func (n Node) Images() CtrImages {
 	return CtrImages{Ctr: n.Ctr, Address: n.ContainerdSocket, Namespace: criNamespace}
 }
 
-// RestoreImageAnnotation on a gVisor Pod makes kubox's patched shim
-// (hack/tools/gvisor/patches/restore-into-pod.patch) restore each of the Pod's containers from
-// this checkpoint image in place of starting it; containerd hands the annotation to the shim
-// through the runtime's pod_annotations. The shim accepts only an image below its
-// kubox_snapshot_root/<the Pod's namespace>/, so a Pod restores only its namespace's snapshots.
-const RestoreImageAnnotation = "kubox.dev/restore-image"
-
 // ImagePath is the runsc image folder of the checkpoint directory dir: what
-// RestoreImageAnnotation names.
+// contract.RestoreImageAnnotation names.
 func ImagePath(dir string) string { return filepath.Join(dir, imageDir) }

@@ -6,12 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // RestoredPod returns the Pod that continues from the checkpoint in dir: a copy of pod (the Pod
 // the checkpoint was taken of, or one built from the same template) named name, required on
 // node, where the checkpoint lives (RequireNode), and annotated with its image
-// (RestoreImageAnnotation) for the patched shim. The init containers that had finished before
+// (contract.RestoreImageAnnotation) for the patched shim. The init containers that had finished before
 // the checkpoint are left out: the image holds no process of theirs, a restore needs the
 // checkpointed Pod's containers and no others, and their work (kubox-agent's binary in its
 // emptyDir) comes back from the checkpoint's copy of the volume. A restartable init container (a
@@ -51,7 +53,7 @@ func ShapeForFilesystemRestore(pod *corev1.Pod, image string) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[RestoreImageAnnotation] = image
+	pod.Annotations[contract.RestoreImageAnnotation] = image
 }
 
 // RequireNode makes pod run on node or nowhere, through the scheduler: it clears spec.nodeName

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 func TestRestoredPod(t *testing.T) {
@@ -35,7 +37,7 @@ func TestRestoredPod(t *testing.T) {
 	if got.Name != "keeper-2" || got.Namespace != "team-a" || got.UID != "" || got.ResourceVersion != "" || got.OwnerReferences != nil {
 		t.Errorf("metadata = %+v: want the new name in the same namespace and nothing the API server or the owner set", got.ObjectMeta)
 	}
-	if got.Annotations[RestoreImageAnnotation] != "/snapshots/team-a/s1/image" || got.Annotations["kubectl.kubernetes.io/default-container"] != "py" {
+	if got.Annotations[contract.RestoreImageAnnotation] != "/snapshots/team-a/s1/image" || got.Annotations["kubectl.kubernetes.io/default-container"] != "py" {
 		t.Errorf("annotations = %v: want the source's and the checkpoint image", got.Annotations)
 	}
 	if got.Labels["app"] != "py" {
@@ -52,7 +54,7 @@ func TestRestoredPod(t *testing.T) {
 	}
 	got.Labels["app"] = "changed"
 	got.Spec.Containers[0].Image = "changed"
-	if src.Labels["app"] != "py" || src.Spec.Containers[0].Image != "python" || len(src.Spec.InitContainers) != 2 || src.Annotations[RestoreImageAnnotation] != "" {
+	if src.Labels["app"] != "py" || src.Spec.Containers[0].Image != "python" || len(src.Spec.InitContainers) != 2 || src.Annotations[contract.RestoreImageAnnotation] != "" {
 		t.Errorf("RestoredPod changed its source: %+v", src)
 	}
 }
@@ -63,7 +65,7 @@ func TestShapeForFilesystemRestoreKeepsInitContainers(t *testing.T) {
 		Containers:     []corev1.Container{{Name: "py", Image: "python"}},
 	}}
 	ShapeForFilesystemRestore(pod, "/snapshots/team-a/s1/image")
-	if pod.Annotations[RestoreImageAnnotation] != "/snapshots/team-a/s1/image" || pod.Spec.NodeName != "" || pod.Spec.Affinity != nil {
+	if pod.Annotations[contract.RestoreImageAnnotation] != "/snapshots/team-a/s1/image" || pod.Spec.NodeName != "" || pod.Spec.Affinity != nil {
 		t.Errorf("annotations %v, node %q, affinity %v: want the image, and the placement left to RequireNode", pod.Annotations, pod.Spec.NodeName, pod.Spec.Affinity)
 	}
 	if len(pod.Spec.InitContainers) != 1 || len(pod.Spec.Containers) != 1 {

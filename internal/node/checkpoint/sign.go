@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/atomicfile"
 )
 
@@ -90,7 +91,7 @@ func ReadKeyFile(path string) (Key, error) {
 // hack/tools/gvisor/patches/restore-into-pod.patch; both tests check one vector).
 func (k Key) signature(namespace, name string, manifest []byte) []byte {
 	h := hmac.New(sha256.New, k)
-	fmt.Fprintf(h, "kubox.dev/snapshot-manifest/v1\n%s\n%s\n", namespace, name)
+	fmt.Fprintf(h, "%s\n%s\n%s\n", contract.SnapshotManifestDomain, namespace, name)
 	h.Write(manifest)
 	return h.Sum(nil)
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
@@ -38,7 +39,7 @@ func TestSandboxStartsFromASnapshot(t *testing.T) {
 	env.Create(t, sb)
 
 	pod := waitForPod(t, ns, "fork")
-	if pod.Annotations[checkpoint.RestoreImageAnnotation] != snap.Status.Snapshot.Image || checkpoint.RequiredNode(pod) != "node-b" || pod.Spec.NodeName != "" {
+	if pod.Annotations[contract.RestoreImageAnnotation] != snap.Status.Snapshot.Image || checkpoint.RequiredNode(pod) != "node-b" || pod.Spec.NodeName != "" {
 		t.Fatalf("Pod annotations %v, nodeName %q, required node %q; want the snapshot's image, required on node-b through the scheduler",
 			pod.Annotations, pod.Spec.NodeName, checkpoint.RequiredNode(pod))
 	}

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -251,7 +251,7 @@ func TestAdmissionRefusesRestoreAnnotationsInBlueprints(t *testing.T) {
 		obj   client.Object
 		field string
 	}{
-		"Sandbox": {obj: testutil.MakeSandbox("sb", ns).PodAnnotation(checkpoint.RestoreImageAnnotation, image).Obj(),
+		"Sandbox": {obj: testutil.MakeSandbox("sb", ns).PodAnnotation(contract.RestoreImageAnnotation, image).Obj(),
 			field: "spec.podTemplate.metadata.annotations"},
 		"SandboxTemplate": {obj: testutil.MakeTemplate("tpl", ns).PodAnnotation("kubox.dev/restore-manifest", "x").Obj(),
 			field: "spec.podTemplate.metadata.annotations"},
@@ -259,7 +259,7 @@ func TestAdmissionRefusesRestoreAnnotationsInBlueprints(t *testing.T) {
 			field: "spec.additionalPodMetadata.annotations"},
 	}
 	claim := cases["SandboxClaim"].obj.(*extv1beta1.SandboxClaim)
-	claim.Spec.AdditionalPodMetadata.Annotations = map[string]string{checkpoint.RestoreImageAnnotation: image}
+	claim.Spec.AdditionalPodMetadata.Annotations = map[string]string{contract.RestoreImageAnnotation: image}
 	admittedEventually(t, "a plain Sandbox", func() error {
 		return as.Create(t.Context(), testutil.MakeSandbox("plain", ns).PodAnnotation("sandbox.users.io/note", "x").Obj(), client.DryRunAll)
 	})
@@ -283,14 +283,14 @@ func TestAdmissionRefusesRestoreAnnotationsOnPods(t *testing.T) {
 	controller, _ := tenant(t, ns, "controller-like", podRules, framework.ProvenanceRule())
 	const image = "/var/lib/kubox/snapshots/other-namespace/s1/image"
 	restorePod := func(name string) *corev1.Pod {
-		return testutil.MakePod(name, ns).Annotation(checkpoint.RestoreImageAnnotation, image).Obj()
+		return testutil.MakePod(name, ns).Annotation(contract.RestoreImageAnnotation, image).Obj()
 	}
 	admittedEventually(t, "a plain Pod", func() error {
 		return as.Create(t.Context(), testutil.MakePod("plain", ns).Obj(), client.DryRunAll)
 	})
 	wantRefused(t, "a Pod with kubox.dev/restore-image by "+user, func() error {
 		return as.Create(t.Context(), restorePod("forged"), client.DryRunAll)
-	}, "Pod forged", checkpoint.RestoreImageAnnotation, "sandboxes/provenance")
+	}, "Pod forged", contract.RestoreImageAnnotation, "sandboxes/provenance")
 	admittedEventually(t, "a Pod with kubox.dev/restore-image by a requester allowed sandboxes/provenance", func() error {
 		return controller.Create(t.Context(), restorePod("vouched"), client.DryRunAll)
 	})
@@ -299,7 +299,7 @@ func TestAdmissionRefusesRestoreAnnotationsOnPods(t *testing.T) {
 	env.Create(t, plain)
 	wantRefused(t, "adding kubox.dev/restore-image to Pod later", func() error {
 		return as.Patch(t.Context(), plain, client.RawPatch(types.MergePatchType,
-			fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, checkpoint.RestoreImageAnnotation, image)), client.DryRunAll)
+			fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.RestoreImageAnnotation, image)), client.DryRunAll)
 	}, "Pod later", "sandboxes/provenance")
 
 	restored := restorePod("restored")

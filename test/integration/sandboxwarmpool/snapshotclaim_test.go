@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
 )
@@ -72,7 +72,7 @@ func TestSnapshotOfAClaimServesNoOtherClaim(t *testing.T) {
 	env.Create(t, fork)
 
 	// The fork, a Sandbox of no claim, restores: the snapshot is not refused for everyone.
-	if pod := framework.WaitForObject(t, env, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fork"}}, nil); pod.Annotations[checkpoint.RestoreImageAnnotation] == "" {
+	if pod := framework.WaitForObject(t, env, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fork"}}, nil); pod.Annotations[contract.RestoreImageAnnotation] == "" {
 		t.Errorf("the fork's Pod does not restore from the snapshot: %v", pod.Annotations)
 	}
 	// Once the pool's member and bob's sandbox have been reconciled (either way), neither restores.
@@ -95,8 +95,8 @@ func TestSnapshotOfAClaimServesNoOtherClaim(t *testing.T) {
 			return false, err.Error()
 		}
 		for _, p := range pods.Items {
-			if p.Name != "fork" && p.Annotations[checkpoint.RestoreImageAnnotation] != "" {
-				return false, fmt.Sprintf("Pod %s restores alice's snapshot %s for another claim", p.Name, p.Annotations[checkpoint.RestoreImageAnnotation])
+			if p.Name != "fork" && p.Annotations[contract.RestoreImageAnnotation] != "" {
+				return false, fmt.Sprintf("Pod %s restores alice's snapshot %s for another claim", p.Name, p.Annotations[contract.RestoreImageAnnotation])
 			}
 		}
 		return true, ""
