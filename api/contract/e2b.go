@@ -6,9 +6,18 @@ const (
 	// E2BEnvdPort is envd's port, which E2B's SDKs dial in every sandbox: the default of
 	// kubox-agent's --e2b-port.
 	E2BEnvdPort = 49983
+	// E2BCodeInterpreterPort is E2B's code interpreter's port, which @e2b/code-interpreter dials
+	// in every sandbox: the default of kubox-agent's --code-interpreter-port
+	// (internal/agent/codeinterp).
+	E2BCodeInterpreterPort = 49999
 	// E2BAccessTokenHeader carries a sandbox's envd access token on every request E2B's SDKs send
 	// to envd; kubox-agent accepts the agent token there, besides `Authorization: Bearer`.
 	E2BAccessTokenHeader = "X-Access-Token"
+	// E2BTrafficAccessTokenHeader carries a sandbox's traffic access token (the
+	// trafficAccessToken E2B's API answers) on the requests @e2b/code-interpreter sends without
+	// X-Access-Token (its context calls). kubox-router takes it on sandbox hosts only, as the
+	// claim token it is, and never forwards it.
+	E2BTrafficAccessTokenHeader = "E2B-Traffic-Access-Token"
 	// E2BHealthPath is envd's health endpoint (204, no token).
 	E2BHealthPath = "/health"
 )

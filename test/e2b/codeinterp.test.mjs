@@ -1,44 +1,69 @@
 // E2B's stock code-interpreter client (@e2b/code-interpreter, pinned in package-lock.json)
-// against kubox-agent's code-interpreter port on 127.0.0.1: Sandbox.runCode and the context
-// calls as an E2B program makes them. internal/agent/codeinterp's TestStockJSClient starts the
-// agent and runs this file (node --test); docs/e2b.md lists the results.
+// against kubox: Sandbox.runCode and the context calls as an E2B program makes them. Two ways:
 //
-// Environment (set by the Go test):
-//   KUBOX_CI_URL     the agent's code-interpreter base URL (http://127.0.0.1:<port>)
-//   KUBOX_CI_TOKEN   the agent token, which kubox-router puts on every request it forwards
-//   KUBOX_CI_ROOT    the agent's file root on this machine (for a gate file the test creates)
-//
-// The client reaches the port through the SDK's own sandboxUrl override (E2B_SANDBOX_URL in
-// production is the router's "49999-<id>.<domain>"). It sends the access token on runCode only;
-// kubox-router adds it to every request for the port, and this file does the same with a fetch
-// wrapper, so the agent's token check is exercised on every call.
+// - Straight at kubox-agent's code-interpreter port on 127.0.0.1 (internal/agent/codeinterp's
+//   TestStockJSClient): the client reaches the port through the SDK's own sandboxUrl override.
+//   It sends the access token on runCode only; kubox-router adds the agent token to every
+//   request for the port, and this file does the same with a fetch wrapper, so the agent's token
+//   check is exercised on every call.
+//     KUBOX_CI_URL     the agent's code-interpreter base URL (http://127.0.0.1:<port>)
+//     KUBOX_CI_TOKEN   the agent token
+//     KUBOX_CI_ROOT    the agent's file root on this machine (for a gate file the test creates)
+// - Through kubox-router (KUBOX_CI_ROUTER=1; test/integration/e2b's
+//   TestStockCodeInterpreterThroughRouter): Sandbox.create on E2B's control API and
+//   "49999-<id>.<domain>", the client unchanged and no fetch wrapper, with what an E2B user sets:
+//     E2B_DOMAIN, E2B_API_KEY, KUBOX_E2B_TEMPLATE (an E2B template ID), and, for the test's TLS
+//     terminator and wildcard DNS record, NODE_EXTRA_CA_CERTS and KUBOX_E2B_RESOLVE (resolve.mjs).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Sandbox, TimeoutError } from '@e2b/code-interpreter';
 
+const throughRouter = process.env.KUBOX_CI_ROUTER === '1';
 const url = process.env.KUBOX_CI_URL;
 const token = process.env.KUBOX_CI_TOKEN;
 const root = process.env.KUBOX_CI_ROOT;
 
 const plainFetch = globalThis.fetch;
-globalThis.fetch = (input, init = {}) => {
-  const headers = new Headers(init.headers);
-  if (!headers.has('X-Access-Token')) headers.set('X-Access-Token', token);
-  return plainFetch(input, { ...init, headers });
-};
+if (!throughRouter) {
+  globalThis.fetch = (input, init = {}) => {
+    const headers = new Headers(init.headers);
+    if (!headers.has('X-Access-Token')) headers.set('X-Access-Token', token);
+    return plainFetch(input, { ...init, headers });
+  };
+}
 
 describe('@e2b/code-interpreter against kubox-agent', () => {
   let sbx;
+  // gateCtx opens the gates of the streaming test through the router, where this process sees
+  // no file of the sandbox: a second context, which the sandbox runs beside the first.
+  let gateCtx;
 
-  before(() => {
-    sbx = new Sandbox({ sandboxId: 'kubox-local', envdAccessToken: token, sandboxUrl: url });
+  before(async () => {
+    if (throughRouter) {
+      sbx = await Sandbox.create(process.env.KUBOX_E2B_TEMPLATE, { timeoutMs: 300_000 });
+      gateCtx = await sbx.createCodeContext();
+    } else {
+      sbx = new Sandbox({ sandboxId: 'kubox-local', envdAccessToken: token, sandboxUrl: url });
+    }
   });
 
-  after(() => {
+  after(async () => {
     globalThis.fetch = plainFetch;
+    if (throughRouter && sbx) await sbx.kill().catch(() => {});
   });
+
+  // gatePath is where the code under test waits for a gate file; openGate creates it.
+  const gatePath = (name) => (throughRouter ? name : join(root, name));
+  let opening;
+  const openGate = (name) => {
+    if (!throughRouter) {
+      if (!existsSync(gatePath(name))) writeFileSync(gatePath(name), '');
+      return;
+    }
+    opening ??= sbx.runCode(`open(${JSON.stringify(name)}, 'w').close()`, { context: gateCtx });
+  };
 
   it('keeps state across runCode calls: x = 41, then x + 1 is 42', async () => {
     await sbx.runCode('x = 41');
@@ -49,7 +74,7 @@ describe('@e2b/code-interpreter against kubox-agent', () => {
   });
 
   it('streams stdout as it is printed', async () => {
-    const gate = join(root, 'gate-js');
+    const gate = gatePath('gate-js');
     const seen = [];
     const exec = await sbx.runCode(
       `import os, time\nprint('first', flush=True)\nwhile not os.path.exists(${JSON.stringify(gate)}):\n    time.sleep(0.01)\nprint('second')`,
@@ -57,10 +82,11 @@ describe('@e2b/code-interpreter against kubox-agent', () => {
         onStdout: (m) => {
           seen.push(m.line);
           // The code waits for this file: "first" reached the client while the code ran.
-          if (seen.join('').includes('first\n') && !existsSync(gate)) writeFileSync(gate, '');
+          if (seen.join('').includes('first\n')) openGate('gate-js');
         },
       },
     );
+    if (opening) assert.equal((await opening).error, undefined);
     assert.equal(exec.logs.stdout.join(''), 'first\nsecond\n');
     assert.ok(seen.length >= 2, `stdout came in ${seen.length} message(s)`);
   });

@@ -21,7 +21,7 @@ import (
 
 // DefaultPort is the code interpreter's port: the one @e2b/code-interpreter dials in every
 // sandbox (through E2B's host routing, "49999-<sandboxID>.<domain>").
-const DefaultPort = 49999
+const DefaultPort = contract.E2BCodeInterpreterPort
 
 // DefaultInterruptGrace is how long an interrupted execution gets to end before its interpreter
 // is stopped.

@@ -81,7 +81,10 @@ type e2bSandbox struct {
 	ClientID        string `json:"clientID"`
 	EnvdVersion     string `json:"envdVersion"`
 	EnvdAccessToken string `json:"envdAccessToken"`
-	Domain          string `json:"domain"`
+	// TrafficAccessToken is the same claim token, which @e2b/code-interpreter sends as
+	// E2B-Traffic-Access-Token on the calls it sends no X-Access-Token with (its context calls).
+	TrafficAccessToken string `json:"trafficAccessToken"`
+	Domain             string `json:"domain"`
 }
 
 // e2bDetail is E2B's SandboxDetail and ListedSandbox (which lacks the token and domain).
@@ -669,7 +672,7 @@ func (a *API) writeE2BSandbox(w http.ResponseWriter, r *http.Request, c *e2bCall
 		return herr
 	}
 	httperr.WriteJSON(w, code, e2bSandbox{TemplateID: templateID, SandboxID: cl.Name, ClientID: e2bClientID,
-		EnvdVersion: contract.E2BEnvdVersion, EnvdAccessToken: tok, Domain: sandboxDomain(a.cfg.Domain, r)})
+		EnvdVersion: contract.E2BEnvdVersion, EnvdAccessToken: tok, TrafficAccessToken: tok, Domain: sandboxDomain(a.cfg.Domain, r)})
 	return nil
 }
 

@@ -13,9 +13,11 @@ import (
 
 // SandboxNamespace readies a request for "{port}-{id}.{Domain}", which the router forwards to
 // port of the sandbox of claim id the way its /claims/ route does: authorized by the claim token
-// E2B's SDKs send as envd's access token (X-Access-Token, made the request's bearer token here),
-// or by any credential the router accepts in Authorization. It returns the claim's namespace: the
-// claim token's, else def (the router's E2B namespace).
+// E2B's SDKs send as envd's access token (X-Access-Token) or, where that is absent, as the
+// traffic access token (E2B-Traffic-Access-Token, all @e2b/code-interpreter's context calls
+// carry), made the request's bearer token here, or by any credential the router accepts in
+// Authorization. It returns the claim's namespace: the claim token's, else def (the router's E2B
+// namespace).
 func SandboxNamespace(r *http.Request, def string, now time.Time) (string, *httperr.Error) {
 	credentials(r)
 	ns := def
@@ -23,17 +25,26 @@ func SandboxNamespace(r *http.Request, def string, now time.Time) (string, *http
 		ns = c.Namespace
 	}
 	if ns == "" {
-		return "", httperr.Errorf(http.StatusUnauthorized, "send the sandbox's envd access token (the envdAccessToken E2B's API answered) in %s",
-			contract.E2BAccessTokenHeader)
+		return "", httperr.Errorf(http.StatusUnauthorized,
+			"send the sandbox's envd access token (the envdAccessToken E2B's API answered) in %s, or its trafficAccessToken in %s",
+			contract.E2BAccessTokenHeader, contract.E2BTrafficAccessTokenHeader)
 	}
 	return ns, nil
 }
 
-// credentials makes the access token E2B's SDKs send the request's bearer token. They also send
-// `Authorization: Basic <user>:` to name a user, which no sandbox of kubox reads.
+// credentials makes the access token E2B's SDKs send the request's bearer token: envd's
+// (X-Access-Token), else the traffic access token (E2B-Traffic-Access-Token), the same claim
+// token, which @e2b/code-interpreter sends alone on its context calls. Neither is forwarded to
+// the sandbox. The SDKs also send `Authorization: Basic <user>:` to name a user, which no sandbox
+// of kubox reads.
 func credentials(r *http.Request) {
 	h := r.Header
-	if tok := h.Get(contract.E2BAccessTokenHeader); tok != "" {
+	tok := h.Get(contract.E2BAccessTokenHeader)
+	if tok == "" {
+		tok = h.Get(contract.E2BTrafficAccessTokenHeader)
+	}
+	h.Del(contract.E2BTrafficAccessTokenHeader)
+	if tok != "" {
 		h.Set(contract.AuthorizationHeader, contract.BearerScheme+" "+tok)
 		h.Del(contract.E2BAccessTokenHeader)
 		return
@@ -43,11 +54,12 @@ func credentials(r *http.Request) {
 	}
 }
 
-// EnvdToken gives a request for envd's port of sb, which runs kubox-agent, the sandbox's agent
-// token as envd's access token (X-Access-Token), and returns it for the proxy to put in
-// Authorization too; "" (and r unchanged) for any other port. The caller never holds it.
+// EnvdToken gives a request for envd's port or the code interpreter's of sb, which kubox-agent
+// serves, the sandbox's agent token as envd's access token (X-Access-Token), and returns it for
+// the proxy to put in Authorization too; "" (and r unchanged) for any other port. The caller
+// never holds it.
 func EnvdToken(r *http.Request, port int, sb *sandboxv1beta1.Sandbox, key []byte) string {
-	if port != contract.E2BEnvdPort || sb.Spec.Agent == nil {
+	if (port != contract.E2BEnvdPort && port != contract.E2BCodeInterpreterPort) || sb.Spec.Agent == nil {
 		return ""
 	}
 	tok := contract.DeriveAgentToken(key, sb.UID)

@@ -50,6 +50,8 @@ type fixture struct {
 	token  string
 	// hc dials every host at the router.
 	hc *http.Client
+	// routerURL is the router's base URL (http://127.0.0.1:port).
+	routerURL string
 }
 
 func setup(t *testing.T, configure ...func(*router.Config)) *fixture {
@@ -61,7 +63,10 @@ func setup(t *testing.T, configure ...func(*router.Config)) *fixture {
 		t.Fatal(err)
 	}
 	env.StartKubelet(t, f.ns, framework.WithLoopbackPodIPs()).SetFate(framework.ImageFate(pendingImage, framework.LeavePending))
-	env.ServeSandboxAgents(t, f.ns, f.key, port, func(c *agent.Config) { c.E2BPort = contract.E2BEnvdPort })
+	env.ServeSandboxAgents(t, f.ns, f.key, port, func(c *agent.Config) {
+		c.E2BPort, c.CodeInterpreterPort = contract.E2BEnvdPort, contract.E2BCodeInterpreterPort
+		c.Process.Env = debianPythonFirst(os.Environ())
+	})
 	env.StartKubox(t, f.ns, func(c *configv1alpha1.ControllerConfiguration) {
 		c.Agent.Image = agentImage
 		c.Agent.TokenKeyFile = keyFile
@@ -82,12 +87,26 @@ func setup(t *testing.T, configure ...func(*router.Config)) *fixture {
 			cf(c)
 		}
 	})
+	f.routerURL = u
 	addr := strings.TrimPrefix(u, "http://")
 	f.hc = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}}}
 	t.Cleanup(f.hc.CloseIdleConnections)
 	return f
+}
+
+// debianPythonFirst is environ with /usr/bin first on PATH: the code interpreter's python3 is the
+// host's Debian one, with matplotlib (make python-deps), as in test/integration/codeinterp,
+// rather than one a version manager puts first.
+func debianPythonFirst(environ []string) []string {
+	out := []string{"PATH=/usr/bin:/bin:" + os.Getenv("PATH")}
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "PATH=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // e2bRules is what an E2B user's ServiceAccount needs in its namespace (docs/e2b.md).
@@ -151,7 +170,9 @@ type sandbox struct {
 	ClientID        string `json:"clientID"`
 	EnvdVersion     string `json:"envdVersion"`
 	EnvdAccessToken string `json:"envdAccessToken"`
-	Domain          string `json:"domain"`
+	// TrafficAccessToken is what @e2b/code-interpreter sends on its context calls.
+	TrafficAccessToken string `json:"trafficAccessToken"`
+	Domain             string `json:"domain"`
 }
 
 // detail is E2B's SandboxDetail and ListedSandbox.
