@@ -185,3 +185,19 @@ func unauthenticated(w http.ResponseWriter, message string, invalidToken bool) {
 		Message string `json:"message"`
 	}{"unauthenticated", message})
 }
+
+// E2BPresented is the token an E2B client presents to a sandbox: the X-Access-Token header E2B's
+// SDKs send, else an "Authorization: Bearer" token; "" when neither is there. E2B's SDKs also
+// send "Authorization: Basic <user>:" to name a user, which is not a token and is not read when
+// an access token is present. The envd and code-interpreter ports check it against the agent
+// token.
+func E2BPresented(r *http.Request) string {
+	if got := r.Header.Get(contract.E2BAccessTokenHeader); got != "" {
+		return got
+	}
+	scheme, tok, _ := strings.Cut(r.Header.Get(contract.AuthorizationHeader), " ")
+	if strings.EqualFold(scheme, contract.BearerScheme) {
+		return strings.TrimSpace(tok)
+	}
+	return ""
+}

@@ -217,3 +217,29 @@ func TestIsSchemeName(t *testing.T) {
 		t.Errorf("isSchemeName (-want +got):\n%s", diff)
 	}
 }
+
+func TestE2BPresented(t *testing.T) {
+	cases := map[string]struct {
+		headers map[string]string
+		want    string
+	}{
+		"X-Access-Token":                       {headers: map[string]string{"X-Access-Token": "tok"}, want: "tok"},
+		"a bearer token":                       {headers: map[string]string{"Authorization": "Bearer tok"}, want: "tok"},
+		"the scheme in any case":               {headers: map[string]string{"Authorization": "bearer  tok "}, want: "tok"},
+		"X-Access-Token wins over a bearer":    {headers: map[string]string{"X-Access-Token": "a", "Authorization": "Bearer b"}, want: "a"},
+		"E2B's Basic user header is no token":  {headers: map[string]string{"Authorization": "Basic dXNlcjo="}},
+		"nothing":                              {},
+		"E2B-Traffic-Access-Token is no token": {headers: map[string]string{"E2B-Traffic-Access-Token": "claim"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			for k, v := range tc.headers {
+				r.Header.Set(k, v)
+			}
+			if got := E2BPresented(r); got != tc.want {
+				t.Errorf("E2BPresented() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -113,13 +112,7 @@ func (h *Handler) Close() {
 // the others get 401 saying what to send.
 func authenticate(token *auth.Token, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get(contract.E2BAccessTokenHeader)
-		if got == "" {
-			scheme, tok, _ := strings.Cut(r.Header.Get(contract.AuthorizationHeader), " ")
-			if strings.EqualFold(scheme, contract.BearerScheme) {
-				got = strings.TrimSpace(tok)
-			}
-		}
+		got := auth.E2BPresented(r)
 		if got != "" && token.Matches([]byte(got)) {
 			next.ServeHTTP(w, r)
 			return

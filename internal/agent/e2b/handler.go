@@ -84,13 +84,7 @@ func authenticate(token *auth.Token, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got := r.Header.Get(contract.E2BAccessTokenHeader)
-		if got == "" {
-			scheme, tok, _ := strings.Cut(r.Header.Get(contract.AuthorizationHeader), " ")
-			if strings.EqualFold(scheme, contract.BearerScheme) {
-				got = strings.TrimSpace(tok)
-			}
-		}
+		got := auth.E2BPresented(r)
 		if got != "" && token.Matches([]byte(got)) {
 			next.ServeHTTP(w, r)
 			return
