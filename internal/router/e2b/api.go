@@ -473,7 +473,14 @@ func (a *API) waitE2BSuspended(ctx context.Context, sb *sandboxv1beta1.Sandbox, 
 		if got == nil || got.UID != sb.UID {
 			return false, httperr.Errorf(http.StatusNotFound, "sandbox %s was deleted while pausing", sb.Name)
 		}
-		return got.Status.ObservedGeneration >= gen && meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1beta1.SandboxConditionSuspended), nil
+		if got.Generation < gen {
+			return false, nil
+		}
+		done, terminal := sandboxv1beta1.SandboxSuspension(got)
+		if terminal != "" {
+			return false, neverE2B(got.Namespace, got.Name, "paused", meta.FindStatusCondition(got.Status.Conditions, sandboxv1beta1.SandboxConditionReady))
+		}
+		return done, nil
 	}, func() *httperr.Error {
 		return httperr.Errorf(http.StatusGatewayTimeout, "sandbox %s was not paused within %s; it goes on pausing", sb.Name, a.cfg.WakeTimeout)
 	}, objectKey(sb.Namespace, sb.Name))
@@ -616,6 +623,18 @@ func claimTemplate(cl *extv1beta1.SandboxClaim) string {
 	return ""
 }
 
+// neverE2B is the answer of a wait for a sandbox that will never be what the call waits for
+// (api/v1beta1's and api/extensions/v1beta1's terminal reasons: it expired, or its Pod ended), at
+// once rather than after --wake-timeout.
+func neverE2B(ns, name, what string, ready *metav1.Condition) *httperr.Error {
+	reason, msg := "", ""
+	if ready != nil {
+		reason, msg = ready.Reason, ready.Message
+	}
+	return httperr.Errorf(http.StatusConflict, "sandbox %s will never be %s: Ready is False (%s: %s); create a new sandbox "+
+		"(look at this one with: kubectl describe sandboxclaim -n %s %s)", name, what, reason, msg, ns, name)
+}
+
 // waitE2BReady waits, in the router's cache, for the claim (by UID) to be Ready: E2B's create
 // and resume answer once the sandbox runs. Its Sandbox's status must be of generation minGen or
 // later (the resume's patch), so a Ready left from before a pause does not count.
@@ -626,12 +645,24 @@ func (a *API) waitE2BReady(ctx context.Context, claim *extv1beta1.SandboxClaim, 
 		if cl, herr = a.deps.Claim(ctx, claim.Namespace, claim.Name); herr != nil {
 			return false, herr
 		}
-		if cl == nil || cl.UID != claim.UID || !meta.IsStatusConditionTrue(cl.Status.Conditions, extv1beta1.ClaimConditionReady) {
+		if cl == nil || cl.UID != claim.UID {
+			return false, nil
+		}
+		if _, terminal := extv1beta1.ClaimReadiness(cl); terminal != "" {
+			return false, neverE2B(cl.Namespace, cl.Name, "ready", meta.FindStatusCondition(cl.Status.Conditions, extv1beta1.ClaimConditionReady))
+		}
+		if !meta.IsStatusConditionTrue(cl.Status.Conditions, extv1beta1.ClaimConditionReady) {
 			return false, nil
 		}
 		sb, _ := a.deps.Sandbox(ctx, cl.Namespace, cl.Status.Sandbox.Name)
-		return sb != nil && claimOwns(sb, cl.UID) && sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended &&
-			sb.Status.ObservedGeneration >= minGen && meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady), nil
+		if sb == nil || !claimOwns(sb, cl.UID) || sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended || sb.Generation < minGen {
+			return false, nil
+		}
+		ready, terminal := sandboxv1beta1.SandboxReadiness(sb)
+		if terminal != "" {
+			return false, neverE2B(sb.Namespace, sb.Name, "ready", meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady))
+		}
+		return ready, nil
 	}, func() *httperr.Error {
 		why := "it was deleted"
 		if cl != nil {

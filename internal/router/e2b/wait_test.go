@@ -3,10 +3,16 @@ package e2b
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/router/httperr"
 	"github.com/kubox-dev/kubox/internal/router/wake"
 )
@@ -39,5 +45,35 @@ func TestE2BWaitLooksOnlyOnEvents(t *testing.T) {
 	}
 	if herr := <-done; herr != nil {
 		t.Fatalf("wait after the claim's event = %v; want done", herr)
+	}
+}
+
+// TestE2BWaitsEndOnTerminalStates: E2B's pause of an expired sandbox, and its create or resume of
+// one whose Pod ended, fail at once with the reason (the API's rule, api/v1beta1 and
+// api/extensions/v1beta1) instead of waiting out --wake-timeout.
+func TestE2BWaitsEndOnTerminalStates(t *testing.T) {
+	expired := metav1.Condition{Type: sandboxv1beta1.SandboxConditionReady, Status: metav1.ConditionFalse,
+		Reason: sandboxv1beta1.SandboxReasonExpired, Message: "Sandbox has expired", ObservedGeneration: 2}
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", UID: "sb-uid", Generation: 2,
+		OwnerReferences: []metav1.OwnerReference{{Kind: "SandboxClaim", Name: "c1", UID: "claim-uid", Controller: ptr.To(true)}}},
+		Status: sandboxv1beta1.SandboxStatus{ObservedGeneration: 2, Conditions: []metav1.Condition{expired}}}
+	podFailed := metav1.Condition{Type: extv1beta1.ClaimConditionReady, Status: metav1.ConditionFalse,
+		Reason: sandboxv1beta1.SandboxReasonPodFailed, Message: "Pod failed", ObservedGeneration: 1}
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", UID: "claim-uid", Generation: 1},
+		Status: extv1beta1.SandboxClaimStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{podFailed},
+			Sandbox: extv1beta1.ClaimSandboxStatus{Name: "c1"}}}
+	a := &API{cfg: Config{WakeTimeout: time.Hour}, deps: Deps{Events: wake.NewEvents(),
+		Sandbox: func(context.Context, string, string) (*sandboxv1beta1.Sandbox, *httperr.Error) { return sb, nil },
+		Claim:   func(context.Context, string, string) (*extv1beta1.SandboxClaim, *httperr.Error) { return claim, nil }}}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // only turns a hang into a failure
+	defer cancel()
+
+	if herr := a.waitE2BSuspended(ctx, sb, 2); herr == nil || herr.Code == http.StatusGatewayTimeout ||
+		!strings.Contains(herr.Msg, sandboxv1beta1.SandboxReasonExpired) {
+		t.Errorf("pause of an expired sandbox = %v; want an error at once naming %s", herr, sandboxv1beta1.SandboxReasonExpired)
+	}
+	if _, herr := a.waitE2BReady(ctx, claim, 1); herr == nil || herr.Code == http.StatusGatewayTimeout ||
+		!strings.Contains(herr.Msg, sandboxv1beta1.SandboxReasonPodFailed) {
+		t.Errorf("create of a claim whose Pod failed = %v; want an error at once naming %s", herr, sandboxv1beta1.SandboxReasonPodFailed)
 	}
 }

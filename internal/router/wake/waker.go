@@ -25,18 +25,23 @@ const (
 	FailedRetryAfter = 30
 )
 
-// failureReasons are the reasons of Ready=False, for the generation the router resumed, that
-// mean the sandbox will not become Ready by waiting: the controller failed, the spec cannot
-// work, the Pod ended, the sandbox expired, or someone suspended it again.
-var failureReasons = map[string]bool{
-	sandboxv1beta1.SandboxReasonReconcilerError:      true,
-	sandboxv1beta1.SandboxReasonInvalidConfiguration: true,
-	sandboxv1beta1.SandboxReasonMultiplePods:         true,
-	sandboxv1beta1.SandboxReasonPodFailed:            true,
-	sandboxv1beta1.SandboxReasonPodSucceeded:         true,
-	sandboxv1beta1.SandboxReasonExpired:              true,
-	sandboxv1beta1.SandboxReasonSuspended:            true,
-}
+// failureReasons are the reasons of Ready=False, for the generation the router resumed, that end
+// a wake: the API's terminal reasons (sandboxv1beta1.SandboxTerminalReasons: the Pod ended, the
+// sandbox expired), and the wake's own, since it holds a caller's request and answers it rather
+// than wait out what needs a person: the controller failed, the spec cannot work, or someone
+// suspended the sandbox again.
+var failureReasons = func() map[string]bool {
+	m := map[string]bool{
+		sandboxv1beta1.SandboxReasonReconcilerError:      true,
+		sandboxv1beta1.SandboxReasonInvalidConfiguration: true,
+		sandboxv1beta1.SandboxReasonMultiplePods:         true,
+		sandboxv1beta1.SandboxReasonSuspended:            true,
+	}
+	for _, r := range sandboxv1beta1.SandboxTerminalReasons() {
+		m[r] = true
+	}
+	return m
+}()
 
 // IsSuspended reports whether sb's spec asks for it to be suspended.
 func IsSuspended(sb *sandboxv1beta1.Sandbox) bool {
