@@ -53,22 +53,54 @@ type Options struct {
 	URL  string
 }
 
-// New returns the Client of kubox-node's Connect API, or nil when o has no token file.
+// New returns the Client of kubox-node's Connect API, or NotConfigured() when o has no token
+// file.
 func New(o Options) Client {
 	if o.TokenFile == "" {
-		return nil
+		return NotConfigured()
 	}
 	return &clients{Options: o}
 }
 
 // FromConfig is the Client the controller configuration's controllers.sandbox.memory describes,
-// or nil when it has no token file.
+// NotConfigured() when it has no token file.
 func FromConfig(m configv1alpha1.MemorySettings) Client {
 	return New(Options{TokenFile: m.TokenFile, Port: ptr.Deref(m.NodeAPIPort, configv1alpha1.DefaultNodeAPIPort), URL: m.NodeAPIURL})
 }
 
-// ErrNotConfigured is the error of a controller asked to reach kubox-node without a Client.
+// ErrNotConfigured is the error of every call of the NotConfigured Client: the controller has no
+// node token, so it cannot reach kubox-node.
 var ErrNotConfigured = errors.New("kubox-controller has no controllers.sandbox.memory.tokenFile, so it cannot reach kubox-node")
+
+// NotConfigured is the Client of a controller with no controllers.sandbox.memory.tokenFile: every
+// call fails with ErrNotConfigured and reaches no node. Callers handle its errors as any other
+// call's; one that must act differently before it calls (take no finalizer for a checkpoint that
+// cannot happen) asks Configured.
+func NotConfigured() Client { return notConfigured{} }
+
+type notConfigured struct{}
+
+func (notConfigured) Checkpoint(context.Context, string, *nodev1.CheckpointRequest) (*nodev1.Snapshot, error) {
+	return nil, ErrNotConfigured
+}
+
+func (notConfigured) DeleteSnapshot(context.Context, string, string, string) error {
+	return ErrNotConfigured
+}
+
+func (notConfigured) Fetch(context.Context, string, string, string) (*nodev1.FetchSnapshotResponse, error) {
+	return nil, ErrNotConfigured
+}
+
+// Configured returns ErrNotConfigured when c is the NotConfigured Client, nil otherwise: for a
+// caller whose steps before a call differ when the call cannot succeed (no finalizer before a
+// checkpoint, no nodes read to place a restore).
+func Configured(c Client) error {
+	if _, off := c.(notConfigured); off {
+		return ErrNotConfigured
+	}
+	return nil
+}
 
 // ErrNotInstalled is what a call returns while the node token file is missing: a cluster
 // installed from config/default mounts the Secret kubox-node-token when it exists, which
@@ -259,14 +291,13 @@ func DeleteEverywhere(ctx context.Context, r client.Reader, c Client, ns string,
 	switch {
 	case err != nil:
 		return err
-	case found && c == nil:
-		return ErrNotConfigured
 	case found:
 		return c.DeleteSnapshot(ctx, ip, ns, s.Snapshot)
 	case !s.Stored:
 		return nil
-	case c == nil:
-		return fmt.Errorf("node %s is gone: %w: %w", s.NodeName, ErrNoSnapshotNode, ErrNotConfigured)
+	}
+	if err := Configured(c); err != nil {
+		return fmt.Errorf("node %s is gone: %w: %w", s.NodeName, ErrNoSnapshotNode, err)
 	}
 	nodes, err := SnapshotNodes(ctx, r)
 	if err != nil {

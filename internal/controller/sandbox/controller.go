@@ -58,7 +58,7 @@ type Reconciler struct {
 	status        *status.Writer
 	activity      ActivityReader // the idle policy's questions to the sandboxes' agents
 	egressProxy   string         // HTTP_PROXY of sandboxes with spec.egress
-	nodes         nodeapi.Client // kubox-node, for spec.suspendPolicy.keepMemory (nil: not configured)
+	nodes         nodeapi.Client // kubox-node, for spec.suspendPolicy.keepMemory (nodeapi.NotConfigured by default)
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -71,7 +71,8 @@ func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Sch
 	clk clock.PassiveClock, clusterDomain string, agent AgentOptions) *Reconciler {
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
 		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk), sandboxes: inflight.NewVersions(clk),
-		status: status.NewWriter(c, recorder, FieldManager, "Sandbox"), activity: newAgentActivity(agent.TokenKey)}
+		status: status.NewWriter(c, recorder, FieldManager, "Sandbox"), activity: newAgentActivity(agent.TokenKey),
+		nodes: nodeapi.NotConfigured()}
 }
 
 // SetupWithManager registers the controller with mgr.

@@ -19,6 +19,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 )
@@ -36,8 +37,8 @@ const (
 	EventSnapshotNotDeleted = "SnapshotNotDeleted"
 )
 
-// WithMemory lets the controller keep sandboxes' memory across a suspend through nodes (nil: it
-// cannot, and says so on the sandboxes that ask).
+// WithMemory lets the controller keep sandboxes' memory across a suspend through nodes
+// (nodeapi.NotConfigured: it cannot, and says so on the sandboxes that ask).
 func (r *Reconciler) WithMemory(nodes nodeapi.Client) *Reconciler {
 	r.nodes = nodes
 	return r
@@ -61,8 +62,8 @@ func (r *Reconciler) syncMemoryFinalizer(ctx context.Context, sb *sandboxv1beta1
 // deleteMemorySnapshot deletes the snapshot of a Sandbox being deleted from its node, then
 // removes the finalizer; a node that is gone took the snapshot along.
 func (r *Reconciler) deleteMemorySnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox) error {
-	if m := sb.Status.Memory; m != nil && r.nodes != nil {
-		if err := r.deleteFromNode(ctx, sb.Namespace, m); err != nil {
+	if m := sb.Status.Memory; m != nil {
+		if err := r.deleteFromNode(ctx, sb.Namespace, m); err != nil && !errors.Is(err, nodeapi.ErrNotConfigured) {
 			return fmt.Errorf("deleting the memory snapshot %s of Sandbox %s from node %s: %w", m.Snapshot, sb.Name, m.NodeName, err)
 		}
 	}
@@ -81,23 +82,28 @@ func (r *Reconciler) dropMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox)
 			"Started afresh (keepMemory is off), but the memory snapshot %s could not be deleted from node %s: %v; "+
 				"its files stay in kubox-node's snapshot folder %s/%s there", m.Snapshot, m.NodeName, err, sb.Namespace, m.Snapshot)
 	}
-	sb.Status.Memory = nil
-	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
+	st := *sb.Status.DeepCopy()
+	st.Memory = nil
+	meta.RemoveStatusCondition(&st.Conditions, sandboxv1beta1.SandboxConditionMemoryKept)
 	base := sb.ResourceVersion
-	if err := r.client.Status().Update(ctx, sb, client.FieldOwner(FieldManager)); err != nil {
+	out, err := status.WriteNow(ctx, r.status, sb, &sb.Status, st)
+	if err != nil {
 		return fmt.Errorf("clearing the discarded memory snapshot of Sandbox %s: %w", sb.Name, err)
 	}
-	r.sandboxes.Wrote(sb.UID, base)
+	if out == status.Written {
+		r.sandboxes.Wrote(sb.UID, base)
+	}
 	return nil
 }
 
 // deleteFromNode deletes the memory snapshot m from the node that holds it and from the snapshot
 // store (nodeapi.DeleteEverywhere: through another node once that node is gone). When the node is
 // gone and no kubox-node can delete the store's copy, the copy left is logged and the Sandbox is
-// not held back.
+// not held back. Without kubox-node (not configured) it reads nothing and returns
+// nodeapi.ErrNotConfigured.
 func (r *Reconciler) deleteFromNode(ctx context.Context, ns string, m *sandboxv1beta1.MemoryStatus) error {
-	if r.nodes == nil {
-		return nodeapi.ErrNotConfigured
+	if err := nodeapi.Configured(r.nodes); err != nil {
+		return err
 	}
 	err := nodeapi.DeleteEverywhere(ctx, r.apiReader, r.nodes, ns, m)
 	if errors.Is(err, nodeapi.ErrNoSnapshotNode) {
@@ -115,7 +121,7 @@ func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 	if m := sb.Status.Memory; m != nil && (m.Snapshot == string(pod.UID) || restoringMemory(sb, pod)) {
 		return nil // this Pod's snapshot is recorded, or the Pod, not yet restored from it, holds nothing newer
 	}
-	if r.nodes != nil {
+	if nodeapi.Configured(r.nodes) == nil {
 		// Before the snapshot exists, so a deletion that follows always finds the finalizer.
 		if err := r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, true); err != nil {
 			return err
@@ -124,28 +130,32 @@ func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 	old := sb.Status.Memory
 	cond := metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept, ObservedGeneration: sb.Generation,
 		LastTransitionTime: metav1.NewTime(r.clock.Now())}
+	st := *sb.Status.DeepCopy()
 	snap, err := r.checkpoint(ctx, pod)
 	if err != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonCheckpointFailed
 		cond.Message = fmt.Sprintf("The memory of Pod %s was not kept; suspended without it: %v", pod.Name, err)
-		sb.Status.Memory = nil
+		st.Memory = nil
 	} else {
 		cond.Status, cond.Reason = metav1.ConditionTrue, sandboxv1beta1.SandboxReasonCheckpointed
 		cond.Message = fmt.Sprintf("Checkpointed Pod %s on node %s: %.1f MiB in %.2f s; the next Pod resumes from it",
 			pod.Name, pod.Spec.NodeName, float64(snap.GetSizeBytes())/(1<<20), snap.GetDuration().AsDuration().Seconds())
-		sb.Status.Memory = nodeapi.Status(pod.Spec.NodeName, snap)
+		st.Memory = nodeapi.Status(pod.Spec.NodeName, snap)
 	}
-	meta.SetStatusCondition(&sb.Status.Conditions, cond)
+	meta.SetStatusCondition(&st.Conditions, cond)
+	ev := status.Event{Related: pod, Type: corev1.EventTypeNormal, Reason: EventMemoryKept, Action: "Suspend", Note: cond.Message}
+	if cond.Status != metav1.ConditionTrue {
+		ev.Type, ev.Reason = corev1.EventTypeWarning, EventMemoryNotKept
+	}
 	base := sb.ResourceVersion
-	if err := r.client.Status().Update(ctx, sb, client.FieldOwner(FieldManager)); err != nil {
+	// Now, not with the pass's status: the Pod is deleted next, and status.memory must be there first.
+	out, err := status.WriteNow(ctx, r.status, sb, &sb.Status, st, ev)
+	if err != nil {
 		return fmt.Errorf("recording the memory snapshot of Sandbox %s: %w", sb.Name, err)
 	}
-	r.sandboxes.Wrote(sb.UID, base)
-	evType, reason := corev1.EventTypeNormal, EventMemoryKept
-	if cond.Status != metav1.ConditionTrue {
-		evType, reason = corev1.EventTypeWarning, EventMemoryNotKept
+	if out == status.Written {
+		r.sandboxes.Wrote(sb.UID, base)
 	}
-	r.recorder.Eventf(sb, pod, evType, reason, "Suspend", "%s", cond.Message)
 	if old != nil && (sb.Status.Memory == nil || old.Snapshot != sb.Status.Memory.Snapshot) {
 		r.deleteSnapshot(ctx, sb, old, pod.Status.HostIP)
 	}
@@ -154,10 +164,10 @@ func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 
 // checkpoint asks the Pod's node for a snapshot that stops the Pod, named by the Pod's UID.
 func (r *Reconciler) checkpoint(ctx context.Context, pod *corev1.Pod) (*nodev1.Snapshot, error) {
-	switch {
-	case r.nodes == nil:
-		return nil, nodeapi.ErrNotConfigured
-	case pod.Status.Phase != corev1.PodRunning:
+	if err := nodeapi.Configured(r.nodes); err != nil {
+		return nil, err // what is missing, whatever the Pod's phase
+	}
+	if pod.Status.Phase != corev1.PodRunning {
 		return nil, fmt.Errorf("the Pod is %s, not Running: nothing runs to keep", pod.Status.Phase)
 	}
 	return r.nodes.Checkpoint(ctx, pod.Status.HostIP, &nodev1.CheckpointRequest{
@@ -165,12 +175,9 @@ func (r *Reconciler) checkpoint(ctx context.Context, pod *corev1.Pod) (*nodev1.S
 }
 
 // deleteSnapshot removes a snapshot no Pod resumes from any more; a failure is logged (the node
-// keeps a folder until someone deletes it).
+// keeps a folder until someone deletes it); without kubox-node (not configured) it is not.
 func (r *Reconciler) deleteSnapshot(ctx context.Context, sb *sandboxv1beta1.Sandbox, m *sandboxv1beta1.MemoryStatus, hostIP string) {
-	if r.nodes == nil {
-		return
-	}
-	if err := r.nodes.DeleteSnapshot(ctx, hostIP, sb.Namespace, m.Snapshot); err != nil {
+	if err := r.nodes.DeleteSnapshot(ctx, hostIP, sb.Namespace, m.Snapshot); err != nil && !errors.Is(err, nodeapi.ErrNotConfigured) {
 		ctrl.LoggerFrom(ctx).Error(err, "Deleting a memory snapshot no Pod resumes from", "snapshot", m.Snapshot, "node", m.NodeName)
 	}
 }
@@ -314,14 +321,19 @@ func (r *Reconciler) failRestore(ctx context.Context, sb *sandboxv1beta1.Sandbox
 	msg := fmt.Sprintf("Pod %s could not be restored from the memory snapshot %s: %s. The sandbox is suspended again with "+
 		"its snapshot and volumes: resume it to try again, or set suspendPolicy.keepMemory to false and resume it without its memory",
 		obs.pod.Name, sb.Status.Memory.Snapshot, why)
-	meta.SetStatusCondition(&sb.Status.Conditions, metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept,
+	st := *sb.Status.DeepCopy()
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept,
 		Status: metav1.ConditionFalse, Reason: sandboxv1beta1.SandboxReasonRestoreFailed, Message: msg,
 		ObservedGeneration: sb.Generation, LastTransitionTime: metav1.NewTime(r.clock.Now())})
 	rv := sb.ResourceVersion
-	if err := r.client.Status().Update(ctx, sb, client.FieldOwner(FieldManager)); err != nil {
+	// Now, before the Pod is deleted: the failure is recorded with the snapshot it kept.
+	out, err := status.WriteNow(ctx, r.status, sb, &sb.Status, st, status.Event{Related: obs.pod,
+		Type: corev1.EventTypeWarning, Reason: EventRestoreFailed, Action: "Resume", Note: msg})
+	if err != nil {
 		return fmt.Errorf("recording the failed restore of Sandbox %s: %w", sb.Name, err)
 	}
-	r.sandboxes.Wrote(sb.UID, rv)
-	r.recorder.Eventf(sb, obs.pod, corev1.EventTypeWarning, EventRestoreFailed, "Resume", "%s", msg)
+	if out == status.Written {
+		r.sandboxes.Wrote(sb.UID, rv)
+	}
 	return r.suspendPod(ctx, sb, obs)
 }

@@ -14,17 +14,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/inflight"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 )
 
@@ -74,7 +77,8 @@ func memoryReconciler(t *testing.T, nodes nodeapi.Client) (*Reconciler, client.C
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(sb).WithStatusSubresource(sb).Build()
 	rec := events.NewFakeRecorder(10)
 	clk := clocktesting.NewFakePassiveClock(testNow.Time)
-	r := &Reconciler{client: c, recorder: rec, clock: clk, sandboxes: inflight.NewVersions(clk)}
+	r := &Reconciler{client: c, recorder: rec, clock: clk, sandboxes: inflight.NewVersions(clk),
+		status: status.NewWriter(c, rec, FieldManager, "Sandbox"), nodes: nodeapi.NotConfigured()}
 	if nodes != nil {
 		r.nodes = nodes
 	}
@@ -281,7 +285,8 @@ func TestFailRestoreSuspendsAgainWithTheSnapshot(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	clk := clocktesting.NewFakePassiveClock(testNow.Time)
 	nodes := &fakeNodes{}
-	r := &Reconciler{client: c, recorder: rec, clock: clk, sandboxes: inflight.NewVersions(clk), pods: inflight.NewVersions(clk), nodes: nodes}
+	r := &Reconciler{client: c, recorder: rec, clock: clk, sandboxes: inflight.NewVersions(clk), pods: inflight.NewVersions(clk), nodes: nodes,
+		status: status.NewWriter(c, rec, FieldManager, "Sandbox")}
 	if err := r.failRestore(t.Context(), sb, &observed{pod: pod, ownedPods: 1}, "container main: OCI runtime restore failed"); err != nil {
 		t.Fatal(err)
 	}
@@ -471,4 +476,52 @@ type refusingDeletes struct{ fakeNodes }
 
 func (refusingDeletes) DeleteSnapshot(context.Context, string, string, string) error {
 	return errors.New("connection refused")
+}
+
+// TestKeepMemoryWriteComesFirst checks the rule that status.memory is in the API server before
+// the Pod goes: a memory write that meets a newer version of the Sandbox fails the pass (so the
+// suspend does not delete the Pod) and emits no MemoryKept event; and without kubox-node no
+// finalizer is taken for a snapshot that cannot exist.
+func TestKeepMemoryWriteComesFirst(t *testing.T) {
+	for name, tc := range map[string]struct {
+		nodes         nodeapi.Client
+		stale         bool
+		wantErr       bool
+		wantFinalizer bool
+		wantEvent     string
+	}{
+		"written":                   {nodes: &fakeNodes{}, wantFinalizer: true, wantEvent: "Normal MemoryKept"},
+		"a newer Sandbox":           {nodes: &fakeNodes{}, stale: true, wantErr: true, wantFinalizer: true},
+		"kubox-node not configured": {wantEvent: "Warning MemoryNotKept"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, c, rec, sb, pod := memoryReconciler(t, tc.nodes)
+			if tc.stale {
+				// The status write meets a newer version of the Sandbox.
+				r.status = status.NewWriter(interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+					SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
+						return apierrors.NewConflict(schema.GroupResource{Group: sandboxv1beta1.GroupVersion.Group, Resource: "sandboxes"}, sb.Name, errors.New("newer version"))
+					}}), rec, FieldManager, "Sandbox")
+			}
+			err := r.keepMemory(t.Context(), sb, pod)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("keepMemory = %v; want an error %t", err, tc.wantErr)
+			}
+			stored := &sandboxv1beta1.Sandbox{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(sb), stored); err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(stored.Finalizers, MemorySnapshotFinalizer); got != tc.wantFinalizer {
+				t.Errorf("finalizer %s: %t, want %t", MemorySnapshotFinalizer, got, tc.wantFinalizer)
+			}
+			var got string
+			select {
+			case got = <-rec.Events:
+			default:
+			}
+			if !strings.Contains(got, tc.wantEvent) || (tc.wantEvent == "") != (got == "") {
+				t.Errorf("event %q, want %q", got, tc.wantEvent)
+			}
+		})
+	}
 }

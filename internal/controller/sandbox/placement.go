@@ -28,8 +28,8 @@ import (
 // cannot be asked (down, not installed), the Pod is required on the snapshot's node: the shim
 // restores what that node has, as before there was a store.
 func (r *Reconciler) placeRestore(ctx context.Context, ns string, pod *corev1.Pod, m *sandboxv1beta1.MemoryStatus) (string, error) {
-	if r.nodes == nil {
-		checkpoint.RequireNode(pod, m.NodeName)
+	if nodeapi.Configured(r.nodes) != nil {
+		checkpoint.RequireNode(pod, m.NodeName) // no node is read: none would be asked for the snapshot
 		return "", nil
 	}
 	node, ip, why, err := r.restoreNode(ctx, pod, m)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
@@ -137,7 +138,7 @@ func TestPlaceRestore(t *testing.T) {
 	// Without kubox-node configured, the Pod is required on the snapshot's node and nothing is asked.
 	pod := testPod().Obj()
 	checkpoint.ShapeForRestore(pod, m.Image)
-	if why, err := (&Reconciler{}).placeRestore(t.Context(), "team-a", pod, m); why != "" || err != nil || checkpoint.RequiredNode(pod) != "node-a" || pod.Spec.NodeName != "" {
+	if why, err := (&Reconciler{nodes: nodeapi.NotConfigured()}).placeRestore(t.Context(), "team-a", pod, m); why != "" || err != nil || checkpoint.RequiredNode(pod) != "node-a" || pod.Spec.NodeName != "" {
 		t.Errorf("no kubox-node: %q, %v, nodeName %q, required %q; want the Pod required on the snapshot's node", why, err, pod.Spec.NodeName, checkpoint.RequiredNode(pod))
 	}
 }

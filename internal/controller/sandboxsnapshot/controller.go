@@ -24,6 +24,7 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
+	"github.com/kubox-dev/kubox/internal/controller/status"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 )
 
@@ -58,13 +59,16 @@ type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader // Nodes, which the controller does not cache
 	recorder  events.EventRecorder
+	status    *status.Writer
 	clock     clock.PassiveClock
-	nodes     nodeapi.Client // nil: kubox-node is not configured
+	nodes     nodeapi.Client
 }
 
-// NewReconciler returns a Reconciler taking snapshots through nodes (nil: it cannot, and says so).
+// NewReconciler returns a Reconciler taking snapshots through nodes (nodeapi.NotConfigured: it
+// cannot, and says so).
 func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, clk clock.PassiveClock, nodes nodeapi.Client) *Reconciler {
-	return &Reconciler{client: c, apiReader: apiReader, recorder: recorder, clock: clk, nodes: nodes}
+	return &Reconciler{client: c, apiReader: apiReader, recorder: recorder, clock: clk, nodes: nodes,
+		status: status.NewWriter(c, recorder, FieldManager, "SandboxSnapshot")}
 }
 
 // Setup registers the controller with mgr.
@@ -214,11 +218,8 @@ func (r *Reconciler) runningPod(ctx context.Context, snap *extv1beta1.SandboxSna
 }
 
 // take asks kubox-node to checkpoint pod without stopping it, with the content of volumes, and
-// records the outcome.
+// records the outcome (without kubox-node, nodeapi.ErrNotConfigured: a failure for good).
 func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot, pod *corev1.Pod, volumes []*nodev1.VolumeMount) error {
-	if r.nodes == nil {
-		return r.fail(ctx, snap, pod, nodeapi.ErrNotConfigured)
-	}
 	kind, what := nodev1.Kind_KIND_FULL, "Checkpointed"
 	if snap.FilesystemOnly() {
 		kind, what = nodev1.Kind_KIND_FILESYSTEM, "Saved the files of"
@@ -232,36 +233,32 @@ func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot,
 	snap.Status.SourcePodUID = string(pod.UID)
 	msg := fmt.Sprintf("%s Pod %s of Sandbox %s on node %s: %.1f MiB in %.2f s, verified; it kept running", what,
 		pod.Name, snap.Spec.SandboxRef.Name, pod.Spec.NodeName, float64(s.GetSizeBytes())/(1<<20), s.GetDuration().AsDuration().Seconds())
-	if err := r.setReady(ctx, snap, metav1.ConditionTrue, extv1beta1.SnapshotReasonTaken, msg); err != nil {
-		return err
-	}
-	r.recorder.Eventf(snap, pod, corev1.EventTypeNormal, EventTaken, "Checkpoint", "%s", msg)
-	return nil
+	return r.setReady(ctx, snap, metav1.ConditionTrue, extv1beta1.SnapshotReasonTaken, msg,
+		status.Event{Related: pod, Type: corev1.EventTypeNormal, Reason: EventTaken, Action: "Checkpoint", Note: msg})
 }
 
 // fail records a checkpoint that will not be tried again.
 func (r *Reconciler) fail(ctx context.Context, snap *extv1beta1.SandboxSnapshot, pod *corev1.Pod, err error) error {
 	msg := fmt.Sprintf("Pod %s of Sandbox %s could not be checkpointed: %v. Delete this SandboxSnapshot and create another to try again",
 		pod.Name, snap.Spec.SandboxRef.Name, err)
-	if err := r.setReady(ctx, snap, metav1.ConditionFalse, extv1beta1.SnapshotReasonCheckpointFailed, msg); err != nil {
-		return err
-	}
-	r.recorder.Eventf(snap, pod, corev1.EventTypeWarning, EventCheckpointFailed, "Checkpoint", "%s", msg)
-	return nil
+	return r.setReady(ctx, snap, metav1.ConditionFalse, extv1beta1.SnapshotReasonCheckpointFailed, msg,
+		status.Event{Related: pod, Type: corev1.EventTypeWarning, Reason: EventCheckpointFailed, Action: "Checkpoint", Note: msg})
 }
 
-// setReady writes the Ready condition, with the rest of the status as it is in snap.
-func (r *Reconciler) setReady(ctx context.Context, snap *extv1beta1.SandboxSnapshot, st metav1.ConditionStatus, reason, msg string) error {
-	if c := meta.FindStatusCondition(snap.Status.Conditions, extv1beta1.SnapshotConditionReady); c != nil &&
-		c.Status == st && c.Reason == reason && c.Message == msg {
-		return nil
+// setReady writes the Ready condition, with the rest of the status as it is in snap, then emits
+// evs; a Ready condition that already says the same is not written again. The write is
+// status.WriteNow: a pass that took a snapshot either records it or fails and is retried with
+// backoff (kubox-node answers the retried request, the same snapshot UID, with the snapshot it
+// took).
+func (r *Reconciler) setReady(ctx context.Context, snap *extv1beta1.SandboxSnapshot, st metav1.ConditionStatus, reason, msg string, evs ...status.Event) error {
+	want := *snap.Status.DeepCopy()
+	if c := meta.FindStatusCondition(snap.Status.Conditions, extv1beta1.SnapshotConditionReady); c == nil ||
+		c.Status != st || c.Reason != reason || c.Message != msg {
+		meta.SetStatusCondition(&want.Conditions, metav1.Condition{Type: extv1beta1.SnapshotConditionReady, Status: st,
+			Reason: reason, Message: msg, ObservedGeneration: snap.Generation, LastTransitionTime: metav1.NewTime(r.clock.Now())})
 	}
-	meta.SetStatusCondition(&snap.Status.Conditions, metav1.Condition{Type: extv1beta1.SnapshotConditionReady, Status: st,
-		Reason: reason, Message: msg, ObservedGeneration: snap.Generation, LastTransitionTime: metav1.NewTime(r.clock.Now())})
-	if err := r.client.Status().Update(ctx, snap, client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("writing the status of SandboxSnapshot %s: %w", snap.Name, err)
-	}
-	return nil
+	_, err := status.WriteNow(ctx, r.status, snap, &snap.Status, want, evs...)
+	return err
 }
 
 // finalize deletes the snapshot's files from its node, then lets the SandboxSnapshot go.

@@ -82,6 +82,9 @@ func world(t *testing.T, nodes nodeapi.Client, running bool) (*Reconciler, clien
 		objs = append(objs, sb, pod)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(objs...).WithStatusSubresource(snap).Build()
+	if nodes == nil {
+		nodes = nodeapi.NotConfigured()
+	}
 	return NewReconciler(c, c, events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now), nodes), c
 }
 

@@ -8,7 +8,8 @@
 // of the object exists, so nothing is logged above debug level, no error is returned (an error
 // would back the object off exponentially for what is routine) and the object is looked at again
 // after ConflictRetry, should the newer version's own event not come first. An object that is gone
-// needs no status and no requeue.
+// needs no status and no requeue. A pass whose next step must follow the write uses WriteNow,
+// which reports a conflict or a missing object as an error instead.
 //
 // Events are emitted only once the status they describe is in the API server: after a successful
 // write, or when the status already was what the pass wanted. A pass whose write met a conflict or
@@ -100,6 +101,26 @@ func Write[S any](ctx context.Context, w *Writer, obj client.Object, current *S,
 	if out.Settled() {
 		w.Emit(obj, evs...)
 	}
+	if out == Conflict || out == Gone {
+		return out, nil
+	}
+	return out, err
+}
+
+// WriteNow is Write for a pass whose next step must follow the status write (status.memory is
+// recorded before the Pod it was taken of is deleted): it compares and writes as Write does, at
+// the resourceVersion obj carries, and emits evs once the status is settled, but a conflict or a
+// missing object is an error too, so that the step does not happen; the caller returns the error
+// and the object is looked at again with backoff. The conflict policy of Write (no error, a retry
+// after ConflictRetry) is for passes with no step after the write.
+func WriteNow[S any](ctx context.Context, w *Writer, obj client.Object, current *S, desired S, evs ...Event) (Outcome, error) {
+	out, err := write(ctx, w, obj, current, desired)
+	switch out {
+	case Unchanged, Written:
+		w.Emit(obj, evs...)
+	case Conflict, Gone:
+		err = fmt.Errorf("writing the status of %s %s: %w", w.kind, obj.GetName(), err)
+	}
 	return out, err
 }
 
@@ -111,6 +132,7 @@ func (w *Writer) Emit(obj runtime.Object, evs ...Event) {
 	}
 }
 
+// write writes the status; the error of a Conflict or Gone is the API server's, for WriteNow.
 func write[S any](ctx context.Context, w *Writer, obj client.Object, current *S, desired S) (Outcome, error) {
 	if equality.Semantic.DeepEqual(desired, *current) {
 		return Unchanged, nil
@@ -122,9 +144,9 @@ func write[S any](ctx context.Context, w *Writer, obj client.Object, current *S,
 		return Written, nil
 	case apierrors.IsConflict(err):
 		ctrl.LoggerFrom(ctx).V(1).Info("Status write met a newer version; retrying", "reason", err.Error())
-		return Conflict, nil
+		return Conflict, err
 	case apierrors.IsNotFound(err):
-		return Gone, nil
+		return Gone, err
 	}
 	return Failed, fmt.Errorf("writing the status of %s %s: %w", w.kind, obj.GetName(), err)
 }

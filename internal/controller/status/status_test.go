@@ -133,3 +133,72 @@ func TestWarningsOnly(t *testing.T) {
 		t.Errorf("events recorded = %q; want %q", got, want)
 	}
 }
+
+// TestWriteNow writes the status of a Pod as a pass does that must know it is in the API server
+// before its next step (a memory snapshot recorded before the Pod is deleted): every outcome but
+// Unchanged and Written is an error, so that the step does not happen, and the events still
+// follow the write.
+func TestWriteNow(t *testing.T) {
+	gone := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
+	cases := map[string]struct {
+		stored, desired corev1.PodPhase
+		updateErr       error
+		wantErr         error // errors.Is; nil for none
+		wantOutcome     Outcome
+		wantStored      corev1.PodPhase
+		wantEvents      int
+		wantUpdates     int
+	}{
+		"unchanged writes nothing and emits": {stored: corev1.PodRunning, desired: corev1.PodRunning, wantStored: corev1.PodRunning, wantEvents: 1},
+		"changed writes once and emits": {stored: corev1.PodPending, desired: corev1.PodRunning, wantOutcome: Written,
+			wantStored: corev1.PodRunning, wantEvents: 1, wantUpdates: 1},
+		"conflict is an error and emits nothing": {stored: corev1.PodPending, desired: corev1.PodRunning, updateErr: conflict(),
+			wantErr: conflict(), wantOutcome: Conflict, wantStored: corev1.PodPending, wantUpdates: 1},
+		"gone is an error and emits nothing": {stored: corev1.PodPending, desired: corev1.PodRunning, updateErr: gone,
+			wantErr: gone, wantOutcome: Gone, wantStored: corev1.PodPending, wantUpdates: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Status: corev1.PodStatus{Phase: tc.stored}}
+			updates := 0
+			c := fake.NewClientBuilder().WithObjects(pod).WithStatusSubresource(pod).WithInterceptorFuncs(interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					updates++
+					if tc.updateErr != nil {
+						return tc.updateErr
+					}
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+			}).Build()
+			rec := events.NewFakeRecorder(4)
+			w := NewWriter(c, rec, "test-manager", "Pod")
+			read := &corev1.Pod{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), read); err != nil {
+				t.Fatal(err)
+			}
+			desired := *read.Status.DeepCopy()
+			desired.Phase = tc.desired
+			out, err := WriteNow(context.Background(), w, read, &read.Status, desired,
+				Event{Type: corev1.EventTypeNormal, Reason: "Done", Action: "Test", Note: "done"})
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Fatalf("WriteNow() = %v, want nil", err)
+			case tc.wantErr != nil && (err == nil || err.Error() == tc.wantErr.Error()):
+				t.Fatalf("WriteNow() = %v, want an error naming the Pod that wraps %v", err, tc.wantErr)
+			}
+			if out != tc.wantOutcome {
+				t.Errorf("WriteNow() = %v, want %v", out, tc.wantOutcome)
+			}
+			stored := &corev1.Pod{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), stored); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantStored, stored.Status.Phase); diff != "" {
+				t.Errorf("stored phase (-want +got):\n%s", diff)
+			}
+			if updates != tc.wantUpdates || len(rec.Events) != tc.wantEvents {
+				t.Errorf("status updates = %d, events = %d; want %d, %d", updates, len(rec.Events), tc.wantUpdates, tc.wantEvents)
+			}
+		})
+	}
+}
