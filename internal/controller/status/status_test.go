@@ -45,48 +45,65 @@ func TestWrite(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Status: corev1.PodStatus{Phase: tc.stored}}
-			updates := 0
-			c := fake.NewClientBuilder().WithObjects(pod).WithStatusSubresource(pod).WithInterceptorFuncs(interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					updates++
-					if tc.updateErr != nil {
-						return tc.updateErr
-					}
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			}).Build()
-			rec := events.NewFakeRecorder(4)
-			w := NewWriter(c, rec, "test-manager", "Pod")
-			read := &corev1.Pod{}
-			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), read); err != nil {
-				t.Fatal(err)
+			got := writeThrough(t, Write[corev1.PodStatus], tc.stored, tc.desired, tc.updateErr)
+			if (got.err != nil) != tc.wantErr {
+				t.Fatalf("Write() error = %v, want error %v", got.err, tc.wantErr)
 			}
-			desired := *read.Status.DeepCopy()
-			desired.Phase = tc.desired
-			got, err := Write(context.Background(), w, read, &read.Status, desired,
-				Event{Type: corev1.EventTypeNormal, Reason: "Done", Action: "Test", Note: "done"})
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("Write() error = %v, want error %v", err, tc.wantErr)
+			if got.outcome != tc.wantOutcome {
+				t.Errorf("Write() = %v, want %v", got.outcome, tc.wantOutcome)
 			}
-			if got != tc.wantOutcome {
-				t.Errorf("Write() = %v, want %v", got, tc.wantOutcome)
-			}
-			stored := &corev1.Pod{}
-			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), stored); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.wantStored, stored.Status.Phase); diff != "" {
+			if diff := cmp.Diff(tc.wantStored, got.stored); diff != "" {
 				t.Errorf("stored phase (-want +got):\n%s", diff)
 			}
-			if updates != tc.wantUpdates {
-				t.Errorf("status updates = %d, want %d", updates, tc.wantUpdates)
-			}
-			if len(rec.Events) != tc.wantEvents {
-				t.Errorf("events = %d, want %d", len(rec.Events), tc.wantEvents)
+			if got.updates != tc.wantUpdates || got.events != tc.wantEvents {
+				t.Errorf("status updates = %d, events = %d; want %d, %d", got.updates, got.events, tc.wantUpdates, tc.wantEvents)
 			}
 		})
 	}
+}
+
+// writeFn is Write or WriteNow for a Pod's status.
+type writeFn func(context.Context, *Writer, client.Object, *corev1.PodStatus, corev1.PodStatus, ...Event) (Outcome, error)
+
+// written is what a status write through writeThrough did.
+type written struct {
+	outcome Outcome
+	err     error
+	stored  corev1.PodPhase // the phase the fake API server holds afterwards
+	updates int             // status updates the server was sent
+	events  int             // events emitted
+}
+
+// writeThrough writes a Pod stored with phase stored to phase desired with write, through a fake
+// API server that answers each status update with updateErr (nil: applies it).
+func writeThrough(t *testing.T, write writeFn, stored, desired corev1.PodPhase, updateErr error) written {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Status: corev1.PodStatus{Phase: stored}}
+	var w written
+	c := fake.NewClientBuilder().WithObjects(pod).WithStatusSubresource(pod).WithInterceptorFuncs(interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			w.updates++
+			if updateErr != nil {
+				return updateErr
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}).Build()
+	rec := events.NewFakeRecorder(4)
+	read := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), read); err != nil {
+		t.Fatal(err)
+	}
+	want := *read.Status.DeepCopy()
+	want.Phase = desired
+	w.outcome, w.err = write(context.Background(), NewWriter(c, rec, "test-manager", "Pod"), read, &read.Status, want,
+		Event{Type: corev1.EventTypeNormal, Reason: "Done", Action: "Test", Note: "done"})
+	after := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), after); err != nil {
+		t.Fatal(err)
+	}
+	w.stored, w.events = after.Status.Phase, len(rec.Events)
+	return w
 }
 
 // TestWriteCarriesResourceVersion checks that a write from a stale read loses to a newer version.
@@ -159,45 +176,21 @@ func TestWriteNow(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Status: corev1.PodStatus{Phase: tc.stored}}
-			updates := 0
-			c := fake.NewClientBuilder().WithObjects(pod).WithStatusSubresource(pod).WithInterceptorFuncs(interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					updates++
-					if tc.updateErr != nil {
-						return tc.updateErr
-					}
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			}).Build()
-			rec := events.NewFakeRecorder(4)
-			w := NewWriter(c, rec, "test-manager", "Pod")
-			read := &corev1.Pod{}
-			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), read); err != nil {
-				t.Fatal(err)
-			}
-			desired := *read.Status.DeepCopy()
-			desired.Phase = tc.desired
-			out, err := WriteNow(context.Background(), w, read, &read.Status, desired,
-				Event{Type: corev1.EventTypeNormal, Reason: "Done", Action: "Test", Note: "done"})
+			got := writeThrough(t, WriteNow[corev1.PodStatus], tc.stored, tc.desired, tc.updateErr)
 			switch {
-			case tc.wantErr == nil && err != nil:
-				t.Fatalf("WriteNow() = %v, want nil", err)
-			case tc.wantErr != nil && (err == nil || err.Error() == tc.wantErr.Error()):
-				t.Fatalf("WriteNow() = %v, want an error naming the Pod that wraps %v", err, tc.wantErr)
+			case tc.wantErr == nil && got.err != nil:
+				t.Fatalf("WriteNow() = %v, want nil", got.err)
+			case tc.wantErr != nil && (got.err == nil || got.err.Error() == tc.wantErr.Error()):
+				t.Fatalf("WriteNow() = %v, want an error naming the Pod that wraps %v", got.err, tc.wantErr)
 			}
-			if out != tc.wantOutcome {
-				t.Errorf("WriteNow() = %v, want %v", out, tc.wantOutcome)
+			if got.outcome != tc.wantOutcome {
+				t.Errorf("WriteNow() = %v, want %v", got.outcome, tc.wantOutcome)
 			}
-			stored := &corev1.Pod{}
-			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), stored); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.wantStored, stored.Status.Phase); diff != "" {
+			if diff := cmp.Diff(tc.wantStored, got.stored); diff != "" {
 				t.Errorf("stored phase (-want +got):\n%s", diff)
 			}
-			if updates != tc.wantUpdates || len(rec.Events) != tc.wantEvents {
-				t.Errorf("status updates = %d, events = %d; want %d, %d", updates, len(rec.Events), tc.wantUpdates, tc.wantEvents)
+			if got.updates != tc.wantUpdates || got.events != tc.wantEvents {
+				t.Errorf("status updates = %d, events = %d; want %d, %d", got.updates, got.events, tc.wantUpdates, tc.wantEvents)
 			}
 		})
 	}
