@@ -94,7 +94,8 @@ func (notConfigured) Fetch(context.Context, string, string, string) (*nodev1.Fet
 
 // Configured returns ErrNotConfigured when c is the NotConfigured Client, nil otherwise: for a
 // caller whose steps before a call differ when the call cannot succeed (no finalizer before a
-// checkpoint, no nodes read to place a restore).
+// checkpoint, no nodes read to place a restore). The Sandbox reconciler asks it in one place
+// (its nodeAPI), an input of its planners.
 func Configured(c Client) error {
 	if _, off := c.(notConfigured); off {
 		return ErrNotConfigured

@@ -102,8 +102,8 @@ func (r *Reconciler) dropMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox)
 // not held back. Without kubox-node (not configured) it reads nothing and returns
 // nodeapi.ErrNotConfigured.
 func (r *Reconciler) deleteFromNode(ctx context.Context, ns string, m *sandboxv1beta1.MemoryStatus) error {
-	if err := nodeapi.Configured(r.nodes); err != nil {
-		return err
+	if !r.nodeAPI() {
+		return nodeapi.ErrNotConfigured
 	}
 	err := nodeapi.DeleteEverywhere(ctx, r.apiReader, r.nodes, ns, m)
 	if errors.Is(err, nodeapi.ErrNoSnapshotNode) {
@@ -121,7 +121,8 @@ func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 	if m := sb.Status.Memory; m != nil && (m.Snapshot == string(pod.UID) || restoringMemory(sb, pod)) {
 		return nil // this Pod's snapshot is recorded, or the Pod, not yet restored from it, holds nothing newer
 	}
-	if nodeapi.Configured(r.nodes) == nil {
+	nodeAPI := r.nodeAPI()
+	if nodeAPI {
 		// Before the snapshot exists, so a deletion that follows always finds the finalizer.
 		if err := r.setFinalizer(ctx, sb, MemorySnapshotFinalizer, true); err != nil {
 			return err
@@ -131,7 +132,7 @@ func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 	cond := metav1.Condition{Type: sandboxv1beta1.SandboxConditionMemoryKept, ObservedGeneration: sb.Generation,
 		LastTransitionTime: metav1.NewTime(r.clock.Now())}
 	st := *sb.Status.DeepCopy()
-	snap, err := r.checkpoint(ctx, pod)
+	snap, err := r.checkpoint(ctx, nodeAPI, pod)
 	if err != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, sandboxv1beta1.SandboxReasonCheckpointFailed
 		cond.Message = fmt.Sprintf("The memory of Pod %s was not kept; suspended without it: %v", pod.Name, err)
@@ -163,11 +164,12 @@ func (r *Reconciler) keepMemory(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 }
 
 // checkpoint asks the Pod's node for a snapshot that stops the Pod, named by the Pod's UID.
-func (r *Reconciler) checkpoint(ctx context.Context, pod *corev1.Pod) (*nodev1.Snapshot, error) {
-	if err := nodeapi.Configured(r.nodes); err != nil {
-		return nil, err // what is missing, whatever the Pod's phase
-	}
-	if pod.Status.Phase != corev1.PodRunning {
+// Without kubox-node (nodeAPI false) the error says what is missing, whatever the Pod's phase.
+func (r *Reconciler) checkpoint(ctx context.Context, nodeAPI bool, pod *corev1.Pod) (*nodev1.Snapshot, error) {
+	switch {
+	case !nodeAPI:
+		return nil, nodeapi.ErrNotConfigured
+	case pod.Status.Phase != corev1.PodRunning:
 		return nil, fmt.Errorf("the Pod is %s, not Running: nothing runs to keep", pod.Status.Phase)
 	}
 	return r.nodes.Checkpoint(ctx, pod.Status.HostIP, &nodev1.CheckpointRequest{

@@ -1,52 +1,53 @@
 package sandbox
 
 import (
-	"context"
 	"fmt"
 	"slices"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 )
 
-// This file is the controller's estimate of whether a restoring Pod fits a node, by which it
-// chooses between the node that holds the snapshot and one that must fetch it (restoreNode). It
-// decides nothing else: the Pod is required on the chosen node through the scheduler, which has
-// the last word (a Pod that does not fit after all stays Pending with the scheduler's reason).
+// This file is the controller's estimate of whether a restoring Pod fits a node, by which the
+// restore planner (planRestore) chooses between the node that holds the snapshot and one that must
+// fetch it. It decides nothing else, and reads nothing: the Pod is required on the chosen node
+// through the scheduler, which has the last word (a Pod that does not fit after all stays Pending
+// with the scheduler's reason).
 
 // podNodeNameField is the Pod field selector the API server offers for a node's Pods.
 const podNodeNameField = "spec.nodeName"
 
-// unfit says why pod cannot run on n, or "" when it can: n is not Ready, is cordoned, has a taint
-// the Pod does not tolerate, does not match the Pod's node selector or required node affinity, or
-// has too little left of a resource the Pod requests.
-func (r *Reconciler) unfit(ctx context.Context, pod *corev1.Pod, n *corev1.Node) (string, error) {
+// unfitNode says why pod cannot run on n whatever else runs there, or "" when it may: n is not
+// Ready, is cordoned, does not match the Pod's node selector or required node affinity, or has a
+// taint the Pod does not tolerate. lacks then says whether what is left of n is enough.
+func unfitNode(pod *corev1.Pod, n *corev1.Node) string {
 	switch {
 	case !nodeapi.NodeReady(n):
-		return "is not Ready", nil
-	case n.Spec.Unschedulable && !tolerates(ctx, pod, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}):
-		return "is cordoned (spec.unschedulable)", nil
+		return "is not Ready"
+	case n.Spec.Unschedulable && !tolerates(pod, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}):
+		return "is cordoned (spec.unschedulable)"
 	case !matchesNode(&pod.Spec, n):
-		return "does not match the Pod's node selector or required node affinity", nil
+		return "does not match the Pod's node selector or required node affinity"
 	}
 	for i := range n.Spec.Taints {
 		t := &n.Spec.Taints[i]
-		if t.Effect != corev1.TaintEffectPreferNoSchedule && !tolerates(ctx, pod, t) {
-			return fmt.Sprintf("has the taint %s, which the Pod does not tolerate", t.ToString()), nil
+		if t.Effect != corev1.TaintEffectPreferNoSchedule && !tolerates(pod, t) {
+			return fmt.Sprintf("has the taint %s, which the Pod does not tolerate", t.ToString())
 		}
 	}
-	return r.lacks(ctx, pod, n)
+	return ""
 }
 
-func tolerates(ctx context.Context, pod *corev1.Pod, t *corev1.Taint) bool {
+// tolerates reports whether one of pod's tolerations tolerates t. Gt and Lt, behind a feature gate,
+// are not compared (such a toleration tolerates nothing here), and only they would log.
+func tolerates(pod *corev1.Pod, t *corev1.Taint) bool {
 	return slices.ContainsFunc(pod.Spec.Tolerations, func(tol corev1.Toleration) bool {
-		return tol.ToleratesTaint(ctrl.LoggerFrom(ctx), t, false)
+		return tol.ToleratesTaint(logr.Discard(), t, false)
 	})
 }
 
@@ -89,24 +90,20 @@ func requirementMatches(r corev1.NodeSelectorRequirement, set labels.Set) bool {
 	return err == nil && req.Matches(set)
 }
 
-// lacks says which resource n has too little of for pod: its allocatable less the requests of
-// the Pods bound to it that have not ended, read from the API server (the cache holds sandbox
-// Pods only); "" when every request fits.
-func (r *Reconciler) lacks(ctx context.Context, pod *corev1.Pod, n *corev1.Node) (string, error) {
-	pods := &corev1.PodList{}
-	if err := r.apiReader.List(ctx, pods, client.MatchingFields{podNodeNameField: n.Name}); err != nil {
-		return "", fmt.Errorf("listing the Pods on node %s: %w", n.Name, err)
-	}
+// lacks says which resource n has too little of for pod, or "" when every request fits: its
+// allocatable less the requests of pods, the Pods bound to n as read from the API server (the
+// cache holds sandbox Pods only), those that have ended left out.
+func lacks(pod *corev1.Pod, n *corev1.Node, pods []corev1.Pod) string {
 	used, count := corev1.ResourceList{}, int64(1)
-	for i := range pods.Items {
-		if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+	for i := range pods {
+		if p := &pods[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			addResources(used, podRequests(&p.Spec))
 			count++
 		}
 	}
 	alloc := n.Status.Allocatable
 	if most, ok := alloc[corev1.ResourcePods]; ok && count > most.Value() {
-		return fmt.Sprintf("runs %d Pods, as many as it allows", count-1), nil
+		return fmt.Sprintf("runs %d Pods, as many as it allows", count-1)
 	}
 	for name, want := range podRequests(&pod.Spec) {
 		have, ok := alloc[name]
@@ -114,14 +111,14 @@ func (r *Reconciler) lacks(ctx context.Context, pod *corev1.Pod, n *corev1.Node)
 			continue
 		}
 		if !ok {
-			return fmt.Sprintf("has no %s", name), nil
+			return fmt.Sprintf("has no %s", name)
 		}
 		have.Sub(used[name])
 		if have.Cmp(want) < 0 {
-			return fmt.Sprintf("has %s of %s free, less than the Pod's request of %s", have.String(), name, want.String()), nil
+			return fmt.Sprintf("has %s of %s free, less than the Pod's request of %s", have.String(), name, want.String())
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // podRequests is what the scheduler reserves for a Pod: the requests of its containers and

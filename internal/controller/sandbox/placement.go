@@ -2,12 +2,8 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
-	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,98 +15,84 @@ import (
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
-// placeRestore chooses the node a Pod shaped to restore from the snapshot m runs on (restoreNode),
-// makes the snapshot available there, and requires the Pod on it through the scheduler
+// This file is the executor of the restore planner (placement_plan.go): it performs the reads and
+// the kubox-node call the planner asks for, and applies its plan. It decides nothing.
+
+// nodeAPI reports whether the controller can ask kubox-node (it is not nodeapi.NotConfigured): the
+// one place the reconciler knows that kubox-node may be absent. The planners take its answer as an
+// input; every other call lets the NotConfigured client answer nodeapi.ErrNotConfigured.
+func (r *Reconciler) nodeAPI() bool { return nodeapi.Configured(r.nodes) == nil }
+
+// placeRestore places a Pod shaped to restore from the snapshot m (planRestore): it makes the
+// snapshot available on the chosen node and requires the Pod there through the scheduler
 // (checkpoint.RequireNode: node affinity, never spec.nodeName, so the node's taints, cordon and
 // free resources and the Pod's own affinity still apply, and a Pod that does not fit stays
-// Pending with the scheduler's reason in PodScheduled). It returns why the Pod must wait (the
-// snapshot is on no reachable node), or "". Without kubox-node (not configured), or when it
-// cannot be asked (down, not installed), the Pod is required on the snapshot's node: the shim
-// restores what that node has, as before there was a store.
+// Pending with the scheduler's reason in PodScheduled). It returns why the Pod must wait, or "".
 func (r *Reconciler) placeRestore(ctx context.Context, ns string, pod *corev1.Pod, m *sandboxv1beta1.MemoryStatus) (string, error) {
-	if nodeapi.Configured(r.nodes) != nil {
-		checkpoint.RequireNode(pod, m.NodeName) // no node is read: none would be asked for the snapshot
-		return "", nil
-	}
-	node, ip, why, err := r.restoreNode(ctx, pod, m)
-	if err != nil || why != "" {
-		return why, err
-	}
-	res, err := r.nodes.Fetch(ctx, ip, ns, m.Snapshot)
-	switch code := connect.CodeOf(err); {
-	case err == nil:
-		if res.GetFetched() {
-			ctrl.LoggerFrom(ctx).Info("Fetched the snapshot from the snapshot store", "snapshot", m.Snapshot, "node", node, "pod", pod.Name)
+	in := &restoreInputs{pod: pod, memory: m, nodeAPI: r.nodeAPI(), pods: map[string][]corev1.Pod{}}
+	// Each step adds an input the planner asks for once: two node reads, the Pods of each node,
+	// one fetch, then the plan.
+	for steps := 0; steps <= 5+len(in.labelled); steps++ {
+		p := planRestore(in)
+		switch p.step {
+		case stepWait:
+			return p.why, nil
+		case stepRequire:
+			r.logRestore(ctx, pod, m, p)
+			checkpoint.RequireNode(pod, p.node)
+			return "", nil
 		}
-	case code == connect.CodeNotFound || code == connect.CodeAborted:
-		return fmt.Sprintf("snapshot %s is not available on node %s yet: %v", m.Snapshot, node, err), nil
-	case node != m.NodeName:
-		return fmt.Sprintf("snapshot %s could not be fetched to node %s: %v", m.Snapshot, node, err), nil
-	default:
-		if !errors.Is(err, nodeapi.ErrNotInstalled) {
-			ctrl.LoggerFrom(ctx).Error(err, "kubox-node could not be asked for the snapshot; restoring from what the node holds",
-				"snapshot", m.Snapshot, "node", node)
+		if err := r.readForRestore(ctx, ns, in, p); err != nil {
+			return "", err
 		}
 	}
-	checkpoint.RequireNode(pod, node)
-	return "", nil
+	return "", fmt.Errorf("placing Pod %s, which restores snapshot %s: the planner did not decide after every read", pod.Name, m.Snapshot)
 }
 
-// restoreNode chooses where a Pod restoring from m runs, with the node's InternalIP: the
-// snapshot's own node when the Pod fits there (unfit), otherwise the first, by name, of the
-// other nodes labelled contract.SnapshotNodeLabel that it fits, whose kubox-node fetches the
-// snapshot from its snapshot store. When no other node fits either, the snapshot's node still:
-// the Pod waits there for the scheduler, which says why. It returns why the Pod must wait
-// instead when the snapshot's node is gone and no other node fits.
-func (r *Reconciler) restoreNode(ctx context.Context, pod *corev1.Pod, m *sandboxv1beta1.MemoryStatus) (name, ip, why string, err error) {
-	own := &corev1.Node{}
-	switch err := r.apiReader.Get(ctx, client.ObjectKey{Name: m.NodeName}, own); {
-	case apierrors.IsNotFound(err):
-		own = nil
-	case err != nil:
-		return "", "", "", fmt.Errorf("reading node %s, which took snapshot %s: %w", m.NodeName, m.Snapshot, err)
-	}
-	ownUnfit := "is gone"
-	if own != nil {
-		if ownUnfit, err = r.unfit(ctx, pod, own); err != nil || ownUnfit == "" {
-			return own.Name, nodeapi.InternalIP(own), "", err
+// readForRestore performs the read or call of step p and records what it found in in.
+func (r *Reconciler) readForRestore(ctx context.Context, ns string, in *restoreInputs, p restorePlan) error {
+	m := in.memory
+	switch p.step {
+	case stepReadSnapshotNode:
+		n := &corev1.Node{}
+		switch err := r.apiReader.Get(ctx, client.ObjectKey{Name: p.node}, n); {
+		case apierrors.IsNotFound(err):
+			n = nil
+		case err != nil:
+			return fmt.Errorf("reading node %s, which took snapshot %s: %w", p.node, m.Snapshot, err)
 		}
+		in.snapshotNode, in.snapshotNodeRead = n, true
+	case stepReadSnapshotNodes:
+		nodes := &corev1.NodeList{}
+		if err := r.apiReader.List(ctx, nodes, client.MatchingLabels{contract.SnapshotNodeLabel: "true"}); err != nil {
+			return fmt.Errorf("listing the nodes labelled %s: %w", contract.SnapshotNodeLabel, err)
+		}
+		in.labelled, in.labelledRead = nodes.Items, true
+	case stepReadPods:
+		pods := &corev1.PodList{}
+		if err := r.apiReader.List(ctx, pods, client.MatchingFields{podNodeNameField: p.node}); err != nil {
+			return fmt.Errorf("listing the Pods on node %s: %w", p.node, err)
+		}
+		in.pods[p.node] = pods.Items
+	case stepFetch:
+		if p.why != "" {
+			ctrl.LoggerFrom(ctx).Info("Restoring on another node, which fetches the snapshot", "snapshot", m.Snapshot,
+				"snapshotNode", m.NodeName, "why", p.why, "node", p.node, "pod", in.pod.Name)
+		}
+		res, err := r.nodes.Fetch(ctx, p.ip, ns, m.Snapshot)
+		in.fetch = &fetchAnswer{node: p.node, fetched: res.GetFetched(), err: err}
 	}
-	other, err := r.otherSnapshotNode(ctx, pod, m.NodeName)
-	switch {
-	case err != nil:
-		return "", "", "", err
-	case other != nil:
-		ctrl.LoggerFrom(ctx).Info("Restoring on another node, which fetches the snapshot", "snapshot", m.Snapshot,
-			"snapshotNode", m.NodeName, "why", ownUnfit, "node", other.Name, "pod", pod.Name)
-		return other.Name, nodeapi.InternalIP(other), "", nil
-	case own != nil:
-		return own.Name, nodeapi.InternalIP(own), "", nil
-	}
-	return "", "", fmt.Sprintf("node %s, which took snapshot %s, is gone, and no other node labelled %s=true is Ready and fits Pod %s",
-		m.NodeName, m.Snapshot, contract.SnapshotNodeLabel, pod.Name), nil
+	return nil
 }
 
-// otherSnapshotNode is the first, by name, of the nodes labelled contract.SnapshotNodeLabel, other
-// than except, that have an InternalIP and that the Pod fits (unfit); nil when there is none.
-func (r *Reconciler) otherSnapshotNode(ctx context.Context, pod *corev1.Pod, except string) (*corev1.Node, error) {
-	nodes := &corev1.NodeList{}
-	if err := r.apiReader.List(ctx, nodes, client.MatchingLabels{contract.SnapshotNodeLabel: "true"}); err != nil {
-		return nil, fmt.Errorf("listing the nodes labelled %s: %w", contract.SnapshotNodeLabel, err)
+// logRestore logs what placing the Pod on p.node did with kubox-node: fetched the snapshot from
+// the store, or could not ask it and restores from what the node holds.
+func (r *Reconciler) logRestore(ctx context.Context, pod *corev1.Pod, m *sandboxv1beta1.MemoryStatus, p restorePlan) {
+	switch log := ctrl.LoggerFrom(ctx); {
+	case p.fetched:
+		log.Info("Fetched the snapshot from the snapshot store", "snapshot", m.Snapshot, "node", p.node, "pod", pod.Name)
+	case p.unasked != nil:
+		log.Error(p.unasked, "kubox-node could not be asked for the snapshot; restoring from what the node holds",
+			"snapshot", m.Snapshot, "node", p.node)
 	}
-	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		if n.Name == except || nodeapi.InternalIP(n) == "" {
-			continue
-		}
-		why, err := r.unfit(ctx, pod, n)
-		if err != nil {
-			return nil, err
-		}
-		if why == "" {
-			return n, nil
-		}
-	}
-	return nil, nil
 }
