@@ -3,7 +3,6 @@ package e2b_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent"
-	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/testutil/agenttest"
 	envdfilesystem "github.com/kubox-dev/kubox/proto/e2b/envd/filesystem"
 	"github.com/kubox-dev/kubox/proto/e2b/envd/filesystem/envdfilesystemconnect"
 	envdprocess "github.com/kubox-dev/kubox/proto/e2b/envd/process"
@@ -24,15 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// The process manager's reaper lives as long as the OS process, by design.
-		goleak.IgnoreTopFunction("github.com/kubox-dev/kubox/internal/agent/process.(*reaper).loop"),
-		goleak.IgnoreTopFunction("os/signal.signal_recv"),
-		goleak.IgnoreAnyFunction("os/signal.loop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
-	)
+	agenttest.VerifyTestMain(m, goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"))
 }
 
 const testToken = "0123456789abcdef0123456789abcdef-e2b-test"
@@ -40,12 +31,7 @@ const testToken = "0123456789abcdef0123456789abcdef-e2b-test"
 // guard bounds every wait in these tests; it only turns a hang into a failure.
 const guard = 30 * time.Second
 
-func guardCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), guard)
-	t.Cleanup(cancel)
-	return ctx
-}
+func guardCtx(t *testing.T) context.Context { return agenttest.Guard(t, guard) }
 
 // sandbox is a real kubox-agent on 127.0.0.1 with its E2B port on, its file root a temporary
 // directory, and envd clients as E2B's SDKs configure them (Connect protocol, JSON, the token as
@@ -60,30 +46,11 @@ type sandbox struct {
 
 func startSandbox(t testing.TB) *sandbox {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e2bPort := freePort(t)
-	a, err := agent.New(agent.Config{Host: "127.0.0.1", Port: freePort(t), E2BPort: e2bPort, Token: auth.Fixed([]byte(testToken)),
-		Root: dir, WorkDir: dir, ShutdownGrace: 2 * time.Second, StopGrace: new(testStopGrace)})
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	if err := a.Listen(); err != nil {
-		t.Fatalf("Listen: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
+	a := agenttest.Start(t, testToken, 2, func(c *agent.Config) {
+		c.E2BPort = agenttest.FreePort(t)
+		c.StopGrace = new(testStopGrace)
 	})
-	if got := len(a.Addrs()); got != 2 {
-		t.Fatalf("the agent listens on %v; want its own port and the E2B port", a.Addrs())
-	}
-	s := &sandbox{url: "http://" + a.Addrs()[1].String(), root: dir, http: tokenClient(t, testToken)}
+	s := &sandbox{url: a.URL(1), root: a.Root, http: tokenClient(t, testToken)}
 	s.proc = envdprocessconnect.NewProcessClient(s.http, s.url, connect.WithProtoJSON())
 	s.fs = envdfilesystemconnect.NewFilesystemClient(s.http, s.url, connect.WithProtoJSON())
 	return s
@@ -107,16 +74,6 @@ func tokenClient(t testing.TB, token string) *http.Client {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 func (s *sandbox) write(t *testing.T, rel, content string) {
 	t.Helper()

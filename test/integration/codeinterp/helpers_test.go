@@ -6,49 +6,30 @@ package codeinterp_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/agent"
-	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/agent/codeinterp"
 	"github.com/kubox-dev/kubox/internal/agent/process"
+	"github.com/kubox-dev/kubox/internal/testutil/agenttest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// The process manager's reaper lives as long as the OS process, by design.
-		goleak.IgnoreTopFunction("github.com/kubox-dev/kubox/internal/agent/process.(*reaper).loop"),
-		goleak.IgnoreTopFunction("os/signal.signal_recv"),
-		goleak.IgnoreAnyFunction("os/signal.loop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-	)
-}
+func TestMain(m *testing.M) { agenttest.VerifyTestMain(m) }
 
 const testToken = "0123456789abcdef0123456789abcdef-interp-test"
 
 // guard bounds every wait in these tests; it only turns a hang into a failure.
 const guard = 60 * time.Second
 
-func guardCtx(t testing.TB) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), guard)
-	t.Cleanup(cancel)
-	return ctx
-}
+func guardCtx(t testing.TB) context.Context { return agenttest.Guard(t, guard) }
 
 // sandbox is a real kubox-agent on 127.0.0.1 with its code-interpreter port on, its file root a
 // temporary directory, and the host's python3 (Debian's, with matplotlib: make python-deps),
@@ -61,43 +42,13 @@ type sandbox struct {
 
 func startSandbox(t testing.TB) *sandbox {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"PATH=/usr/bin:/bin:/usr/local/bin", "HOME=" + dir, "LANG=C.UTF-8"}
-	a, err := agent.New(agent.Config{Host: "127.0.0.1", Port: freePort(t), CodeInterpreterPort: freePort(t),
-		Token: auth.Fixed([]byte(testToken)), Root: dir, WorkDir: dir, ShutdownGrace: 2 * time.Second,
-		Process: process.Options{Env: env}})
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	if err := a.Listen(); err != nil {
-		t.Fatalf("Listen: %v", err)
-	}
-	tr := &http.Transport{}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
+	a := agenttest.Start(t, testToken, 2, func(c *agent.Config) {
+		c.CodeInterpreterPort = agenttest.FreePort(t)
+		c.Process = process.Options{Env: []string{"PATH=/usr/bin:/bin:/usr/local/bin", "HOME=" + c.Root, "LANG=C.UTF-8"}}
 	})
-	if got := len(a.Addrs()); got != 2 {
-		t.Fatalf("the agent listens on %v; want its own port and the code interpreter's", a.Addrs())
-	}
-	return &sandbox{url: "http://" + a.Addrs()[1].String(), root: dir, http: &http.Client{Transport: tr}}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &sandbox{url: a.URL(1), root: a.Root, http: &http.Client{Transport: tr}}
 }
 
 // do sends a request with the token as E2B's SDK sends it (X-Access-Token).
@@ -108,19 +59,7 @@ func (s *sandbox) do(ctx context.Context, t testing.TB, method, path string, bod
 
 func (s *sandbox) doToken(ctx context.Context, t testing.TB, method, path string, body any, token string) *http.Response {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.url+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
+	req := agenttest.JSONRequest(ctx, t, method, s.url+path, body)
 	if token != "" {
 		req.Header.Set(contract.E2BAccessTokenHeader, token)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/agent/codeinterp"
+	"github.com/kubox-dev/kubox/internal/testutil/agenttest"
 )
 
 // TestTokenRequired: every path but /health needs the sandbox's agent token; a client without it
@@ -94,7 +95,7 @@ func TestTakenPortIsLeftToItsOwner(t *testing.T) {
 	}
 	defer func() { _ = l.Close() }()
 	var logged bytes.Buffer
-	a, err := agent.New(agent.Config{Host: "127.0.0.1", Port: freePort(t), CodeInterpreterPort: l.Addr().(*net.TCPAddr).Port,
+	a, err := agent.New(agent.Config{Host: "127.0.0.1", Port: agenttest.FreePort(t), CodeInterpreterPort: l.Addr().(*net.TCPAddr).Port,
 		Token: auth.Fixed([]byte(testToken)), Root: t.TempDir(), Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"net"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubox-dev/kubox/internal/testutil/agenttest"
 )
 
 // Clientset is a typed client for the API server, as the administrator.
@@ -73,10 +74,5 @@ func ConnectRule(group, resource string, names ...string) rbacv1.PolicyRule {
 // FreePort returns a TCP port on 127.0.0.1 that nothing listened on a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	return agenttest.FreePort(t)
 }
