@@ -10,7 +10,8 @@
 #                                       kube-network-policies (patched)
 #
 # TOOL is the name of a wrapper module under hack/tools/ (etcd, kubernetes, kwok, controller-gen,
-# golangci-lint, buf, helm; node tools: containerd, gvisor, kube-network-policies). Each module's go.mod pins the version; the cache folder
+# golangci-lint, buf, helm; node tools: containerd, gvisor, kube-network-policies; seaweedfs: the
+# S3 server the snapshot store's integration tests run against). Each module's go.mod pins the version; the cache folder
 # is $KUBOX_TOOLS_DIR/<tool>-<version> (default ~/.cache/kubox/tools). A folder is used only when its
 # .complete marker exists, so an interrupted build is redone, and a present one is never rebuilt.
 #
@@ -43,7 +44,8 @@ module() {
 	containerd) echo github.com/containerd/containerd/v2 ;;
 	gvisor) echo gvisor.dev/gvisor ;;
 	kube-network-policies) echo sigs.k8s.io/kube-network-policies ;;
-	*) echo "unknown tool '$1' (known: $ALL_TOOLS containerd gvisor kube-network-policies)" >&2; return 1 ;;
+	seaweedfs) echo github.com/seaweedfs/seaweedfs ;;
+	*) echo "unknown tool '$1' (known: $ALL_TOOLS containerd gvisor kube-network-policies seaweedfs)" >&2; return 1 ;;
 	esac
 }
 

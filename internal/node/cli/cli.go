@@ -35,6 +35,8 @@ type options struct {
 	node                                         checkpoint.Node
 	// manifestKeyFile, manifestKeySecret, namespace, kubeconfig: the manifest key (keyOf).
 	manifestKeyFile, manifestKeySecret, namespace, kubeconfig string
+	// s3: the S3 snapshot store, with --snapshot-store=s3 (storeOf).
+	s3 store.S3Config
 }
 
 // NewCommand returns the kubox-node command.
@@ -60,7 +62,8 @@ again when it changes.`,
 	f.StringVar(&o.addr, "api-bind-address", fmt.Sprintf(":%d", contract.DefaultNodeAPIPort), "address of the snapshot API")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node token callers must present (required)")
 	f.StringVar(&o.snapshotRoot, "snapshot-root", "", "folder of the snapshots, one folder per namespace: the gVisor shim's kubox_snapshot_root (required)")
-	f.StringVar(&o.snapshotStore, "snapshot-store", "", "folder of a filesystem every node mounts (a ReadWriteMany PersistentVolume): each snapshot is copied there, and a node restoring one it lacks fetches it from there; empty: snapshots stay on the node that took them")
+	f.StringVar(&o.snapshotStore, "snapshot-store", "", "folder of a filesystem every node mounts (a ReadWriteMany PersistentVolume), or s3 for the bucket the --snapshot-store-s3-* flags name (docs/snapshot-store.md): each snapshot is copied there, and a node restoring one it lacks fetches it from there; empty: snapshots stay on the node that took them")
+	o.addS3Flags(f)
 	f.DurationVar(&o.sweepInterval, "sweep-interval", 10*time.Minute, "with --snapshot-store, how often to remove the snapshots this node fetched from the store that the store no longer holds")
 	f.Int64Var(&o.maxCopyBytes, "max-copy-bytes", checkpoint.DefaultMaxCopyBytes, "the most bytes a checkpoint copies from a Pod's mounts (emptyDirs, subPaths, its own volumes), all together; each file, folder and link counts 4096 bytes besides its content")
 	f.StringVar(&o.manifestKeyFile, "manifest-key-file", "", "file on the host, outside every folder a Pod mounts and outside the snapshot root and store, where kubox-node writes (root only) the key it signs snapshot manifests with: the gVisor shim's kubox_manifest_key (required)")
@@ -92,11 +95,8 @@ func (o *options) run(ctx context.Context) error {
 		return err
 	}
 	cfg := server.Config{Node: o.node, SnapshotRoot: o.snapshotRoot, Token: tok, Log: log, MaxCopyBytes: o.maxCopyBytes, Key: key}
-	if o.snapshotStore != "" {
-		if !filepath.IsAbs(o.snapshotStore) {
-			return fmt.Errorf("--snapshot-store %q must be an absolute path: where the shared volume is mounted", o.snapshotStore)
-		}
-		cfg.Store = store.Dir{Root: o.snapshotStore, Key: key}
+	if cfg.Store, err = o.storeOf(key); err != nil {
+		return err
 	}
 	s, err := server.New(cfg)
 	if err != nil {
