@@ -35,11 +35,12 @@ func (g *generator) node(rendered []byte) error {
 			ns = o
 		case kind(o) == "DaemonSet" && name(o) == nodeDaemonSet && ds == nil:
 			ds = o
-		case nodeIdentityKinds[kind(o)] && name(o) == nodeDaemonSet:
+		case nodeIdentityKinds[kind(o)] && name(o) == nodeDaemonSet, kind(o) == "RuntimeClass" && name(o) == nodeRuntimeClass:
 			identity = append(identity, o)
 		default:
-			return fmt.Errorf("has %s %s; the chart knows one Namespace, the DaemonSet %s and its ServiceAccount, Role "+
-				"and RoleBinding only (hack/chart/node.go)", kind(o), name(o), nodeDaemonSet)
+			return fmt.Errorf("has %s %s; the chart knows one Namespace, the DaemonSet %s and its ServiceAccount, Role, "+
+				"RoleBinding, ClusterRole and ClusterRoleBinding, and the RuntimeClass %s only (hack/chart/node.go)",
+				kind(o), name(o), nodeDaemonSet, nodeRuntimeClass)
 		}
 	}
 	if ns == nil || ds == nil {
@@ -68,13 +69,24 @@ func (g *generator) node(rendered []byte) error {
 }
 
 // nodeIdentityKinds are the kinds of kubox-node's own identity in config/node (its ServiceAccount,
-// and the Role and RoleBinding that let it read and create its manifest key Secret).
-var nodeIdentityKinds = map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true}
+// the Role and RoleBinding that let it read and create its manifest key Secret, and the ClusterRole
+// and ClusterRoleBinding that let "kubox-node install" label its Node).
+var nodeIdentityKinds = map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true,
+	"ClusterRole": true, "ClusterRoleBinding": true}
+
+// nodeRuntimeClass is the RuntimeClass of the runtime handler "kubox-node install" registers.
+const nodeRuntimeClass = "kubox-runsc"
+
+// clusterScoped are the kinds of config/node that have no namespace.
+var clusterScoped = map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "RuntimeClass": true}
 
 // nodeIdentity templates one object of kubox-node's identity behind node.enabled, in
 // node.namespace, a RoleBinding's subjects of config/node's namespace moved with it.
 func (g *generator) nodeIdentity(o object) error {
-	if err := g.inNodeNamespace(o); err != nil {
+	if clusterScoped[kind(o)] {
+		meta, _ := o["metadata"].(object)
+		meta["labels"] = g.ph.add(labels(meta["labels"]))
+	} else if err := g.inNodeNamespace(o); err != nil {
 		return err
 	}
 	subjects, _ := o["subjects"].([]any)

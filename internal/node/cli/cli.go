@@ -75,6 +75,7 @@ again when it changes.`,
 	f.StringVar(&o.node.ContainerdRoot, "containerd-root", "/var/lib/containerd", "containerd's root folder")
 	f.StringVar(&o.node.ContainerdState, "containerd-state", "/run/containerd", "containerd's state folder")
 	f.StringVar(&o.node.KubeletRoot, "kubelet-root", "/var/lib/kubelet", "the kubelet's --root-dir")
+	cmd.AddCommand(newInstallCommands()...)
 	return cmd
 }
 

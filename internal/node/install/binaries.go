@@ -1,0 +1,50 @@
+package install
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Binaries are the files InstallBinaries copies from the image into /opt/kubox/bin.
+var Binaries = []string{"runsc", "containerd-shim-runsc-v1"}
+
+// maxBinaryBytes bounds each binary copied.
+const maxBinaryBytes = 256 << 20
+
+// InstallBinaries copies Binaries from srcDir (kubox-node's image) to /opt/kubox/bin below
+// hostRoot, each by an atomic rename, so a running shim keeps its old file. It reports whether
+// any changed.
+func InstallBinaries(hostRoot, srcDir string) (bool, error) {
+	h, err := openHost(hostRoot)
+	if err != nil {
+		return false, err
+	}
+	defer h.close()
+	bin, err := h.mkdirAll(kuboxDir + "/bin")
+	if err != nil {
+		return false, err
+	}
+	defer closeFD(bin)
+	changed := false
+	for _, name := range Binaries {
+		src := filepath.Join(srcDir, name)
+		st, err := os.Stat(src)
+		if err != nil {
+			return false, fmt.Errorf("kubox-node's image lacks %s: %w", src, err)
+		}
+		if st.Size() > maxBinaryBytes {
+			return false, fmt.Errorf("%s is larger than %d bytes", src, maxBinaryBytes)
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return false, err
+		}
+		w, err := writeIfDiffersLimit(bin, name, data, 0o755, maxBinaryBytes)
+		if err != nil {
+			return false, fmt.Errorf("install %s: %w", abs(kuboxDir+"/bin/"+name), err)
+		}
+		changed = changed || w
+	}
+	return changed, nil
+}

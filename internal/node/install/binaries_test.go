@@ -1,0 +1,68 @@
+package install
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func imageDir(t *testing.T) string {
+	t.Helper()
+	src := t.TempDir()
+	for _, name := range Binaries {
+		must(t, os.WriteFile(filepath.Join(src, name), []byte("#!bin "+name), 0o755))
+	}
+	return src
+}
+
+func TestInstallBinaries(t *testing.T) {
+	root, src := t.TempDir(), imageDir(t)
+	for i, want := range []bool{true, false} {
+		changed, err := InstallBinaries(root, src)
+		if err != nil {
+			t.Fatalf("install %d: %v", i, err)
+		}
+		if changed != want {
+			t.Errorf("install %d: changed = %v, want %v", i, changed, want)
+		}
+	}
+	for _, name := range Binaries {
+		st, err := os.Stat(filepath.Join(root, "opt/kubox/bin", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o755 {
+			t.Errorf("%s mode = %v, want 0755", name, st.Mode().Perm())
+		}
+		if got := read(t, root, "opt/kubox/bin/"+name); got != "#!bin "+name {
+			t.Errorf("%s = %q", name, got)
+		}
+	}
+}
+
+// TestInstallBinariesRefusesLinks: a link planted at /opt/kubox/bin or at a binary is refused.
+func TestInstallBinariesRefusesLinks(t *testing.T) {
+	cases := map[string]struct{ link string }{
+		"bin dir is a link": {link: "opt/kubox/bin"},
+		"runsc is a link":   {link: "opt/kubox/bin/runsc"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			root, src, outside := t.TempDir(), imageDir(t), t.TempDir()
+			victim := filepath.Join(outside, "runsc")
+			must(t, os.WriteFile(victim, []byte("secret"), 0o600))
+			must(t, os.MkdirAll(filepath.Join(root, filepath.Dir(tc.link)), 0o755))
+			target := victim
+			if tc.link == "opt/kubox/bin" {
+				target = outside
+			}
+			must(t, os.Symlink(target, filepath.Join(root, tc.link)))
+			if _, err := InstallBinaries(root, src); err == nil {
+				t.Fatal("InstallBinaries followed a planted link, want an error")
+			}
+			if got := read(t, outside, "runsc"); got != "secret" {
+				t.Errorf("victim = %q, want untouched", got)
+			}
+		})
+	}
+}
