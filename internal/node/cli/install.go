@@ -60,7 +60,7 @@ the Node ` + ReadyLabel + `=ready (docs/install.md).`,
 
 func (o *installOptions) install(ctx context.Context) error {
 	o.containerd.HostRoot = o.hostRoot
-	bins, err := install.InstallBinaries(o.hostRoot, o.binDir)
+	bins, err := install.CopyBinaries(o.hostRoot, o.binDir)
 	if err != nil {
 		return err
 	}

@@ -6,16 +6,16 @@ import (
 	"path/filepath"
 )
 
-// Binaries are the files InstallBinaries copies from the image into /opt/kubox/bin.
+// Binaries are the files CopyBinaries copies from the image into /opt/kubox/bin.
 var Binaries = []string{"runsc", "containerd-shim-runsc-v1"}
 
 // maxBinaryBytes bounds each binary copied.
 const maxBinaryBytes = 256 << 20
 
-// InstallBinaries copies Binaries from srcDir (kubox-node's image) to /opt/kubox/bin below
+// CopyBinaries copies Binaries from srcDir (kubox-node's image) to /opt/kubox/bin below
 // hostRoot, each by an atomic rename, so a running shim keeps its old file. It reports whether
 // any changed.
-func InstallBinaries(hostRoot, srcDir string) (bool, error) {
+func CopyBinaries(hostRoot, srcDir string) (bool, error) {
 	h, err := openHost(hostRoot)
 	if err != nil {
 		return false, err

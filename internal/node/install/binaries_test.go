@@ -15,10 +15,10 @@ func imageDir(t *testing.T) string {
 	return src
 }
 
-func TestInstallBinaries(t *testing.T) {
+func TestCopyBinaries(t *testing.T) {
 	root, src := t.TempDir(), imageDir(t)
 	for i, want := range []bool{true, false} {
-		changed, err := InstallBinaries(root, src)
+		changed, err := CopyBinaries(root, src)
 		if err != nil {
 			t.Fatalf("install %d: %v", i, err)
 		}
@@ -40,8 +40,8 @@ func TestInstallBinaries(t *testing.T) {
 	}
 }
 
-// TestInstallBinariesRefusesLinks: a link planted at /opt/kubox/bin or at a binary is refused.
-func TestInstallBinariesRefusesLinks(t *testing.T) {
+// TestCopyBinariesRefusesLinks: a link planted at /opt/kubox/bin or at a binary is refused.
+func TestCopyBinariesRefusesLinks(t *testing.T) {
 	cases := map[string]struct{ link string }{
 		"bin dir is a link": {link: "opt/kubox/bin"},
 		"runsc is a link":   {link: "opt/kubox/bin/runsc"},
@@ -57,8 +57,8 @@ func TestInstallBinariesRefusesLinks(t *testing.T) {
 				target = outside
 			}
 			must(t, os.Symlink(target, filepath.Join(root, tc.link)))
-			if _, err := InstallBinaries(root, src); err == nil {
-				t.Fatal("InstallBinaries followed a planted link, want an error")
+			if _, err := CopyBinaries(root, src); err == nil {
+				t.Fatal("CopyBinaries followed a planted link, want an error")
 			}
 			if got := read(t, outside, "runsc"); got != "secret" {
 				t.Errorf("victim = %q, want untouched", got)
