@@ -162,10 +162,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // acquireSandbox gives a claim that has none, and may have one, a sandbox: a warm pool member
-// when the claim names a pool, sets no volume claim templates, only env its agent can take
-// (envFitsWarm), only credentials its egress CA covers (egressFitsWarm) and no snapshot other
-// than the one the pool's members start from (snapshotFitsWarm), and one created cold otherwise,
-// or when the pool has no ready fresh member.
+// when the claim names a pool and every field fits a warm member (claimFitsWarm: one row per
+// field in claimFields), and one created cold otherwise, or when the pool has no ready fresh
+// member. The fields are first checked against the template (validateClaimFields).
 func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.SandboxClaim, obs *observed) error {
 	if obs.state != stateUnbound {
 		return nil
@@ -178,24 +177,11 @@ func (r *Reconciler) acquireSandbox(ctx context.Context, claim *extv1beta1.Sandb
 		obs.fail(f)
 		return nil
 	}
-	if f := validateAdditionalPodMetadata(claim.Spec.AdditionalPodMetadata, src.template, r.domains); f != nil {
+	if f := validateClaimFields(&claim.Spec, src.template, r.domains); f != nil {
 		obs.fail(f)
 		return nil
 	}
-	if f := validateSecretFiles(claim.Spec.SecretFiles, src.template); f != nil {
-		obs.fail(f)
-		return nil
-	}
-	if f := validateEgress(claim.Spec.Egress, src.template); f != nil {
-		obs.fail(f)
-		return nil
-	}
-	if f := validateSnapshotRef(claim.Spec.SnapshotRef, src.template); f != nil {
-		obs.fail(f)
-		return nil
-	}
-	if src.pool != nil && len(claim.Spec.VolumeClaimTemplates) == 0 && envFitsWarm(claim.Spec.Env, src.template) &&
-		egressFitsWarm(claim.Spec.Egress, src.template) && snapshotFitsWarm(claim.Spec.SnapshotRef, src.template) {
+	if src.pool != nil && claimFitsWarm(&claim.Spec, src.template) {
 		if settled, err := r.acquireWarm(ctx, claim, src, obs); err != nil || settled {
 			return err
 		}
