@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,41 +30,18 @@ type Server struct {
 	Client                               *minio.Client
 }
 
-// Weed returns the weed binary: $KUBOX_SEAWEEDFS, or the one hack/tools/install.sh builds.
+// Weed returns the weed binary named by $KUBOX_SEAWEEDFS, which the integration tier sets
+// (make test-integration); without it the tests that need a server skip, so that the unit tier
+// (make test-unit) stays pure Go even where the tool cache holds SeaweedFS.
 func Weed() (string, error) {
-	if p := os.Getenv("KUBOX_SEAWEEDFS"); p != "" {
-		return p, nil
+	p := os.Getenv("KUBOX_SEAWEEDFS")
+	if p == "" {
+		return "", fmt.Errorf("KUBOX_SEAWEEDFS is not set")
 	}
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("KUBOX_SEAWEEDFS=%s: %w", p, err)
 	}
-	out, err := exec.Command("bash", filepath.Join(root, "hack/tools/install.sh"), "dir", "seaweedfs").Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/tools/install.sh dir seaweedfs: %w", err)
-	}
-	dir := strings.TrimSpace(string(out))
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
-		return "", fmt.Errorf("SeaweedFS is not built in %s", dir)
-	}
-	return filepath.Join(dir, "weed"), nil
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "hack/tools/seaweedfs/go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no kubox checkout above the test's folder (hack/tools/seaweedfs/go.mod)")
-		}
-		dir = parent
-	}
+	return p, nil
 }
 
 // Start starts a server with the bucket "kubox", or skips t when SeaweedFS is not built.
@@ -73,7 +49,7 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	weed, err := Weed()
 	if err != nil {
-		t.Skipf("needs SeaweedFS: %v (build it with: hack/tools/install.sh seaweedfs)", err)
+		t.Skipf("needs SeaweedFS: %v (run make test-integration, or set KUBOX_SEAWEEDFS=$(hack/tools/install.sh dir seaweedfs)/weed after hack/tools/install.sh seaweedfs)", err)
 	}
 	dir := t.TempDir()
 	s := &Server{Bucket: "kubox", AccessKeyID: "kuboxtest", SecretAccessKey: "kuboxtestsecret0123456789"}
@@ -82,7 +58,7 @@ func Start(t testing.TB) *Server {
 	config := writeConfig(t, dir, s)
 	ports := freePorts(t, 9)
 	s.Endpoint = "127.0.0.1:" + strconv.Itoa(ports[6])
-	args := []string{"mini", "-dir=" + filepath.Join(dir, "data"), "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+	args := []string{"-logdir=" + dir, "mini", "-dir=" + filepath.Join(dir, "data"), "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.config=" + config,
 		"-master.port=" + strconv.Itoa(ports[0]), "-master.port.grpc=" + strconv.Itoa(ports[1]),
 		"-volume.port=" + strconv.Itoa(ports[2]), "-volume.port.grpc=" + strconv.Itoa(ports[3]),
