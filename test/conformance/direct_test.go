@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
+	"github.com/kubox-dev/kubox/internal/testutil/agenttest"
 	processv1 "github.com/kubox-dev/kubox/proto/process/v1"
 )
 
@@ -32,7 +32,7 @@ func startAgent(t *testing.T) (*Target, string) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	grpcPort, restPort := freePort(t), freePort(t)
+	grpcPort, restPort := agenttest.FreePort(t), agenttest.FreePort(t)
 	a, err := agent.New(agent.Config{
 		Host: "127.0.0.1", Token: auth.Fixed([]byte(token)), CompatAuth: true,
 		SandboxdRoot: root, SandboxdGRPCPort: grpcPort, SandboxdRESTPort: restPort, WorkDir: dir,
@@ -63,17 +63,6 @@ func startAgent(t *testing.T) (*Target, string) {
 		Header:     http.Header{"Authorization": {"Bearer " + token}},
 		Root:       root,
 	}, grpcAddr
-}
-
-// freePort returns a port of 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func TestKuboxAgent(t *testing.T) {

@@ -63,7 +63,7 @@ func random(t *testing.T, n int) []byte {
 	return b
 }
 
-// TestStoreContract runs the Store contract (TestDirPutGetDelete's steps) against Dir and S3.
+// TestStoreContract runs the Store contract (Put, Has, Get and Delete) against Dir and S3.
 func TestStoreContract(t *testing.T) {
 	for name, tc := range map[string]struct{ store func(t *testing.T) Store }{
 		"Dir": {store: func(t *testing.T) Store { return Dir{Root: t.TempDir(), Key: testKey} }},
