@@ -33,42 +33,64 @@ type claimField struct {
 	validate func(spec *extv1beta1.SandboxClaimSpec, tpl *extv1beta1.SandboxTemplate, domains metadataDomains) *failure
 	// later names where the field is checked when it is not checked by validate.
 	later string
+	// cel names, each by the start of its message, the CEL rules of the CRD (x-kubernetes-validations)
+	// on the field or, for a rule on the whole spec, reading it. TestClaimFieldsNameTheirCELRules
+	// fails when this list and the generated CRD disagree.
+	cel []string
+	// policies names the ValidatingAdmissionPolicies (config/admission) that check the field on
+	// claims. TestClaimFieldsNameTheirAdmissionPolicies fails when this list and config disagree.
+	policies []string
 }
 
 // claimFields has one row per SandboxClaimSpec field, in declaration order.
 // TestClaimFieldsCoverSpec fails when a field has no row: a new field must say whether a warm
 // member can serve it, and what is checked against the template, before it can ship.
 var claimFields = []claimField{
-	{name: "warmPoolRef", warm: fitsAnyMember, later: "CEL: exactly one of warmPoolRef and sandboxTemplateRef; resolveSource"},
-	{name: "sandboxTemplateRef", warm: fitsAnyMember, later: "CEL: exactly one of warmPoolRef and sandboxTemplateRef; resolveSource"},
-	{name: "lifecycle", warm: fitsAnyMember, later: "CEL and the claim's expiry handling"},
+	{name: "warmPoolRef", warm: fitsAnyMember, later: "CEL: exactly one of warmPoolRef and sandboxTemplateRef; resolveSource",
+		cel: []string{"exactly one of spec.warmPoolRef and spec.sandboxTemplateRef", "warmPoolRef.name must be"}},
+	{name: "sandboxTemplateRef", warm: fitsAnyMember, later: "CEL: exactly one of warmPoolRef and sandboxTemplateRef; resolveSource",
+		cel: []string{"exactly one of spec.warmPoolRef and spec.sandboxTemplateRef", "sandboxTemplateRef.name must be"}},
+	{name: "lifecycle", warm: fitsAnyMember, later: "the CRD's schema (enum, minimum) and the claim's expiry handling (lifecycle.go)"},
 	{name: "additionalPodMetadata", warm: fitsAnyMember,
+		cel: []string{"additionalPodMetadata.annotations keys must be qualified names", "additionalPodMetadata.annotations must not use reserved keys",
+			"additionalPodMetadata.labels keys must be qualified names", "additionalPodMetadata.labels must not use reserved keys"},
+		policies: []string{"kubox-claim-restore-annotations"},
 		validate: func(s *extv1beta1.SandboxClaimSpec, tpl *extv1beta1.SandboxTemplate, d metadataDomains) *failure {
 			return validateAdditionalPodMetadata(s.AdditionalPodMetadata, tpl, d)
 		}},
 	{name: "env", warm: fitsByAgent,
+		cel: []string{"env[].containerName must be a container name", "env[].name must be unique", "env[].name must consist of printable"},
 		fitsWarm: func(s *extv1beta1.SandboxClaimSpec, tpl *extv1beta1.SandboxTemplate) bool {
 			return envFitsWarm(s.Env, tpl)
 		},
 		later: "mergeEnv, when the cold sandbox is built (envVarsInjectionPolicy)"},
 	{name: "volumeClaimTemplates", warm: needsCold,
+		cel: []string{"volumeClaimTemplates[].metadata.name is required", "volumeClaimTemplates[].metadata.name must be unique",
+			"volumeClaimTemplates[].spec.dataSource must not", "volumeClaimTemplates[].spec.dataSourceRef must not",
+			"volumeClaimTemplates[].spec.selector must not", "volumeClaimTemplates[].spec.volumeAttributesClassName must not",
+			"volumeClaimTemplates[].spec.volumeName must not"},
 		fitsWarm: func(s *extv1beta1.SandboxClaimSpec, _ *extv1beta1.SandboxTemplate) bool {
 			return len(s.VolumeClaimTemplates) == 0
 		},
 		later: "validateClaimVolumes, when the cold sandbox is built"},
 	{name: "secretFiles", warm: fitsByAgent,
+		cel:      []string{"secretFiles[].mountPath must be an absolute", "secretFiles[].mountPath must be unique"},
+		policies: []string{"kubox-claim-secret-files"},
 		validate: func(s *extv1beta1.SandboxClaimSpec, tpl *extv1beta1.SandboxTemplate, _ metadataDomains) *failure {
 			return validateSecretFiles(s.SecretFiles, tpl)
 		}},
-	{name: "idlePolicy", warm: fitsAnyMember, later: "CEL"},
+	{name: "idlePolicy", warm: fitsAnyMember, later: "CEL", cel: []string{"idlePolicy.suspendAfter must be between"}},
 	{name: "egress", warm: fitsConditional,
+		cel: []string{"egress.credentials[].domains must each be covered", "egress.credentials[].header must not be",
+			"egress.denyCIDRs must be CIDRs"},
+		policies: []string{"kubox-egress-credentials"},
 		fitsWarm: func(s *extv1beta1.SandboxClaimSpec, tpl *extv1beta1.SandboxTemplate) bool {
 			return egressFitsWarm(s.Egress, tpl)
 		},
 		validate: func(s *extv1beta1.SandboxClaimSpec, tpl *extv1beta1.SandboxTemplate, _ metadataDomains) *failure {
 			return validateEgress(s.Egress, tpl)
 		}},
-	{name: "snapshotRef", warm: fitsConditional,
+	{name: "snapshotRef", warm: fitsConditional, policies: []string{"kubox-snapshot-ref"},
 		fitsWarm: func(s *extv1beta1.SandboxClaimSpec, tpl *extv1beta1.SandboxTemplate) bool {
 			return snapshotFitsWarm(s.SnapshotRef, tpl)
 		},

@@ -4,8 +4,10 @@ reason or claim field that drifts from its home fails here."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime as dt
+import inspect
 import json
 import re
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
-from kubox import ClaimFailedError, SandboxNotReadyError, _claims, _kubeconfig, aio
+from kubox import ClaimFailedError, Client, Sandbox, SandboxNotReadyError, _claims, _kubeconfig, aio
 
 VECTORS = json.loads((Path(__file__).resolve().parents[3] / "testdata" / "contract-vectors.json").read_text())
 
@@ -47,6 +49,8 @@ CLAIM_OPTIONS = {
     "podAnnotations": "pod_annotations", "suspendAfterSeconds": "suspend_after", "idlePolicy": "idle_policy",
     "allowDomains": "allow_domains", "denyDomains": "deny_domains", "denyCIDRs": "deny_cidrs", "snapshot": "snapshot",
 }
+# build_claim's keywords that are not claim options.
+NOT_OPTIONS = {"now"}
 
 
 def test_every_constant_is_checked():
@@ -115,13 +119,96 @@ def normalized(claim: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def build_claim_options() -> List[str]:
+    """build_claim's keywords that are claim options."""
+    return [k for k in inspect.signature(_claims.build_claim).parameters if k not in NOT_OPTIONS]
+
+
+@pytest.mark.parametrize("keyword", build_claim_options())
+def test_every_claim_option_has_a_case(keyword):
+    options = [k for k, kw in CLAIM_OPTIONS.items() if kw == keyword]
+    assert options, (f"build_claim's keyword {keyword!r} is not mapped onto the vectors' options: add it to "
+                     "CLAIM_OPTIONS (and, when the Go SDK has no such option yet, the option and a case to "
+                     "claimCases in hack/vectors/claims.go, then make vectors)")
+    used = [c["name"] for c in VECTORS["buildClaim"]["cases"] if options[0] in c["options"]]
+    assert used, (f"build_claim's keyword {keyword!r} (vectors' option {options[0]!r}) has no vector case: add a "
+                  "case that sets it to claimCases in hack/vectors/claims.go, then make vectors")
+
+
 @pytest.mark.parametrize("v", VECTORS["buildClaim"]["cases"], ids=lambda v: v["name"])
 def test_build_claim(v):
-    unknown = set(v["options"]) - set(CLAIM_OPTIONS)
-    assert not unknown, f"map the vectors' options {unknown} onto build_claim's keywords in CLAIM_OPTIONS"
+    for option in v["options"]:
+        assert option in CLAIM_OPTIONS, (f"case {v['name']!r}: option {option!r}: map it onto a build_claim "
+                                          "keyword in CLAIM_OPTIONS (add the keyword when the SDK lacks it)")
+        assert CLAIM_OPTIONS[option] in build_claim_options(), (
+            f"case {v['name']!r}: option {option!r}: build_claim has no keyword {CLAIM_OPTIONS[option]!r} "
+            f"(the Go SDK's: {', '.join(v['go'])}); add it to build_claim and to every claim method")
     kwargs = {CLAIM_OPTIONS[k]: val for k, val in v["options"].items()}
     kwargs.setdefault("namespace", VECTORS["buildClaim"]["namespace"])
     now = dt.datetime.fromisoformat(VECTORS["buildClaim"]["now"].replace("Z", "+00:00"))
     expected = copy.deepcopy(v["claim"])
     expected["metadata"]["labels"][_claims.CREATED_BY_LABEL] = _claims.CREATED_BY
     assert normalized(_claims.build_claim(now=now, **kwargs)) == normalized(expected)
+
+
+class Built(Exception):
+    """Raised by the recording build_claim: the call got that far, with these keywords."""
+
+    def __init__(self, kwargs: Dict[str, Any]) -> None:
+        super().__init__("built")
+        self.kwargs = kwargs
+
+
+def kubeconfig(tmp_path: Path) -> str:
+    """A kubeconfig of a cluster and a router that are never reached (build_claim stops the call)."""
+    cluster = {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True,
+               "extensions": [{"name": "kubox.dev/router", "extension": {"url": "http://127.0.0.1:9"}}]}
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "x",
+           "clusters": [{"name": "c", "cluster": cluster}], "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+           "users": [{"name": "u", "user": {"token": "t0k"}}]}
+    (tmp_path / "kubeconfig").write_text(json.dumps(doc))
+    return str(tmp_path / "kubeconfig")
+
+
+def _async_claim(cfg: str, method: str, **kwargs: Any) -> None:
+    async def run() -> None:
+        async with aio.AsyncClient(kubeconfig=cfg) as c:
+            if method == "AsyncSandbox.claim":
+                await aio.AsyncSandbox.claim(client=c, **kwargs)
+            else:
+                await getattr(c, method.split(".")[1])(**kwargs)
+    asyncio.run(run())
+
+
+def _sync_claim(cfg: str, method: str, **kwargs: Any) -> None:
+    with Client(kubeconfig=cfg) as c:
+        if method == "Sandbox.claim":
+            Sandbox.claim(client=c, **kwargs)
+        else:
+            getattr(c, method.split(".")[1])(**kwargs)
+
+
+# Every public way to claim, each of which must pass every claim option on to build_claim.
+CLAIM_METHODS: Dict[str, Callable[..., None]] = {
+    "AsyncClient.claim": _async_claim, "AsyncClient.create_claim": _async_claim, "AsyncSandbox.claim": _async_claim,
+    "Client.claim": _sync_claim, "Client.create_claim": _sync_claim, "Sandbox.claim": _sync_claim,
+}
+
+
+@pytest.mark.parametrize("method", sorted(CLAIM_METHODS))
+def test_every_claim_method_passes_every_option(method, tmp_path, monkeypatch):
+    for k in ("KUBOX_ROUTER_URL", "KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
+        monkeypatch.delenv(k, raising=False)
+
+    def record(**kwargs: Any) -> Any:
+        raise Built(kwargs)
+    # A distinct value per option (numbers where the method converts seconds), so a swapped or
+    # dropped option shows.
+    values: Dict[str, Any] = {k: 60.0 + i for i, k in enumerate(build_claim_options())}
+    values.update({k: f"value-of-{k}" for k in values if k not in ("ttl", "suspend_after")})
+    monkeypatch.setattr(_claims, "build_claim", record)
+    cfg = kubeconfig(tmp_path)
+    with pytest.raises(Built) as built:
+        CLAIM_METHODS[method](cfg, method, **values)
+    missing = {k: v for k, v in values.items() if built.value.kwargs.get(k) != v}
+    assert not missing, f"{method} does not pass these options on to build_claim as given: {sorted(missing)}"

@@ -11,7 +11,7 @@ import { ClaimFailedError, SandboxNotReadyError } from "../errors.js";
 import { claims, type KubeObject, sandboxes } from "../kube.js";
 
 interface StateVector { name: string; object: KubeObject; want: string; reason?: string }
-interface ClaimCase { name: string; options: Record<string, unknown>; claim: KubeObject & { metadata: { labels: Record<string, string> } } }
+interface ClaimCase { name: string; options: Record<string, unknown>; go: string[]; claim: KubeObject & { metadata: { labels: Record<string, string> } } }
 interface Vectors {
   constants: Record<string, unknown>;
   claimTerminalReasons: string[];
@@ -46,26 +46,40 @@ const constants: Record<string, () => unknown> = {
 // The vector constants this SDK has no copy of (another SDK's value, or a key it does not use).
 const notRetyped = ["createdByPython", "defaultAgentPort", "authorizationHeader", "bearerScheme"];
 
-// The vectors' neutral claim options and ClaimSource / ClaimOptions (Go: FromPool, FromTemplate,
-// WithName, InNamespace, WithTTL, WithEnv, WithLabels, WithPodLabels, WithPodAnnotations,
-// WithSuspendAfter, WithIdlePolicy, WithAllowDomains, WithEgress, WithSnapshot).
-const claimOptions: Record<string, (v: unknown) => [string, unknown]> = {
-  pool: (v) => ["source.pool", v],
-  template: (v) => ["source.template", v],
-  name: (v) => ["name", v],
-  namespace: (v) => ["namespace", v],
-  ttlSeconds: (v) => ["ttlMs", (v as number) * 1000],
-  env: (v) => ["env", v],
-  labels: (v) => ["labels", v],
-  podLabels: (v) => ["podLabels", v],
-  podAnnotations: (v) => ["podAnnotations", v],
-  suspendAfterSeconds: (v) => ["suspendAfterMs", (v as number) * 1000],
-  idlePolicy: (v) => ["idlePolicy", v],
-  allowDomains: (v) => ["allowDomains", v],
-  denyDomains: (v) => ["denyDomains", v],
-  denyCIDRs: (v) => ["denyCIDRs", v],
-  snapshot: (v) => ["snapshot", v],
+// Each ClaimSource and ClaimOptions key and the vectors' neutral option it is (Go: FromPool,
+// FromTemplate, WithName, InNamespace, WithTTL, WithEnv, WithLabels, WithPodLabels,
+// WithPodAnnotations, WithSuspendAfter, WithIdlePolicy, WithAllowDomains, WithEgress,
+// WithSnapshot), or why it is not a claim option. The Records are over every key of the types, so
+// a key added to or dropped from ClaimSource or ClaimOptions without changing these fails to compile.
+type OptionMap = { vector: string; value?: (v: unknown) => unknown } | { notAnOption: string };
+const ms = (v: unknown) => (v as number) * 1000;
+const sourceKeys: Record<keyof client.ClaimSource, OptionMap> = { pool: { vector: "pool" }, template: { vector: "template" } };
+const optionKeys: Record<keyof client.ClaimOptions, OptionMap> = {
+  namespace: { vector: "namespace" },
+  name: { vector: "name" },
+  ttlMs: { vector: "ttlSeconds", value: ms },
+  env: { vector: "env" },
+  labels: { vector: "labels" },
+  podLabels: { vector: "podLabels" },
+  podAnnotations: { vector: "podAnnotations" },
+  suspendAfterMs: { vector: "suspendAfterSeconds", value: ms },
+  idlePolicy: { vector: "idlePolicy" },
+  allowDomains: { vector: "allowDomains" },
+  denyDomains: { vector: "denyDomains" },
+  denyCIDRs: { vector: "denyCIDRs" },
+  snapshot: { vector: "snapshot" },
+  onProgress: { notAnOption: "claim calls it while it waits" },
 };
+
+/** tsOption is the ClaimSource ("source.pool") or ClaimOptions key of the vectors' option, and its mapping. */
+function tsOption(vector: string): [string, { vector: string; value?: (v: unknown) => unknown }] | undefined {
+  for (const [prefix, keys] of [["source.", sourceKeys], ["", optionKeys]] as const) {
+    for (const [key, m] of Object.entries(keys)) {
+      if ("vector" in m && m.vector === vector) return [prefix + key, m];
+    }
+  }
+  return undefined;
+}
 
 /** outcome is what fn says of obj, as the vectors write it: [ok], ["waiting"] or ["terminal", reason]. */
 function outcome(fn: (o: KubeObject) => boolean, obj: KubeObject, ok: string): string[] {
@@ -100,14 +114,27 @@ describe("contract vectors", () => {
   for (const v of vectors.sandboxSuspension) {
     test(`sandbox suspension: ${v.name}`, () => assert.deepEqual(outcome(client.sandboxSuspended, v.object, "done"), want(v)));
   }
+  for (const [prefix, keys] of [["source.", sourceKeys], ["", optionKeys]] as const) {
+    for (const [key, m] of Object.entries(keys)) {
+      if (!("vector" in m)) continue;
+      test(`claim option ${prefix}${key} has a case`, () => {
+        assert.ok(vectors.buildClaim.cases.some((c) => m.vector in c.options),
+          `${prefix}${key} (the vectors' option ${m.vector}) has no vector case: add a case that sets it to claimCases in hack/vectors/claims.go, then make vectors`);
+      });
+    }
+  }
   for (const v of vectors.buildClaim.cases) {
     test(`build claim: ${v.name}`, () => {
       const source: Record<string, unknown> = {};
       const opts: Record<string, unknown> = { namespace: vectors.buildClaim.namespace };
       for (const [k, val] of Object.entries(v.options)) {
-        const map = claimOptions[k];
-        assert.ok(map, `map the vectors' option ${k} onto ClaimSource/ClaimOptions in claimOptions`);
-        const [field, value] = map(val);
+        const found = tsOption(k);
+        if (!found) {
+          assert.fail(`case ${JSON.stringify(v.name)}: option ${k}: ClaimSource/ClaimOptions has none for it (the Go SDK's: ${v.go.join(", ")}); ` +
+            "add it to ClaimOptions and buildClaim, and map it in optionKeys");
+        }
+        const [field, m] = found;
+        const value = m.value ? m.value(val) : val;
         if (field.startsWith("source.")) source[field.slice("source.".length)] = value;
         else opts[field] = value;
       }
