@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubox-dev/kubox/api/contract"
+	"github.com/kubox-dev/kubox/internal/audit"
 	"github.com/kubox-dev/kubox/internal/router/authn"
 	"github.com/kubox-dev/kubox/internal/router/pathroute"
 	"github.com/kubox-dev/kubox/internal/router/proxy"
@@ -121,6 +122,10 @@ type Config struct {
 	// UIMetricsURL, when not empty, is kubox-controller's Prometheus endpoint, which the
 	// dashboard (/ui/) scrapes for its claim latency picture.
 	UIMetricsURL string
+	// AuditSinks, when not empty, receive a record of every request the router lets through to
+	// a sandbox (internal/router/audit, docs/audit.md), through a queue AuditQueue bounds.
+	AuditSinks []audit.Sink
+	AuditQueue audit.QueueConfig
 	// Log receives the router's messages and access log; nil: slog.Default().
 	Log *slog.Logger
 }

@@ -96,6 +96,8 @@ func (rt *Router) serveProxy(w http.ResponseWriter, r *http.Request, rte *route)
 		// Until the response ends: ServeHTTP returns when a stream or an upgraded connection does.
 		defer rt.activity.Begin(t.sandbox)()
 	}
+	w, r, rec := rt.beginAudit(w, r, rte, t)
+	defer func() { rec.End(infoFrom(ctx).err) }()
 	rt.proxy.ServeHTTP(w, r.WithContext(ctx), &proxy.Target{Namespace: t.sandbox.Namespace, Name: t.sandbox.Name, Addr: t.addr,
 		Path: rte.path, RawPath: rte.rawPath, KeepHost: rte.kind == kindPreview, AgentToken: t.agentToken, PathBase: rte.base})
 }

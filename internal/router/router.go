@@ -17,6 +17,8 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubox-dev/kubox/internal/audit"
+	routeraudit "github.com/kubox-dev/kubox/internal/router/audit"
 	"github.com/kubox-dev/kubox/internal/router/authn"
 	"github.com/kubox-dev/kubox/internal/router/e2b"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
@@ -53,6 +55,10 @@ type Router struct {
 	e2b *e2b.API
 	// dashboard serves /ui/ (dashboard.go).
 	dashboard *ui.Handler
+	// audit records the requests let through to sandboxes, into auditQueue (audit.go); nil
+	// auditQueue: auditing is off.
+	audit      *routeraudit.Recorder
+	auditQueue *audit.Queue
 
 	synced     atomic.Bool
 	syncedDone chan struct{} // closed once synced is true
@@ -92,6 +98,10 @@ func New(cfg Config, restConfig *rest.Config) (*Router, error) {
 		}
 	}
 	if rt.dashboard, err = rt.newDashboard(restConfig); err != nil {
+		return nil, err
+	}
+	// Last of what can fail: the audit queue starts a goroutine.
+	if err := rt.newAudit(); err != nil {
 		return nil, err
 	}
 	rt.proxy = proxy.New(proxy.Config{ProxyTimeout: cfg.ProxyTimeout, MaxResponseHeaderBytes: cfg.MaxResponseHeaderBytes,
@@ -199,6 +209,7 @@ func (rt *Router) WaitForCacheSync(ctx context.Context) bool {
 func (rt *Router) Serve(ctx context.Context, l net.Listener) error {
 	rt.StartCache(ctx)
 	err := rt.serve(ctx, l, rt.mainServer())
+	rt.closeAudit()
 	rt.proxy.CloseIdle()
 	rt.bg.Stop()
 	rt.cacheWG.Wait()
@@ -239,6 +250,7 @@ func (rt *Router) Start(ctx context.Context) error {
 	for range listeners {
 		all = append(all, <-errs)
 	}
+	rt.closeAudit()
 	rt.proxy.CloseIdle()
 	rt.bg.Stop()
 	rt.cacheWG.Wait()

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,7 @@ type options struct {
 	sharedTokenFile string
 	// agentPort is the deprecated, ignored --agent-port.
 	agentPort int
+	audit     auditOptions
 }
 
 // NewCommand returns kubox-router's root command.
@@ -123,6 +125,7 @@ func (o *options) bindFlags(cmd *cobra.Command) {
 	f.DurationVar(&c.UpstreamRetryDelay, "upstream-retry-initial-delay", c.UpstreamRetryDelay, "wait before the first dial retry; doubled each time")
 	f.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight get to finish")
 	f.DurationVar(&c.WakeTimeout, "wake-timeout", c.WakeTimeout, "how long a request for a suspended sandbox the router wakes (idlePolicy wake OnRequest) waits for it to be Ready (504 beyond)")
+	o.addAuditFlags(f)
 }
 
 func (o *options) run(cmd *cobra.Command) error {
@@ -145,7 +148,8 @@ func (o *options) run(cmd *cobra.Command) error {
 	defer stop()
 	log.Info("Starting", "version", version.Get().GitVersion, "namespace", o.cfg.Namespace, "previewDomain", o.cfg.PreviewDomain,
 		"pathRoutingPrefix", o.cfg.PathRoutingPrefix, "pathRoutingHost", o.cfg.PathRoutingHost,
-		"sharedToken", len(o.cfg.SharedToken) > 0, "unauthenticatedHeaderRouting", o.cfg.AllowUnauthenticatedHeaderRouting)
+		"sharedToken", len(o.cfg.SharedToken) > 0, "unauthenticatedHeaderRouting", o.cfg.AllowUnauthenticatedHeaderRouting,
+		"auditSinks", o.audit.sinks)
 	return rt.Start(ctx)
 }
 
@@ -173,6 +177,9 @@ func (o *options) complete(log *slog.Logger) error {
 	}
 	if o.cfg.AllowLoopbackPodIP {
 		log.Warn("Loopback and link-local pod IPs are dialed (--allow-loopback-pod-ip): for tests only")
+	}
+	if o.cfg.AuditSinks, err = o.auditSinks(context.Background()); err != nil {
+		return err
 	}
 	return nil
 }
