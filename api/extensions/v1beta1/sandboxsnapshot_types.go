@@ -1,13 +1,17 @@
 package v1beta1
 
 import (
+	"fmt"
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
-// SandboxSnapshotSpec says which sandbox to snapshot. It cannot change: a snapshot is taken once.
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a snapshot is taken once; create another SandboxSnapshot to take a new one"
+// SandboxSnapshotSpec says which sandbox to snapshot, and for how long to keep it. Its sandboxRef
+// and type cannot change: a snapshot is taken once. Its retention can.
+// +kubebuilder:validation:XValidation:rule="self.sandboxRef == oldSelf.sandboxRef && (has(self.type) ? self.type : 'Full') == (has(oldSelf.type) ? oldSelf.type : 'Full')",message="spec is immutable except spec.retention: a snapshot of spec.sandboxRef, of spec.type, is taken once; create another SandboxSnapshot to take a new one"
 type SandboxSnapshotSpec struct {
 	// sandboxRef names the running Sandbox, in the same namespace, to snapshot. Its Pod must run
 	// under gVisor on a node with kubox-node; it keeps running. Whoever creates the snapshot must
@@ -26,6 +30,35 @@ type SandboxSnapshotSpec struct {
 	// +optional
 	// +kubebuilder:default=Full
 	Type SnapshotType `json:"type,omitempty"`
+
+	// retention says when kubox-controller deletes this SandboxSnapshot (and so its files, from
+	// its node, every node's cache and the snapshot store): once it is older than maxAge, or once
+	// it is not among the maxCount newest Ready snapshots of its Sandbox. It governs this
+	// snapshot only: no snapshot's retention deletes another. Absent: kept until deleted. kubox
+	// addition.
+	// +optional
+	Retention *SnapshotRetention `json:"retention,omitempty"`
+}
+
+// SnapshotRetention bounds how long a SandboxSnapshot is kept. kubox addition.
+// +kubebuilder:validation:XValidation:rule="has(self.maxAge) || has(self.maxCount)",message="spec.retention needs maxAge, maxCount or both; remove spec.retention to keep the snapshot until it is deleted"
+type SnapshotRetention struct {
+	// maxAge: the snapshot is deleted once this long has passed since it was created
+	// (metadata.creationTimestamp), Ready or not. A duration such as "24h" or "168h", from 1m
+	// to 87600h (ten years).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('87600h')",message="spec.retention.maxAge must be a duration from 1m to 87600h, such as 24h"
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+
+	// maxCount: the snapshot is deleted once it is not among the maxCount newest Ready snapshots
+	// of its Sandbox (spec.sandboxRef.name, in this namespace): with maxCount 3 set on every
+	// snapshot of a sandbox, the newest three are kept. Only Ready snapshots count, so a failed
+	// one never pushes out a good one. From 1 to 1000.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxCount *int32 `json:"maxCount,omitempty"`
 }
 
 // SnapshotType says what a SandboxSnapshot holds.
@@ -81,6 +114,47 @@ type SandboxSnapshotStatus struct {
 	// (SnapshotNotReady) saying so. kubox addition.
 	// +optional
 	SourceClaim *SnapshotSourceClaim `json:"sourceClaim,omitempty"`
+
+	// store is where kubox-node's snapshot store keeps the snapshot's copy, as the kubox-node that
+	// took it reported (status.snapshot.stored says the copy is there): the store's kind and its
+	// location, never its credentials. Absent when the snapshot is only on its node. kubox
+	// addition.
+	// +optional
+	Store *SnapshotStore `json:"store,omitempty"`
+
+	// nodes are the nodes whose kubox-node answered the controller that it holds a copy of the
+	// snapshot: the node that took it, as it answered the checkpoint. Copies that other nodes
+	// fetch from the store for a restore are not listed; those nodes remove them once the
+	// snapshot is deleted (kubox-node's sweep). kubox addition.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// SnapshotStoreKind is the kind of kubox-node's snapshot store (docs/snapshot-store.md).
+// +kubebuilder:validation:Enum=S3;Filesystem
+type SnapshotStoreKind string
+
+const (
+	// SnapshotStoreS3 is a bucket of an S3-compatible object store (--snapshot-store=s3).
+	SnapshotStoreS3 SnapshotStoreKind = "S3"
+	// SnapshotStoreFilesystem is a folder every node mounts (--snapshot-store=<folder>).
+	SnapshotStoreFilesystem SnapshotStoreKind = "Filesystem"
+)
+
+// SnapshotStore says where the snapshot store keeps a snapshot. kubox addition.
+type SnapshotStore struct {
+	// kind of the store: S3 or Filesystem.
+	// +required
+	Kind SnapshotStoreKind `json:"kind"`
+	// location of the snapshot in the store, without credentials: s3://<endpoint>/<bucket>/<prefix>
+	// for S3, the folder for Filesystem, followed by /<namespace>/<snapshot> (the layout of
+	// docs/snapshot-store.md).
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	Location string `json:"location"`
 }
 
 // Condition type and reasons of a SandboxSnapshot.
@@ -95,6 +169,17 @@ const (
 	// SnapshotReasonCheckpointFailed: kubox-node could not take the snapshot (not gVisor, not
 	// configured, refused); the controller does not try again.
 	SnapshotReasonCheckpointFailed = "CheckpointFailed"
+
+	// SnapshotConditionFilesDeleted, on a SandboxSnapshot being deleted: False while its files
+	// cannot be deleted, the message saying which copy is left, where, and why. The finalizer
+	// goes once they are deleted (or after the controller gives up, with a FilesNotDeleted
+	// Warning event).
+	SnapshotConditionFilesDeleted = "FilesDeleted"
+	// SnapshotReasonNoSnapshotNode: the node that took the snapshot is gone and no other
+	// kubox-node that reaches the snapshot store could delete the store's copy.
+	SnapshotReasonNoSnapshotNode = "NoSnapshotNode"
+	// SnapshotReasonDeleteFailed: kubox-node on the snapshot's node failed to delete it.
+	SnapshotReasonDeleteFailed = "DeleteFailed"
 )
 
 // SandboxSnapshot is a checkpoint of a running sandbox — its processes, their memory, open
@@ -115,6 +200,8 @@ const (
 // +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.snapshot.nodeName",description="Node holding the snapshot"
 // +kubebuilder:printcolumn:name="Size",type="integer",JSONPath=".status.snapshot.sizeBytes",description="Size of the snapshot in bytes"
 // +kubebuilder:printcolumn:name="Stored",type="boolean",JSONPath=".status.snapshot.stored",description="Whether kubox-node's snapshot store holds a copy any node can restore"
+// +kubebuilder:printcolumn:name="Store",type="string",JSONPath=".status.store.kind",description="Kind of the snapshot store holding the copy: S3 or Filesystem",priority=1
+// +kubebuilder:printcolumn:name="Location",type="string",JSONPath=".status.store.location",description="Where the snapshot store keeps the copy (no credentials)",priority=1
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 type SandboxSnapshot struct {
 	metav1.TypeMeta `json:",inline"`
@@ -155,4 +242,37 @@ func SnapshotReady(s *SandboxSnapshot) (*sandboxv1beta1.MemoryStatus, string) {
 		return nil, c.Message
 	}
 	return nil, "it is not taken yet"
+}
+
+// RetentionCheck says whether a SandboxSnapshot falls outside its spec.retention, and if not,
+// when it may next: expired is true with why once it does; otherwise next is how long until its
+// maxAge passes (zero with no maxAge). now is the controller's clock; newerReady is how many
+// Ready snapshots of the same Sandbox in its namespace were created after it. One rule, used by
+// the controller and shown by the CLI.
+func RetentionCheck(s *SandboxSnapshot, now time.Time, newerReady int) (expired bool, why string, next time.Duration) {
+	r := s.Spec.Retention
+	if r == nil {
+		return false, "", 0
+	}
+	if r.MaxCount != nil && newerReady >= int(*r.MaxCount) {
+		return true, fmt.Sprintf("%d Ready snapshots of Sandbox %s were taken after it, and spec.retention.maxCount is %d",
+			newerReady, s.Spec.SandboxRef.Name, *r.MaxCount), 0
+	}
+	if r.MaxAge != nil {
+		age := now.Sub(s.CreationTimestamp.Time)
+		if age >= r.MaxAge.Duration {
+			return true, fmt.Sprintf("it is %s old, and spec.retention.maxAge is %s", age.Round(time.Second), r.MaxAge.Duration), 0
+		}
+		next = r.MaxAge.Duration - age
+	}
+	return false, "", next
+}
+
+// TakenBefore reports whether a was created before b (by creation time, then name): the order
+// in which spec.retention.maxCount counts the snapshots of a Sandbox.
+func TakenBefore(a, b *SandboxSnapshot) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
 }

@@ -2,7 +2,6 @@ package sandboxsnapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -44,6 +44,8 @@ const (
 	// EventFilesNotDeleted: a deleted SandboxSnapshot's copy in the snapshot store could not be
 	// deleted (its node is gone, and no other kubox-node answered) and is left behind.
 	EventFilesNotDeleted = "FilesNotDeleted"
+	// EventRetentionExpired: the controller deleted a SandboxSnapshot outside its spec.retention.
+	EventRetentionExpired = "RetentionExpired"
 )
 
 // notRunningRetry is how soon a snapshot of a Sandbox that is not running yet is looked at again.
@@ -75,30 +77,38 @@ func NewReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts controller.Options) error {
 	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name), clock.RealClock{},
 		nodeapi.FromConfig(cfg.Controllers.Sandbox.Memory))
-	if err := ctrl.NewControllerManagedBy(mgr).Named(Name).For(&extv1beta1.SandboxSnapshot{}).WithOptions(opts).Complete(r); err != nil {
+	err := ctrl.NewControllerManagedBy(mgr).Named(Name).For(&extv1beta1.SandboxSnapshot{}).
+		Watches(&extv1beta1.SandboxSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.countedWith)).
+		WithOptions(opts).Complete(r)
+	if err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}
-	return nil
+	return RegisterMetrics(mgr.GetClient())
 }
 
-// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims,verbs=get;list;watch
 
-// Reconcile takes one snapshot, or deletes its files once it is deleted.
+// Reconcile takes one snapshot, deletes it once it falls outside its spec.retention, or deletes
+// its files once it is deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	snap := &extv1beta1.SandboxSnapshot{}
 	if err := r.client.Get(ctx, req.NamespacedName, snap); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if snap.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.finalize(ctx, snap)
+		return r.finalize(ctx, snap)
+	}
+	deleted, next, err := r.retain(ctx, snap)
+	if err != nil || deleted {
+		return ctrl.Result{}, err
 	}
 	if c := meta.FindStatusCondition(snap.Status.Conditions, extv1beta1.SnapshotConditionReady); c != nil &&
 		(c.Status == metav1.ConditionTrue || c.Reason == extv1beta1.SnapshotReasonCheckpointFailed) {
-		return ctrl.Result{}, nil // taken once, or failed for good
+		return ctrl.Result{RequeueAfter: next}, nil // taken once, or failed for good; looked at again for its maxAge
 	}
 	if !controllerutil.ContainsFinalizer(snap, Finalizer) {
 		base := snap.DeepCopy()
@@ -119,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	snap.Status.SourceClaim = src
-	return ctrl.Result{}, r.take(ctx, snap, pod, ownVolumeMounts(sb))
+	return ctrl.Result{RequeueAfter: next}, r.take(ctx, snap, pod, ownVolumeMounts(sb))
 }
 
 // sourceClaim is the claim whose own settings (spec.env, spec.secretFiles) sb holds, recorded in
@@ -231,6 +241,7 @@ func (r *Reconciler) take(ctx context.Context, snap *extv1beta1.SandboxSnapshot,
 	}
 	snap.Status.Snapshot = nodeapi.Status(pod.Spec.NodeName, s)
 	snap.Status.SourcePodUID = string(pod.UID)
+	snap.Status.Store, snap.Status.Nodes = storeOf(s), []string{pod.Spec.NodeName}
 	msg := fmt.Sprintf("%s Pod %s of Sandbox %s on node %s: %.1f MiB in %.2f s, verified; it kept running", what,
 		pod.Name, snap.Spec.SandboxRef.Name, pod.Spec.NodeName, float64(s.GetSizeBytes())/(1<<20), s.GetDuration().AsDuration().Seconds())
 	return r.setReady(ctx, snap, metav1.ConditionTrue, extv1beta1.SnapshotReasonTaken, msg,
@@ -259,40 +270,4 @@ func (r *Reconciler) setReady(ctx context.Context, snap *extv1beta1.SandboxSnaps
 	}
 	_, err := status.WriteNow(ctx, r.status, snap, &snap.Status, want, evs...)
 	return err
-}
-
-// finalize deletes the snapshot's files from its node, then lets the SandboxSnapshot go.
-func (r *Reconciler) finalize(ctx context.Context, snap *extv1beta1.SandboxSnapshot) error {
-	if !controllerutil.ContainsFinalizer(snap, Finalizer) {
-		return nil
-	}
-	if s := snap.Status.Snapshot; s != nil {
-		if err := r.deleteFiles(ctx, snap, s); err != nil {
-			return err
-		}
-	}
-	base := snap.DeepCopy()
-	controllerutil.RemoveFinalizer(snap, Finalizer)
-	if err := r.client.Patch(ctx, snap, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("removing the finalizer of SandboxSnapshot %s: %w", snap.Name, err)
-	}
-	return nil
-}
-
-// deleteFiles deletes the snapshot's files from its node and from the snapshot store
-// (nodeapi.DeleteEverywhere): once its node is gone, through another node's kubox-node. When the
-// node is gone and none can delete the store's copy for deletionGiveUp, it gives up with a
-// Warning event naming the copy left behind: a finalizer never holds a SandboxSnapshot for ever.
-func (r *Reconciler) deleteFiles(ctx context.Context, snap *extv1beta1.SandboxSnapshot, s *sandboxv1beta1.MemoryStatus) error {
-	err := nodeapi.DeleteEverywhere(ctx, r.apiReader, r.nodes, snap.Namespace, s)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, nodeapi.ErrNoSnapshotNode) || r.clock.Since(snap.DeletionTimestamp.Time) < deletionGiveUp {
-		return fmt.Errorf("deleting the files of SandboxSnapshot %s, taken on node %s: %w", snap.Name, s.NodeName, err)
-	}
-	r.recorder.Eventf(snap, nil, corev1.EventTypeWarning, EventFilesNotDeleted, "Delete",
-		"Gave up deleting snapshot %s from the snapshot store after %s: %v. Delete the folder %s/%s of the store by hand",
-		s.Snapshot, deletionGiveUp, err, snap.Namespace, s.Snapshot)
-	return nil
 }

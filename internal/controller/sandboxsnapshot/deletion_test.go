@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -63,13 +64,18 @@ func TestDeletingASnapshotWhoseNodeIsGone(t *testing.T) {
 			nodes, rec, clk := &fakeNodes{}, events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Now())
 			r := NewReconciler(c, c, rec, clk, nodes)
 			req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: "s1"}}
-			_, err := r.Reconcile(t.Context(), req)
-			if (err != nil) != tc.wantWaiting {
-				t.Fatalf("Reconcile of the deleted snapshot: %v; want waiting %t", err, tc.wantWaiting)
+			res, err := r.Reconcile(t.Context(), req)
+			if err != nil || (res.RequeueAfter > 0) != tc.wantWaiting {
+				t.Fatalf("Reconcile of the deleted snapshot: %+v, %v; want waiting %t", res, err, tc.wantWaiting)
 			}
 			if tc.wantWaiting {
-				if err := c.Get(t.Context(), req.NamespacedName, &extv1beta1.SandboxSnapshot{}); err != nil {
+				kept := &extv1beta1.SandboxSnapshot{}
+				if err := c.Get(t.Context(), req.NamespacedName, kept); err != nil {
 					t.Fatalf("the SandboxSnapshot while no node can delete its copy: %v; want it kept", err)
+				}
+				if c := meta.FindStatusCondition(kept.Status.Conditions, extv1beta1.SnapshotConditionFilesDeleted); c == nil ||
+					c.Reason != extv1beta1.SnapshotReasonNoSnapshotNode || !strings.Contains(c.Message, "team-a/snap-uid is left in the snapshot store") {
+					t.Errorf("FilesDeleted while no node can delete its copy: %+v; want False/NoSnapshotNode naming the copy", c)
 				}
 				clk.SetTime(clk.Now().Add(deletionGiveUp + time.Second))
 				if _, err := r.Reconcile(t.Context(), req); err != nil {

@@ -9,12 +9,21 @@
 // has no kubox-node) ends in Ready=False/CheckpointFailed, which the controller does not retry.
 // While the Sandbox or its running Pod is missing it says so (SandboxNotRunning) and looks again.
 //
+// It records where the snapshot is from kubox-node's answer: status.store (the snapshot store's
+// kind and location, no credentials) and status.nodes (the node that holds it).
+//
 // A finalizer deletes the snapshot's files from its node, and from kubox-node's snapshot store,
 // when the SandboxSnapshot is deleted. When that node is gone its own files went with it, but the
 // store's copy (memory with secrets) did not: any other Ready snapshot node's kubox-node deletes
-// it, and every node that fetched a copy removes it once the store no longer holds it. With no
-// node to ask, the finalizer goes after deletionGiveUp with a Warning event (FilesNotDeleted)
-// naming the copy left.
+// it, and every node that fetched a copy removes it once the store no longer holds it. While a
+// copy cannot be deleted, FilesDeleted=False says which, where and why, and the controller tries
+// again every deletionRetry; with no node to ask, the finalizer goes after deletionGiveUp with a
+// Warning event (FilesNotDeleted) naming the copy left (deletion.go).
+//
+// spec.retention (retention.go) deletes a snapshot once it is older than maxAge or not among the
+// maxCount newest Ready snapshots of its Sandbox in its namespace (extv1beta1.RetentionCheck);
+// a snapshot's retention deletes that snapshot only. The storage the snapshots use is exported
+// per namespace (metrics.go: kubox_snapshot_storage_bytes, kubox_snapshots).
 //
 // kubox-node retries are idempotent: asked again for the same snapshot name and Pod UID after
 // a crash between the checkpoint and the status write, it answers with the snapshot it took.

@@ -31,6 +31,7 @@ func (s *Server) put(ctx context.Context, snap *nodev1.Snapshot, dir string) boo
 	}
 	s.cfg.Log.Info("Stored", "namespace", snap.GetNamespace(), "snapshot", snap.GetName(), "bytes", snap.GetSizeBytes(),
 		"took", time.Since(start))
+	snap.StoreKind, snap.StoreLocation = store.Describe(s.cfg.Store, snap.GetNamespace(), snap.GetName())
 	return true
 }
 
@@ -85,6 +86,7 @@ func (s *Server) FetchSnapshot(ctx context.Context, req *connect.Request[nodev1.
 	s.cfg.Log.Info("Fetched", "namespace", ns, "snapshot", name, "bytes", m.Size, "took", time.Since(start))
 	snap := snapshotOf(ns, name, dir, m)
 	snap.Stored = true
+	snap.StoreKind, snap.StoreLocation = store.Describe(s.cfg.Store, ns, name)
 	return connect.NewResponse(&nodev1.FetchSnapshotResponse{Snapshot: snap, Fetched: true}), nil
 }
 

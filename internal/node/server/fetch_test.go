@@ -63,6 +63,9 @@ func TestSnapshotsGoToTheStoreAndComeBack(t *testing.T) {
 	if !taken.GetStored() {
 		t.Fatalf("snapshot %v: want stored", taken)
 	}
+	if k, l := taken.GetStoreKind(), taken.GetStoreLocation(); k != store.KindFilesystem || l != filepath.Join(st.Root, "team-a", "s1") {
+		t.Errorf("snapshot's store %q at %q; want %q at its folder in the store", k, l, store.KindFilesystem)
+	}
 	if _, err := checkpoint.Verify(filepath.Join(st.Root, "team-a", "s1")); err != nil {
 		t.Fatalf("the store's copy: %v", err)
 	}

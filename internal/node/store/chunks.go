@@ -20,7 +20,9 @@ import (
 // checkIndex checks a snapshot's file list against its signed manifest before any chunk is
 // downloaded: every file and link is one the manifest lists, with its size and as many chunks as
 // that size needs, so a forged list can neither add files nor make Get write more than the
-// manifest's bytes. (The chunks' content is checked as they arrive, the files' after.)
+// manifest's bytes; and every chunk is named by a SHA-256 in lowercase hex, the only names Put
+// writes, before any name is made into an object key. (The chunks' content is checked as they
+// arrive, the files' after.)
 func checkIndex(m *checkpoint.Manifest, files []indexEntry) error {
 	want := make(map[string]checkpoint.File, len(m.Files))
 	for _, f := range m.Files {
@@ -41,12 +43,30 @@ func checkIndex(m *checkpoint.Manifest, files []indexEntry) error {
 		if !ok || f.Link != e.Link || f.Size != e.Size || (e.Link == "" && len(e.Chunks) != chunks) || (e.Link != "" && len(e.Chunks) != 0) {
 			return fmt.Errorf("its file list does not match its signed manifest at %q: the list was altered", e.Path)
 		}
+		for _, c := range e.Chunks {
+			if !chunkName(c) {
+				return fmt.Errorf("its file list names chunk %q of %q, not a SHA-256 in lowercase hex: the list was altered", c, e.Path)
+			}
+		}
 		delete(want, e.Path)
 	}
 	for p := range want {
 		return fmt.Errorf("its file list lacks %q, which its signed manifest lists: the list was altered", p)
 	}
 	return nil
+}
+
+// chunkName reports whether c is a chunk's name: 64 lowercase hex digits, a SHA-256.
+func chunkName(c string) bool {
+	if len(c) != 2*sha256.Size {
+		return false
+	}
+	for _, r := range c {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // chunkJob is one chunk to download into a file at an offset.
@@ -137,6 +157,9 @@ func (s *S3) getChunk(ctx context.Context, j chunkJob) error {
 // Delete implements Store: the manifest goes first (the snapshot is no longer shown), then its
 // signature and file list, then every chunk no remaining file list names (collectGarbage).
 func (s *S3) Delete(ctx context.Context, namespace, name string) error {
+	if err := checkName(namespace, name); err != nil {
+		return err
+	}
 	for _, f := range []string{checkpoint.ManifestFile, checkpoint.SignatureFile, indexObject} {
 		key := s.snapshotObject(namespace, name, f)
 		if err := s.Client.RemoveObject(ctx, s.Bucket, key, minio.RemoveObjectOptions{}); err != nil {

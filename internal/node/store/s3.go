@@ -114,6 +114,12 @@ func readCredential(file, what string) (string, error) {
 
 var _ Store = (*S3)(nil)
 
+// Location implements Locator: s3://<endpoint>/<bucket>/<prefix>/snapshots/<namespace>/<name>,
+// the endpoint's host only (the client's credentials are not part of it).
+func (s *S3) Location(namespace, name string) (kind, location string) {
+	return KindS3, "s3://" + path.Join(s.Client.EndpointURL().Host, s.Bucket, s.snapshotObject(namespace, name, ""))
+}
+
 // Stats returns the store's counters.
 func (s *S3) Stats() *S3Stats {
 	if s.stats == nil {
@@ -157,6 +163,9 @@ type index struct {
 
 // Has implements Store: a snapshot is there when its manifest, written last, is.
 func (s *S3) Has(ctx context.Context, namespace, name string) (bool, error) {
+	if err := checkName(namespace, name); err != nil {
+		return false, err
+	}
 	return s.exists(ctx, s.snapshotObject(namespace, name, checkpoint.ManifestFile))
 }
 

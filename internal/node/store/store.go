@@ -15,11 +15,29 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 )
 
 // ErrNotFound is what Get returns for a snapshot the store does not hold (complete).
 var ErrNotFound = errors.New("not in the snapshot store")
+
+// ErrBadName is what every call of a Store returns for a namespace or snapshot name that is not a
+// DNS label: a name with a separator or a dot could lead out of the snapshot's folder or prefix.
+var ErrBadName = errors.New("not a DNS label (lowercase letters, digits and '-'), so not a snapshot name")
+
+// checkName refuses namespace/name unless both are DNS labels, before either is made into a path
+// or an object key: the names come from a caller (kubox-node, which checks them too), and the
+// store does not rely on it.
+func checkName(namespace, name string) error {
+	for _, n := range []string{namespace, name} {
+		if validation.IsDNS1123Label(n) != nil {
+			return fmt.Errorf("snapshot %q: %q is %w", namespace+"/"+name, n, ErrBadName)
+		}
+	}
+	return nil
+}
 
 // Store holds snapshot folders by namespace and name. Implementations copy a folder's manifest
 // last and make it visible whole, so a snapshot the store shows is complete.
@@ -38,6 +56,28 @@ type Store interface {
 	Has(ctx context.Context, namespace, name string) (bool, error)
 }
 
+// Store kinds, as Describe reports them (the API's SnapshotStoreKind).
+const (
+	KindS3         = "S3"
+	KindFilesystem = "Filesystem"
+)
+
+// Locator is a Store that says where it keeps a snapshot: its kind and the snapshot's location,
+// without credentials, for status.store of a SandboxSnapshot.
+type Locator interface {
+	Location(namespace, name string) (kind, location string)
+}
+
+// Describe is st's kind and the location of namespace/name in it; empty when st does not say
+// (a Store that is not a Locator) or the name is not a DNS label.
+func Describe(st Store, namespace, name string) (kind, location string) {
+	l, ok := st.(Locator)
+	if !ok || checkName(namespace, name) != nil {
+		return "", ""
+	}
+	return l.Location(namespace, name)
+}
+
 // Dir is a Store on a filesystem every node mounts at Root: a ReadWriteMany PersistentVolume
 // (NFS, CephFS, a cloud file share) mounted into each kubox-node, or, on one node, a folder of
 // another disk.
@@ -51,12 +91,26 @@ type Dir struct {
 
 var _ Store = Dir{}
 
-func (d Dir) path(namespace, name string) string { return filepath.Join(d.Root, namespace, name) }
+// path is the folder of namespace/name below Root; ErrBadName when either is not a DNS label.
+func (d Dir) path(namespace, name string) (string, error) {
+	if err := checkName(namespace, name); err != nil {
+		return "", err
+	}
+	return filepath.Join(d.Root, namespace, name), nil
+}
+
+// Location implements Locator: the snapshot's folder.
+func (d Dir) Location(namespace, name string) (kind, location string) {
+	return KindFilesystem, filepath.Join(d.Root, namespace, name)
+}
 
 // Put implements Store: the folder is copied beside its final name, manifest last, read back
 // against the manifest, then renamed.
 func (d Dir) Put(ctx context.Context, namespace, name, dir string) error {
-	dst := d.path(namespace, name)
+	dst, err := d.path(namespace, name)
+	if err != nil {
+		return err
+	}
 	if has, err := d.Has(ctx, namespace, name); err != nil || has {
 		return err
 	}
@@ -83,7 +137,10 @@ func (d Dir) Get(ctx context.Context, namespace, name, dir string) error {
 	case !has:
 		return fmt.Errorf("snapshot %s/%s: %w", namespace, name, ErrNotFound)
 	}
-	src := d.path(namespace, name)
+	src, err := d.path(namespace, name)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return err
 	}
@@ -92,12 +149,20 @@ func (d Dir) Get(ctx context.Context, namespace, name, dir string) error {
 
 // Delete implements Store.
 func (d Dir) Delete(_ context.Context, namespace, name string) error {
-	return os.RemoveAll(d.path(namespace, name))
+	p, err := d.path(namespace, name)
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(p)
 }
 
 // Has implements Store.
 func (d Dir) Has(_ context.Context, namespace, name string) (bool, error) {
-	_, err := os.Stat(filepath.Join(d.path(namespace, name), checkpoint.ManifestFile))
+	p, err := d.path(namespace, name)
+	if err != nil {
+		return false, err
+	}
+	_, err = os.Stat(filepath.Join(p, checkpoint.ManifestFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

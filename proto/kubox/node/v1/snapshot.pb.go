@@ -313,7 +313,12 @@ type Snapshot struct {
 	// The runsc version that wrote it; a restore needs the same.
 	RunscVersion string `protobuf:"bytes,10,opt,name=runsc_version,json=runscVersion,proto3" json:"runsc_version,omitempty"`
 	// Whether the snapshot store holds a copy too, from which any node with the store can fetch it.
-	Stored        bool `protobuf:"varint,11,opt,name=stored,proto3" json:"stored,omitempty"`
+	Stored bool `protobuf:"varint,11,opt,name=stored,proto3" json:"stored,omitempty"`
+	// Where the snapshot store keeps that copy, when stored, without credentials: the store's kind
+	// ("S3" or "Filesystem") and the snapshot's location in it
+	// (s3://<endpoint>/<bucket>/<prefix>/snapshots/<namespace>/<name>, or its folder).
+	StoreKind     string `protobuf:"bytes,12,opt,name=store_kind,json=storeKind,proto3" json:"store_kind,omitempty"`
+	StoreLocation string `protobuf:"bytes,13,opt,name=store_location,json=storeLocation,proto3" json:"store_location,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -423,6 +428,20 @@ func (x *Snapshot) GetStored() bool {
 		return x.Stored
 	}
 	return false
+}
+
+func (x *Snapshot) GetStoreKind() string {
+	if x != nil {
+		return x.StoreKind
+	}
+	return ""
+}
+
+func (x *Snapshot) GetStoreLocation() string {
+	if x != nil {
+		return x.StoreLocation
+	}
+	return ""
 }
 
 type DeleteSnapshotRequest struct {
@@ -636,7 +655,7 @@ const file_kubox_node_v1_snapshot_proto_rawDesc = "" +
 	"\tcontainer\x18\x01 \x01(\tR\tcontainer\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"I\n" +
 	"\x12CheckpointResponse\x123\n" +
-	"\bsnapshot\x18\x01 \x01(\v2\x17.kubox.node.v1.SnapshotR\bsnapshot\"\x83\x03\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x17.kubox.node.v1.SnapshotR\bsnapshot\"\xc9\x03\n" +
 	"\bSnapshot\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
@@ -653,7 +672,10 @@ const file_kubox_node_v1_snapshot_proto_rawDesc = "" +
 	"containers\x12#\n" +
 	"\rrunsc_version\x18\n" +
 	" \x01(\tR\frunscVersion\x12\x16\n" +
-	"\x06stored\x18\v \x01(\bR\x06stored\"Q\n" +
+	"\x06stored\x18\v \x01(\bR\x06stored\x12\x1d\n" +
+	"\n" +
+	"store_kind\x18\f \x01(\tR\tstoreKind\x12%\n" +
+	"\x0estore_location\x18\r \x01(\tR\rstoreLocation\"Q\n" +
 	"\x15DeleteSnapshotRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\"\x18\n" +
