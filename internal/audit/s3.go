@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -14,21 +13,13 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/kubox-dev/kubox/internal/objstore"
 )
 
-// S3Config configures the S3 sink, as kubox-node's --snapshot-store-s3-* flags configure its
-// store: credentials come from files (a mounted Secret), never from a flag's value.
+// S3Config configures the S3 sink.
 type S3Config struct {
-	Endpoint string // host:port of the S3 API
-	Bucket   string
-	// Prefix is the folder of the bucket the records go under ("" : the bucket's root).
-	Prefix string
-	Region string
-	// Insecure talks plain HTTP to the endpoint.
-	Insecure bool
-	// AccessKeyIDFile and SecretAccessKeyFile hold the credentials (a mounted Secret's keys).
-	AccessKeyIDFile, SecretAccessKeyFile string
+	objstore.Config
 	// Instance names this writer in object names, so that router replicas never write the same
 	// object; empty: the host name and a random suffix.
 	Instance string
@@ -47,40 +38,14 @@ type S3 struct {
 
 // NewS3 returns the S3 sink cfg configures, its credentials read from their files.
 func NewS3(cfg S3Config) (*S3, error) {
-	if cfg.Endpoint == "" || cfg.Bucket == "" {
-		return nil, errors.New("the S3 audit sink needs an endpoint and a bucket (--audit-s3-endpoint, --audit-s3-bucket)")
-	}
-	id, err := readCredential(cfg.AccessKeyIDFile, "access key id", "--audit-s3-access-key-id-file")
+	c, err := cfg.Client("the S3 audit sink")
 	if err != nil {
 		return nil, err
-	}
-	secret, err := readCredential(cfg.SecretAccessKeyFile, "secret access key", "--audit-s3-secret-access-key-file")
-	if err != nil {
-		return nil, err
-	}
-	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(id, secret, ""), Secure: !cfg.Insecure, Region: cfg.Region})
-	if err != nil {
-		return nil, fmt.Errorf("the S3 audit sink's endpoint %q: %w", cfg.Endpoint, err)
 	}
 	if cfg.Instance == "" {
 		cfg.Instance = defaultInstance()
 	}
 	return &S3{client: c, bucket: cfg.Bucket, prefix: strings.Trim(cfg.Prefix, "/"), instance: cfg.Instance, now: time.Now}, nil
-}
-
-func readCredential(file, what, flag string) (string, error) {
-	if file == "" {
-		return "", fmt.Errorf("the S3 audit sink needs a file holding its %s (%s, a mounted Secret's key)", what, flag)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("the S3 audit sink's %s (%s): %w", what, flag, err)
-	}
-	v := string(bytes.TrimSpace(b))
-	if v == "" {
-		return "", fmt.Errorf("the S3 audit sink's %s file %s is empty (%s)", what, file, flag)
-	}
-	return v, nil
 }
 
 // defaultInstance is the host name (the router Pod's name) and 4 random bytes.

@@ -24,7 +24,7 @@ import (
 	"github.com/kubox-dev/kubox/internal/node/nodekey"
 	"github.com/kubox-dev/kubox/internal/node/nodetls"
 	"github.com/kubox-dev/kubox/internal/node/server"
-	"github.com/kubox-dev/kubox/internal/node/store"
+	"github.com/kubox-dev/kubox/internal/objstore"
 	"github.com/kubox-dev/kubox/internal/version"
 )
 
@@ -36,7 +36,7 @@ type options struct {
 	// manifestKeyFile, manifestKeySecret, namespace, kubeconfig: the manifest key (keyOf).
 	manifestKeyFile, manifestKeySecret, namespace, kubeconfig string
 	// s3: the S3 snapshot store, with --snapshot-store=s3 (storeOf).
-	s3 store.S3Config
+	s3 objstore.Config
 }
 
 // NewCommand returns the kubox-node command.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubox-dev/kubox/internal/objstore"
 )
 
 // escapingNames are snapshot names and namespaces crafted to leave the store's folder or prefix.
@@ -65,7 +67,7 @@ func TestS3RefusesANameThatEscapes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := NewS3(S3Config{Endpoint: "127.0.0.1:1", Bucket: "b", Prefix: "cluster-a", Insecure: true,
+	s, err := NewS3(objstore.Config{Endpoint: "127.0.0.1:1", Bucket: "b", Prefix: "cluster-a", Insecure: true,
 		AccessKeyIDFile: filepath.Join(creds, "id"), SecretAccessKeyFile: filepath.Join(creds, "secret")}, testKey)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +97,7 @@ func TestDescribeSaysWhereWithoutCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s3, err := NewS3(S3Config{Endpoint: "s3.example.com:9000", Bucket: "snaps", Prefix: "cluster-a",
+	s3, err := NewS3(objstore.Config{Endpoint: "s3.example.com:9000", Bucket: "snaps", Prefix: "cluster-a",
 		AccessKeyIDFile: filepath.Join(creds, "id"), SecretAccessKeyFile: filepath.Join(creds, "secret")}, testKey)
 	if err != nil {
 		t.Fatal(err)

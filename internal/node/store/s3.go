@@ -17,9 +17,9 @@ import (
 	"sync/atomic"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	"github.com/kubox-dev/kubox/internal/objstore"
 )
 
 // ChunkSize is the size of the chunks S3 splits files into (the last chunk of a file is shorter).
@@ -61,55 +61,13 @@ type S3Stats struct {
 	BytesDownloaded atomic.Int64 // chunk bytes Get read
 }
 
-// S3Config configures NewS3.
-type S3Config struct {
-	Endpoint string // host:port of the S3 API
-	Bucket   string
-	Prefix   string
-	Region   string
-	// Insecure talks plain HTTP to the endpoint (a store on the node's own network only).
-	Insecure bool
-	// AccessKeyIDFile and SecretAccessKeyFile hold the credentials (a mounted Secret's keys).
-	AccessKeyIDFile, SecretAccessKeyFile string
-}
-
 // NewS3 returns the S3 store cfg configures, its credentials read from their files.
-func NewS3(cfg S3Config, key checkpoint.Key) (*S3, error) {
-	if cfg.Endpoint == "" || cfg.Bucket == "" {
-		return nil, errors.New("the S3 snapshot store needs an endpoint and a bucket (--snapshot-store-s3-endpoint, --snapshot-store-s3-bucket)")
-	}
-	id, err := readCredential(cfg.AccessKeyIDFile, "access key id")
+func NewS3(cfg objstore.Config, key checkpoint.Key) (*S3, error) {
+	c, err := cfg.Client("the S3 snapshot store")
 	if err != nil {
 		return nil, err
-	}
-	secret, err := readCredential(cfg.SecretAccessKeyFile, "secret access key")
-	if err != nil {
-		return nil, err
-	}
-	c, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(id, secret, ""),
-		Secure: !cfg.Insecure,
-		Region: cfg.Region,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("S3 snapshot store endpoint %q: %w", cfg.Endpoint, err)
 	}
 	return &S3{Client: c, Bucket: cfg.Bucket, Prefix: cfg.Prefix, Key: key}, nil
-}
-
-func readCredential(file, what string) (string, error) {
-	if file == "" {
-		return "", fmt.Errorf("the S3 snapshot store needs a file holding its %s (a mounted Secret's key)", what)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("the S3 snapshot store's %s: %w", what, err)
-	}
-	v := string(bytes.TrimSpace(b))
-	if v == "" {
-		return "", fmt.Errorf("the S3 snapshot store's %s file %s is empty", what, file)
-	}
-	return v, nil
 }
 
 var _ Store = (*S3)(nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/kubox-dev/kubox/internal/node/checkpoint"
+	"github.com/kubox-dev/kubox/internal/objstore"
 	"github.com/kubox-dev/kubox/internal/testutil/s3server"
 )
 
@@ -25,7 +26,7 @@ import (
 func newS3(t *testing.T) (*S3, *s3server.Server) {
 	t.Helper()
 	srv := s3server.Start(t)
-	s, err := NewS3(S3Config{Endpoint: srv.Endpoint, Bucket: srv.Bucket, Prefix: "cluster-a", Insecure: true,
+	s, err := NewS3(objstore.Config{Endpoint: srv.Endpoint, Bucket: srv.Bucket, Prefix: "cluster-a", Insecure: true,
 		AccessKeyIDFile: srv.AccessKeyIDFile, SecretAccessKeyFile: srv.SecretAccessKeyFile}, testKey)
 	if err != nil {
 		t.Fatal(err)
@@ -303,46 +304,22 @@ func TestS3PutRefusesAnUnsignedFolder(t *testing.T) {
 	}
 }
 
-// TestNewS3ReadsCredentialsFromFiles: the credentials come from files, and a missing one is an
-// error naming what is missing.
-func TestNewS3ReadsCredentialsFromFiles(t *testing.T) {
-	dir := t.TempDir()
-	id := filepath.Join(dir, "id")
+// TestNewS3 builds the store from its configuration (package objstore checks the settings).
+func TestNewS3(t *testing.T) {
+	id := filepath.Join(t.TempDir(), "id")
 	if err := os.WriteFile(id, []byte("AKID\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for name, tc := range map[string]struct {
-		cfg  S3Config
-		want string
-	}{
-		"no endpoint":       {cfg: S3Config{Bucket: "b"}, want: "needs an endpoint and a bucket"},
-		"no secret file":    {cfg: S3Config{Endpoint: "127.0.0.1:1", Bucket: "b", AccessKeyIDFile: id}, want: "secret access key"},
-		"missing id file":   {cfg: S3Config{Endpoint: "127.0.0.1:1", Bucket: "b", AccessKeyIDFile: filepath.Join(dir, "nope"), SecretAccessKeyFile: id}, want: "access key id"},
-		"empty secret file": {cfg: S3Config{Endpoint: "127.0.0.1:1", Bucket: "b", AccessKeyIDFile: id, SecretAccessKeyFile: emptyFile(t)}, want: "is empty"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := NewS3(tc.cfg, testKey)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("NewS3: %v, want an error saying %q", err, tc.want)
-			}
-		})
-	}
-	s, err := NewS3(S3Config{Endpoint: "127.0.0.1:1", Bucket: "b", AccessKeyIDFile: id, SecretAccessKeyFile: id, Insecure: true}, testKey)
+	s, err := NewS3(objstore.Config{Endpoint: "127.0.0.1:1", Bucket: "b", Prefix: "p", AccessKeyIDFile: id, SecretAccessKeyFile: id, Insecure: true}, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff("b", s.Bucket); diff != "" {
+	if diff := cmp.Diff([]string{"b", "p"}, []string{s.Bucket, s.Prefix}); diff != "" {
 		t.Error(diff)
 	}
-}
-
-func emptyFile(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "empty")
-	if err := os.WriteFile(p, nil, 0o600); err != nil {
-		t.Fatal(err)
+	if _, err := NewS3(objstore.Config{Bucket: "b"}, testKey); err == nil || !strings.Contains(err.Error(), "the S3 snapshot store needs an endpoint") {
+		t.Errorf("NewS3 without an endpoint: %v, want an error naming the snapshot store", err)
 	}
-	return p
 }
 
 // TestS3Figures measures storing a snapshot-sized folder (KUBOX_S3_FIGURES_MIB MiB of random

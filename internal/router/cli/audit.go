@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubox-dev/kubox/internal/audit"
+	"github.com/kubox-dev/kubox/internal/objstore"
 )
 
 // Values of --audit-sink.
@@ -26,17 +27,12 @@ type auditOptions struct {
 }
 
 // addAuditFlags adds the audit trail's flags; the S3 credentials are read from files (a mounted
-// Secret), never from a flag's value, as kubox-node's --snapshot-store-s3-* flags.
+// Secret), never from a flag's value (package objstore).
 func (o *options) addAuditFlags(f *pflag.FlagSet) {
 	a, q := &o.audit, &o.cfg.AuditQueue
 	f.StringSliceVar(&a.sinks, "audit-sink", nil, "record every request let through to a sandbox in these sinks: s3, otlp, stdout (default: none, no audit trail)")
-	f.StringVar(&a.s3.Endpoint, "audit-s3-endpoint", "", "with --audit-sink=s3, host:port of the S3 API (AWS S3, MinIO, SeaweedFS, Ceph RGW, ...)")
-	f.StringVar(&a.s3.Bucket, "audit-s3-bucket", "", "with --audit-sink=s3, the bucket the records go to")
-	f.StringVar(&a.s3.Prefix, "audit-s3-prefix", "", "with --audit-sink=s3, the folder of the bucket the records go under; empty: the bucket's root")
-	f.StringVar(&a.s3.Region, "audit-s3-region", "", "with --audit-sink=s3, the bucket's region; empty: asked of the endpoint")
-	f.BoolVar(&a.s3.Insecure, "audit-s3-insecure", false, "with --audit-sink=s3, talk plain HTTP to the endpoint instead of TLS")
-	f.StringVar(&a.s3.AccessKeyIDFile, "audit-s3-access-key-id-file", "", "with --audit-sink=s3, file holding the access key id (a mounted Secret's key)")
-	f.StringVar(&a.s3.SecretAccessKeyFile, "audit-s3-secret-access-key-file", "", "with --audit-sink=s3, file holding the secret access key (a mounted Secret's key)")
+	a.s3.AddFlags(f, objstore.Flags{Name: "audit-s3", When: "with --audit-sink=s3",
+		Bucket: "the bucket the records go to", Prefix: "the folder of the bucket the records go under; empty: the bucket's root"})
 	f.StringVar(&a.otlp.Endpoint, "audit-otlp-endpoint", "", "with --audit-sink=otlp, host:port of the OTLP/gRPC collector the records go to as logs")
 	f.BoolVar(&a.otlp.Insecure, "audit-otlp-insecure", false, "with --audit-sink=otlp, talk plain gRPC to the collector instead of TLS")
 	f.IntVar(&q.Size, "audit-queue-size", audit.DefaultQueueSize, "records waiting for the sinks at most; more are dropped (kubox_router_audit_records_dropped_total), never waited for")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	auditrec "github.com/kubox-dev/kubox/internal/audit"
+	"github.com/kubox-dev/kubox/internal/objstore"
 	"github.com/kubox-dev/kubox/internal/router"
 	"github.com/kubox-dev/kubox/internal/testutil/s3server"
 	agentv1 "github.com/kubox-dev/kubox/proto/kubox/agent/v1"
@@ -34,8 +35,8 @@ func TestGracefulStopWritesEveryRecord(t *testing.T) {
 	var bucket *s3server.Server
 	if os.Getenv("KUBOX_SEAWEEDFS") != "" {
 		bucket = s3server.Start(t)
-		s3, err := auditrec.NewS3(auditrec.S3Config{Endpoint: bucket.Endpoint, Bucket: bucket.Bucket, Prefix: "audit", Insecure: true,
-			AccessKeyIDFile: bucket.AccessKeyIDFile, SecretAccessKeyFile: bucket.SecretAccessKeyFile})
+		s3, err := auditrec.NewS3(auditrec.S3Config{Config: objstore.Config{Endpoint: bucket.Endpoint, Bucket: bucket.Bucket, Prefix: "audit", Insecure: true,
+			AccessKeyIDFile: bucket.AccessKeyIDFile, SecretAccessKeyFile: bucket.SecretAccessKeyFile}})
 		if err != nil {
 			t.Fatal(err)
 		}
