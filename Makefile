@@ -108,8 +108,10 @@ build: ## Build every binary into bin/
 
 ##@ Test
 .PHONY: test
-# TEST_TIERS are make test's tiers, in the order it runs them.
-TEST_TIERS := test-unit test-root python-lint test-python test-ts test-conformance test-integration test-e2e
+# TEST_TIERS are make test's tiers, in the order it runs them. LOAD=1 runs the Go integration tier
+# with every CPU busy (test-integration-loaded) instead of on a quiet machine, as CI does.
+LOAD ?=
+TEST_TIERS := test-unit test-root python-lint test-python test-ts test-conformance $(if $(LOAD),test-integration-loaded,test-integration) test-e2e
 test: ## Run every tier: Go unit, Python (lint, unit, integration), TypeScript (unit), sandboxd conformance, Go integration, end-to-end (needs root); prints each tier's duration at the end
 	MAKE=$(MAKE) hack/test-tiers.sh $(TEST_TIERS)
 
@@ -134,6 +136,20 @@ test-integration: chromium-deps python-deps e2b-deps ## Go integration tests aga
 	$(TOOLS) seaweedfs
 	KUBOX_SEAWEEDFS=$$($(TOOLS) dir seaweedfs)/weed $(GO_TEST) -count=1 -timeout 15m ./internal/node/store/ ./internal/audit/
 	KUBOX_SEAWEEDFS=$$($(TOOLS) dir seaweedfs)/weed KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v -e /test/integration/pysdk -e /test/integration/tssdk -e /test/integration/tsweb -e /test/integration/clientenv) ./test/conformance/router/
+
+.PHONY: test-integration-loaded
+# BURN_WORKERS is how many busy workers hack/burn runs beside the tier; empty: one per CPU.
+BURN_WORKERS ?=
+test-integration-loaded: ## test-integration with hack/burn keeping every CPU busy beside it (make test LOAD=1 runs it in its place, as CI does); the burner is stopped by its PID however the tier ends
+	@tmp=$$(mktemp -d) && \
+	trap 'pid=$$(cat "$$tmp/burn.pid" 2>/dev/null || echo "$${bpid:-}"); [ -z "$$pid" ] || kill "$$pid" 2>/dev/null; wait; rm -rf "$$tmp"' EXIT && \
+	trap 'exit 130' INT TERM && \
+	go build -o "$$tmp/burn" ./hack/burn && \
+	{ "$$tmp/burn" -pidfile "$$tmp/burn.pid" $(if $(BURN_WORKERS),-workers $(BURN_WORKERS)) & bpid=$$!; } && \
+	until [ -s "$$tmp/burn.pid" ]; do kill -0 "$$bpid" 2>/dev/null || { echo "test-integration-loaded: hack/burn exited before writing $$tmp/burn.pid"; exit 1; }; sleep 0.1; done && \
+	echo "test-integration-loaded: hack/burn pid $$(cat "$$tmp/burn.pid") on $$(nproc) CPUs; loadavg $$(cat /proc/loadavg)" && \
+	$(MAKE) --no-print-directory test-integration; rc=$$?; \
+	echo "test-integration-loaded: loadavg $$(cat /proc/loadavg)"; exit $$rc
 
 .PHONY: test-python
 test-python: python-deps python-generate-check ## The Python SDK's unit tests and its integration tests (test/integration/pysdk); PYTEST_ADDOPTS passes pytest flags

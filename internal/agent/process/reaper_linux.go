@@ -2,8 +2,10 @@ package process
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +33,8 @@ type reaper struct {
 	waiters map[int]func(unix.WaitStatus)
 	// orphans counts statuses reaped for pids nobody registered.
 	orphans int
+	// ownOnly: wait for the registered pids only, never for every child (ReapOwnChildrenOnly).
+	ownOnly bool
 }
 
 var (
@@ -45,17 +49,41 @@ var (
 // of an exited shell) is re-parented to the agent rather than to PID 1, and the agent reaps it. As
 // PID 1 the kernel re-parents orphans to the agent anyway.
 func startReaper() *reaper {
-	theReaperOnce.Do(func() {
-		if os.Getpid() != 1 {
-			subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-		}
-		r := &reaper{waiters: map[int]func(unix.WaitStatus){}}
-		sigs := make(chan os.Signal, 1)
-		signal.Notify(sigs, syscall.SIGCHLD)
-		go r.loop(sigs)
-		theReaper = r
-	})
+	theReaperOnce.Do(func() { theReaper = runReaper(false) })
 	return theReaper
+}
+
+// ReapOwnChildrenOnly makes the process-wide reaper, which the first New starts, wait only for
+// the processes the agent starts: it reaps no orphan and does not make the process a subreaper.
+// It is for a process that runs agents beside children of its own that it waits for with
+// exec.Cmd or os.Process (the integration tests run etcd, kube-apiserver, pytest, node and
+// Chromium beside in-process agents): a reaper of every child takes their exit statuses, and
+// their Wait fails with ECHILD ("waitid: no child processes"). kubox-agent itself never calls it.
+// It fails when the reaper already runs and waits for every child.
+func ReapOwnChildrenOnly() error {
+	theReaperOnce.Do(func() { theReaper = runReaper(true) })
+	if !theReaper.ownOnly {
+		return errors.New("the agent's process reaper already runs and waits for every child: call ReapOwnChildrenOnly before the process's first process.New")
+	}
+	return nil
+}
+
+// runReaper starts the reaper's goroutine; unless ownOnly, and unless the agent is PID 1, it
+// first makes the agent a child subreaper.
+func runReaper(ownOnly bool) *reaper {
+	if !ownOnly && os.Getpid() != 1 {
+		subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
+	r := newReaperState(ownOnly)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGCHLD)
+	go r.loop(sigs)
+	return r
+}
+
+// newReaperState is a reaper that nothing runs yet.
+func newReaperState(ownOnly bool) *reaper {
+	return &reaper{waiters: map[int]func(unix.WaitStatus){}, ownOnly: ownOnly}
 }
 
 func (r *reaper) loop(sigs <-chan os.Signal) {
@@ -146,19 +174,11 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-// reapAll reaps every child that is waitable now.
+// reapAll reaps every child that is waitable now (with ownOnly, every registered one).
 func (r *reaper) reapAll() {
 	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil { // ECHILD: no children at all
-			return
-		}
-		pid := siginfoPid(&info)
-		if pid == 0 { // children exist, none has exited
+		pid := r.nextExited()
+		if pid == 0 {
 			return
 		}
 		r.mu.Lock()
@@ -170,7 +190,7 @@ func (r *reaper) reapAll() {
 		r.mu.Unlock()
 		var ws unix.WaitStatus
 		for {
-			_, err = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+			_, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 			if !errors.Is(err, unix.EINTR) {
 				break
 			}
@@ -178,6 +198,39 @@ func (r *reaper) reapAll() {
 		if ok {
 			onExit(ws) // err is impossible for our own zombie; a zero status beats a hung process
 		}
+	}
+}
+
+// nextExited is a child that has exited, its zombie left in place (any child; with ownOnly, a
+// registered one), or 0 when none has.
+func (r *reaper) nextExited() int {
+	if !r.ownOnly {
+		return peekExited(unix.P_ALL, 0)
+	}
+	r.mu.Lock()
+	pids := slices.Collect(maps.Keys(r.waiters))
+	r.mu.Unlock()
+	for _, pid := range pids {
+		if peekExited(unix.P_PID, pid) == pid {
+			return pid
+		}
+	}
+	return 0
+}
+
+// peekExited is the pid of an exited child that idType and id select (waitid), left unreaped;
+// 0 when none has exited or there is none (ECHILD).
+func peekExited(idType, id int) int {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(idType, id, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 0
+		}
+		return siginfoPid(&info)
 	}
 }
 

@@ -19,6 +19,9 @@ var subreaperErr = errors.New("kubox-agent runs processes on Linux only")
 
 func startReaper() *reaper { return &reaper{} }
 
+// ReapOwnChildrenOnly does nothing: there is no reaper.
+func ReapOwnChildrenOnly() error { return nil }
+
 func (*reaper) spawn(func() (int, error), func(unix.WaitStatus)) (int, error) { return 0, subreaperErr }
 
 func (*reaper) kill(int, syscall.Signal, func()) (bool, error) { return false, subreaperErr }

@@ -2,11 +2,11 @@
 // TypeScript's node --test) run against, in a namespace of the shared test API server: a real
 // kube-apiserver and etcd, every kubox controller running as kubox-controller runs them (with an
 // agent image and token key), and a real kubox-router in the test process. The framework's
-// Kubelet starts every Pod Running and Ready with a loopback IP of its own (127.0.1.1,
-// 127.0.1.2, ...), where a real kubox-agent, started in-process once the Sandbox reports that
-// IP, serves the agent port with the token the controller derived for the Sandbox, its files in
-// a temporary root. Pods of the image kubox.local/never-starts:dev stay Pending. Env.Vars
-// describes it to a suite.
+// Kubelet starts every Pod Running and Ready with a loopback IP of its own (127.B.1.1,
+// 127.B.1.2, ..., B from the process's PID), where a real kubox-agent, started in-process once
+// the Sandbox reports that IP, serves the agent port with the token the controller derived for
+// the Sandbox, its files in a temporary root. Pods of the image kubox.local/never-starts:dev
+// stay Pending. Env.Vars describes it to a suite.
 package clientenv
 
 import (

@@ -22,7 +22,15 @@ import (
 	"github.com/kubox-dev/kubox/internal/testutil/agenttest"
 )
 
-func TestMain(m *testing.M) { agenttest.VerifyTestMain(m) }
+// TestMain makes the agents' reaper wait for their own children only: the tests also run node
+// with exec.Cmd (sdk_test.go), whose exit status a reaper of every child would take, failing
+// its Wait with ECHILD.
+func TestMain(m *testing.M) {
+	if err := process.ReapOwnChildrenOnly(); err != nil {
+		panic(err)
+	}
+	agenttest.VerifyTestMain(m)
+}
 
 const testToken = "0123456789abcdef0123456789abcdef-interp-test"
 

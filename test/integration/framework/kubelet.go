@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,10 +158,11 @@ type KubeletOption func(*Kubelet)
 // agents (StartAgent) listen, instead of an IP of its own in 10.0.0.0/8 that nothing reaches.
 func WithPodIP(ip string) KubeletOption { return func(k *Kubelet) { k.podIP = ip } }
 
-// WithLoopbackPodIPs gives every Pod the Kubelet starts a loopback IP no other Pod of the Kubelet
-// had, 127.0.1.1, 127.0.1.2, ... (never LoopbackIP, never .0 or .255), instead of one in
-// 10.0.0.0/8: the test process can listen on each, as ServeSandboxAgents does, and the Pods do
-// not share a port. WithPodIP, when given too, wins.
+// WithLoopbackPodIPs gives every Pod the Kubelet starts a loopback IP no other Pod of the test
+// process had, 127.B.1.1, 127.B.1.2, ... with B from the process's PID (never in 127.0.0.0/16,
+// never .0 or .255), instead of one in 10.0.0.0/8: the test process can listen on each, as
+// ServeSandboxAgents does, and the Pods, also those of parallel tests, do not share a port.
+// WithPodIP, when given too, wins.
 func WithLoopbackPodIPs() KubeletOption { return func(k *Kubelet) { k.loopback = true } }
 
 // WithReadinessProbes makes the Kubelet probe as the kubelet does: a Pod it starts is Running with
@@ -326,28 +329,37 @@ func setReady(st *corev1.PodStatus, status corev1.ConditionStatus) {
 	SetPodCondition(st, corev1.PodCondition{Type: corev1.PodReady, Status: status})
 }
 
-// newIP returns the Kubelet's WithPodIP, or else an IP that no Pod of this Kubelet had before, in
-// 127.0.0.0/8 with WithLoopbackPodIPs.
+// newIP returns the Kubelet's WithPodIP, or else an IP that no Pod of this Kubelet had before: in
+// 10.0.0.0/8, or with WithLoopbackPodIPs one that no Pod of any Kubelet of the process had
+// (loopbackPodIPs).
 func (k *Kubelet) newIP() string {
 	if k.podIP != "" {
 		return k.podIP
+	}
+	if k.loopback {
+		return loopbackPodIP(uint32(os.Getpid()), loopbackPodIPs.Add(1))
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.nextIP++
 	n := k.nextIP
-	if k.loopback {
-		return loopbackPodIP(n)
-	}
 	return fmt.Sprintf("10.%d.%d.%d", (n>>16)&0xff, (n>>8)&0xff, n&0xff)
 }
 
-// loopbackPodIP is the nth (from 1) loopback Pod IP: 127.0.1.1 to 127.0.1.254, then 127.0.2.1,
-// and so on, the last octet never 0 or 255, and nothing in 127.0.0.0/24.
-func loopbackPodIP(n uint32) string {
+// loopbackPodIPs counts the loopback Pod IPs the process's Kubelets have handed out. The agents
+// of parallel tests listen on their own port on each IP, a port FreePort found free on 127.0.0.1
+// only: nothing stops two tests, or two test processes, from being given the same port, so no two
+// Pods may share an IP either.
+var loopbackPodIPs atomic.Uint32
+
+// loopbackPodIP is the nth (from 1) loopback Pod IP of process pid: 127.B.1.1 to 127.B.1.254,
+// then 127.B.2.1, and so on, where B (1 to 254) comes from pid, so that test processes running
+// side by side (go test runs packages in parallel) mostly use IPs of their own too. The last
+// octet is never 0 or 255, and nothing is in 127.0.0.0/16.
+func loopbackPodIP(pid, n uint32) string {
 	i := n - 1
-	block := i/254 + 1 // the second and third octets, from 0.1
-	return fmt.Sprintf("127.%d.%d.%d", (block>>8)&0xff, block&0xff, i%254+1)
+	block := i/254%254 + 1 // the third octet, from 1
+	return fmt.Sprintf("127.%d.%d.%d", pid%254+1, block, i%254+1)
 }
 
 // errorf fails the test with what went wrong, unless the Kubelet is stopping.

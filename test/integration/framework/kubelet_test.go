@@ -134,6 +134,25 @@ func TestKubeletWithLoopbackPodIPs(t *testing.T) {
 	}
 }
 
+// TestLoopbackPodIPsAreTheProcesssOwn: two Kubelets of one test process (parallel tests, a
+// namespace each) never give two Pods the same loopback IP. Their agents listen on each Pod's IP
+// and on their test's agent port, a port FreePort found free on 127.0.0.1 only, so a later test
+// can be given the same port; with the same IP too, its agent cannot listen, or the Kubelet
+// probes, and the router reaches, the other test's agent.
+func TestLoopbackPodIPsAreTheProcesssOwn(t *testing.T) {
+	ips := map[string]string{}
+	for _, name := range []string{"first", "second"} {
+		ns := env.NewNamespace(t)
+		env.StartKubelet(t, ns, framework.WithLoopbackPodIPs())
+		env.Create(t, testutil.MakePod(name, ns).Obj())
+		ip := waitForPodStatus(t, ns, name, started("*")).Status.PodIP
+		if other, seen := ips[ip]; seen {
+			t.Fatalf("Pods %s and %s of two Kubelets have the same IP %s; want an IP of its own for each Pod of the process", other, name, ip)
+		}
+		ips[ip] = name
+	}
+}
+
 func TestPodStatusStandIns(t *testing.T) {
 	ns := env.NewNamespace(t)
 	env.Create(t, testutil.MakePod("p", ns).Obj())

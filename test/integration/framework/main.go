@@ -30,7 +30,8 @@ type MainOption func() error
 
 // WithAgents is the MainOption of packages whose tests run real kubox-agents (StartAgent): it
 // starts the agents' reaper of child processes, one goroutine per OS process that runs until the
-// process exits, so that goleak does not count it as leaked by the tests.
+// process exits, so that goleak does not count it as leaked by the tests. Main has made that
+// reaper wait for the agents' own children only (process.ReapOwnChildrenOnly).
 func WithAgents() MainOption {
 	return func() error {
 		procs, err := process.New(process.Options{})
@@ -42,6 +43,14 @@ func WithAgents() MainOption {
 }
 
 func run(m *testing.M, env **Env, opts []MainOption) int {
+	// The test process waits for children of its own (etcd, kube-apiserver, pytest, node,
+	// Chromium) with exec.Cmd; an agent's reaper of every child would take their exit statuses
+	// and fail their Wait with ECHILD. Started here, before any agent, and before goleak notes
+	// the goroutines that may outlive the tests.
+	if err := process.ReapOwnChildrenOnly(); err != nil {
+		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
+		return 1
+	}
 	for _, o := range opts {
 		if err := o(); err != nil {
 			fmt.Fprintf(os.Stderr, "framework: %v\n", err)
