@@ -60,7 +60,8 @@ type Agent struct {
 	Root string
 }
 
-// Start starts a kubox-agent on 127.0.0.1 with token, its own port free, its file root and working
+// Start starts a kubox-agent on 127.0.0.1 with token, on a port the kernel picks as it listens
+// (so no other listener can take it between a check and the bind), its file root and working
 // directory a new temporary directory and a shutdown grace of 2s, after configure has changed that
 // configuration (to turn on a port, set the processes' environment). It fails the test unless the
 // agent listens on listeners addresses (its own port and each one configure turned on), and shuts
@@ -71,7 +72,7 @@ func Start(t testing.TB, token string, listeners int, configure func(*agent.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := agent.Config{Host: "127.0.0.1", Port: FreePort(t), Token: auth.Fixed([]byte(token)),
+	cfg := agent.Config{Host: "127.0.0.1", Port: 0, Token: auth.Fixed([]byte(token)),
 		Root: dir, WorkDir: dir, ShutdownGrace: 2 * time.Second}
 	if configure != nil {
 		configure(&cfg)

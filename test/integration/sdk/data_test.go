@@ -187,7 +187,7 @@ func TestFilesWatch(t *testing.T) {
 	if err := fs.WriteFile(t.Context(), "/w/new.txt", []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(framework.DefaultTimeout)
 	for seen := false; !seen; {
 		select {
 		case ev := <-events:

@@ -209,7 +209,7 @@ func TestStartWithATTYResizes(t *testing.T) {
 	}
 	select {
 	case <-out.seen:
-	case <-time.After(10 * time.Second):
+	case <-time.After(framework.DefaultTimeout):
 		t.Fatalf("no terminal size in the output %q", out.String())
 	}
 	if err := p.Resize(t.Context(), kubox.TTYSize{Rows: 30, Cols: 100}); err != nil {
