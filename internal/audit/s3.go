@@ -25,6 +25,9 @@ type S3Config struct {
 	Instance string
 }
 
+// hourLayout is the time layout of the sink's folders, one per hour (Reader lists them).
+const hourLayout = "2006/01/02/15"
+
 // S3 writes each batch as one newline-delimited JSON object,
 // {prefix}/{yyyy}/{mm}/{dd}/{hh}/{yyyymmddThhmmss.nnnnnnnnnZ}-{instance}-{seq}.ndjson, named
 // for the time the batch was written (its records are from the FlushInterval before).
@@ -62,7 +65,7 @@ func (*S3) Name() string { return "s3" }
 // ObjectName is the name of the object of a batch written at t.
 func (s *S3) ObjectName(t time.Time, seq uint64) string {
 	t = t.UTC()
-	name := fmt.Sprintf("%s/%s-%s-%06d.ndjson", t.Format("2006/01/02/15"), t.Format("20060102T150405.000000000Z"), s.instance, seq)
+	name := fmt.Sprintf("%s/%s-%s-%06d.ndjson", t.Format(hourLayout), t.Format("20060102T150405.000000000Z"), s.instance, seq)
 	if s.prefix == "" {
 		return name
 	}
