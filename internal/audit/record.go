@@ -63,6 +63,10 @@ type Record struct {
 	// operation is what the request asked of the agent or envd, read from the request the
 	// client sent (never from the sandbox's answer); nil on a route other than agent or envd.
 	Operation *Operation `json:"operation,omitempty"`
+	// reported is what the sandbox's own answer said about the operation (an exec's exit), read
+	// by the router from the response it passed on. Code in the sandbox wrote it, so it may be
+	// false; everything else in the record is what the router saw itself.
+	Reported *Reported `json:"reported,omitempty"`
 	// status is the HTTP status the router sent the client (101 for an upgraded connection,
 	// 502 when the sandbox did not answer); 0 in a record of phase open.
 	Status int `json:"status"`
@@ -100,6 +104,19 @@ type Operation struct {
 	Unread string `json:"unread,omitempty"`
 }
 
+// Reported is what a sandbox's answer said about an operation: reported by the sandbox, not
+// observed by the router.
+type Reported struct {
+	// exitCode is the command's exit status as the agent or envd reported it (agent: 128 plus
+	// the signal number when a signal killed it; envd: -1).
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// signal names the signal that killed the command, when the answer says so.
+	Signal string `json:"signal,omitempty"`
+	// unread says why the router could not read the exit from the answer (compressed in a way
+	// it does not read, larger than it reads, malformed, or the stream ended without one).
+	Unread string `json:"unread,omitempty"`
+}
+
 // MaxOperationBytes bounds the command line (all its arguments together) and each path an
 // Operation holds: the rest is cut, and Truncated set.
 const MaxOperationBytes = 16 << 10
@@ -117,6 +134,9 @@ func (r *Record) Size() int {
 		for _, a := range op.Command {
 			n += len(a) + 16
 		}
+	}
+	if rp := r.Reported; rp != nil {
+		n += 64 + len(rp.Signal) + len(rp.Unread)
 	}
 	return n
 }

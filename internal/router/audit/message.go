@@ -115,22 +115,22 @@ type replayBody struct {
 func (b *replayBody) Close() error { return b.closer.Close() }
 
 // decode unmarshals msg, as w encodes it, into m; decompressing a gzip message to at most
-// MaxPeekBytes.
-func decode(w wire, msg []byte, compressed bool, m proto.Message) string {
+// MaxPeekBytes. what names the message in the reason it returns ("request", "answer").
+func decode(w wire, msg []byte, compressed bool, m proto.Message, what string) string {
 	if compressed {
 		if !strings.EqualFold(w.encoding, "gzip") {
-			return fmt.Sprintf("the request's message is compressed with %q, which the router does not read", w.encoding)
+			return fmt.Sprintf("the %s's message is compressed with %q, which the router does not read", what, w.encoding)
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(msg))
 		if err != nil {
-			return "the request's gzip message is malformed"
+			return "the " + what + "'s gzip message is malformed"
 		}
 		plain, err := io.ReadAll(io.LimitReader(zr, MaxPeekBytes+1))
 		if err != nil {
-			return "the request's gzip message is malformed"
+			return "the " + what + "'s gzip message is malformed"
 		}
 		if len(plain) > MaxPeekBytes {
-			return fmt.Sprintf("the request's message is larger than the %d bytes the router reads", MaxPeekBytes)
+			return fmt.Sprintf("the %s's message is larger than the %d bytes the router reads", what, MaxPeekBytes)
 		}
 		msg = plain
 	}
@@ -141,7 +141,7 @@ func decode(w wire, msg []byte, compressed bool, m proto.Message) string {
 		err = proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(msg, m)
 	}
 	if err != nil {
-		return "the request's message is malformed: " + err.Error()
+		return "the " + what + "'s message is malformed: " + err.Error()
 	}
 	return ""
 }

@@ -83,6 +83,11 @@ func (rc *Recorder) Begin(w http.ResponseWriter, r *http.Request, req Request) (
 		r.Body = e.in
 	}
 	e.w = &countingWriter{ResponseWriter: w}
+	if op != nil && op.Kind == auditrec.OpExec {
+		if ea := exitAnswers[op.Procedure]; ea != nil {
+			e.w.exit = &exitReader{proc: ea}
+		}
+	}
 	if op != nil && op.Kind == auditrec.OpPTY {
 		open := e.rec
 		open.Phase = auditrec.PhaseOpen
@@ -106,7 +111,7 @@ func readOperation(r *http.Request, op *auditrec.Operation, proc *procedure) {
 	msg, compressed, unread := peek(r, w)
 	if unread == "" {
 		m := proc.msg()
-		if unread = decode(w, msg, compressed, m); unread == "" {
+		if unread = decode(w, msg, compressed, m, "request"); unread == "" {
 			describe(op, m)
 		}
 	}
@@ -150,6 +155,9 @@ func (e *Entry) End(failure string) {
 	rec.BytesOut = e.w.out.Load()
 	rec.DurationSeconds = e.rc.now().Sub(rec.Time).Seconds()
 	rec.Error = failure
+	if e.w.exit != nil && rec.Status < 300 {
+		rec.Reported = e.w.exit.end()
+	}
 	e.rc.queue.Add(rec)
 }
 
@@ -186,20 +194,37 @@ type countingWriter struct {
 	code       atomic.Int32
 	out        atomic.Int64
 	hijackedIn atomic.Int64
+	// exit, for an exec call, reads the exit the sandbox reports from the answer's bytes; the
+	// proxy writes them from one goroutine, and End reads exit after the proxy returned.
+	exit    *exitReader
+	started bool
 }
 
 func (w *countingWriter) WriteHeader(code int) {
 	if code >= 200 || code == http.StatusSwitchingProtocols {
 		w.code.CompareAndSwap(0, int32(code))
 	}
+	w.startExit()
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *countingWriter) Write(b []byte) (int, error) {
 	w.code.CompareAndSwap(0, http.StatusOK)
+	w.startExit()
 	n, err := w.ResponseWriter.Write(b)
 	w.out.Add(int64(n))
+	if w.exit != nil {
+		w.exit.write(b[:n])
+	}
 	return n, err
+}
+
+// startExit gives the exit reader the answer's headers, once, before its first byte.
+func (w *countingWriter) startExit() {
+	if w.exit != nil && !w.started {
+		w.started = true
+		w.exit.start(w.Header())
+	}
 }
 
 // status is the response's status; 200 when nothing was written (net/http sends 200 then).

@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kubox-dev/kubox/api/contract"
 	auditrec "github.com/kubox-dev/kubox/internal/audit"
@@ -21,7 +22,11 @@ import (
 // (never reading the command, claiming in its headers to be someone else, answering success for
 // a refused call, cutting the connection), the router's record still names the caller the router
 // authenticated, the command the caller sent, and the status the caller got.
+//
+// What the sandbox's answer says about the command (its exit) is in the record too, but only
+// as Reported, apart from what the router saw.
 func TestSandboxCannotRewriteItsRecord(t *testing.T) {
+	noExit := &auditrec.Reported{Unread: "the answer holds no exit (the call failed, or the stream ended before the command did)"}
 	for name, tc := range map[string]struct {
 		// fake answers the router's request in place of kubox-agent.
 		fake http.HandlerFunc
@@ -30,20 +35,30 @@ func TestSandboxCannotRewriteItsRecord(t *testing.T) {
 		expectContinue bool
 		wantStatus     int
 		wantError      bool
+		// wantReported is what the record says the sandbox reported: only ever in Reported.
+		wantReported *auditrec.Reported
 	}{
 		"answers before the command is sent to it": {
 			fake: func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/proto")
 				w.WriteHeader(http.StatusOK)
 			},
-			expectContinue: true, wantStatus: http.StatusOK,
+			expectContinue: true, wantStatus: http.StatusOK, wantReported: noExit,
 		},
 		"answers success without reading the command": {
 			fake: func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/proto")
 				w.WriteHeader(http.StatusOK)
 			},
-			wantStatus: http.StatusOK,
+			wantStatus: http.StatusOK, wantReported: noExit,
+		},
+		"reports the exit code it likes": {
+			fake: func(w http.ResponseWriter, _ *http.Request) {
+				b, _ := proto.Marshal(&agentv1.RunProcessResponse{Exit: &agentv1.ProcessExit{ExitCode: 0}})
+				w.Header().Set("Content-Type", "application/proto")
+				_, _ = w.Write(b)
+			},
+			wantStatus: http.StatusOK, wantReported: &auditrec.Reported{ExitCode: new(int32)},
 		},
 		"claims another principal, sandbox and command in its answer": {
 			fake: func(w http.ResponseWriter, _ *http.Request) {
@@ -54,7 +69,7 @@ func TestSandboxCannotRewriteItsRecord(t *testing.T) {
 				w.WriteHeader(http.StatusOK)
 				_, _ = w.Write([]byte(`{"principal":"system:anonymous","operation":{"command":["true"]},"status":200}` + "\n"))
 			},
-			wantStatus: http.StatusOK,
+			wantStatus: http.StatusOK, wantReported: noExit,
 		},
 		"reads the command, then cuts the connection without answering": {
 			fake: func(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +99,7 @@ func TestSandboxCannotRewriteItsRecord(t *testing.T) {
 
 			got := sink.waitFor(t, "RunProcess", func(r auditrec.Record) bool { return r.Phase == "close" })
 			want := auditrec.Record{Source: "router", Phase: "close", Principal: principal, Namespace: ns, Sandbox: "box", Route: "agent",
-				Method: http.MethodPost, Path: "/kubox.agent.v1.ProcessService/RunProcess", Status: tc.wantStatus, Error: got.Error,
+				Method: http.MethodPost, Path: "/kubox.agent.v1.ProcessService/RunProcess", Status: tc.wantStatus, Error: got.Error, Reported: tc.wantReported,
 				Operation: &auditrec.Operation{Kind: "exec", Procedure: "/kubox.agent.v1.ProcessService/RunProcess", Command: []string{"rm", "-rf", "/data"}}}
 			if diff := cmp.Diff(want, got, ignoreMeasured); diff != "" {
 				t.Errorf("the router's record (-want +got):\n%s", diff)

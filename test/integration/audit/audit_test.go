@@ -43,13 +43,26 @@ func TestExecFileAndTerminalAreRecorded(t *testing.T) {
 	}
 	want := auditrec.Record{Source: "router", Phase: "close", Principal: principal, Namespace: ns, Sandbox: "box", Route: "agent",
 		Method: http.MethodPost, Path: "/kubox.agent.v1.ProcessService/RunProcess", Status: http.StatusOK,
-		Operation: &auditrec.Operation{Kind: "exec", Procedure: "/kubox.agent.v1.ProcessService/RunProcess", Command: []string{"echo", "hello audit"}}}
+		Operation: &auditrec.Operation{Kind: "exec", Procedure: "/kubox.agent.v1.ProcessService/RunProcess", Command: []string{"echo", "hello audit"}},
+		Reported:  &auditrec.Reported{ExitCode: new(int32)}}
 	got := sink.waitFor(t, "RunProcess", func(r auditrec.Record) bool { return r.Path == want.Path })
 	if diff := cmp.Diff(want, got, ignoreMeasured); diff != "" {
 		t.Errorf("record of RunProcess (-want +got):\n%s", diff)
 	}
 	if got.BytesIn == 0 || got.BytesOut == 0 {
 		t.Errorf("record of RunProcess counts %d bytes in and %d out; want both > 0", got.BytesIn, got.BytesOut)
+	}
+
+	// A failing command: the record carries the exit status the agent reported.
+	if _, err := procs.RunProcess(t.Context(), connect.NewRequest(&agentv1.RunProcessRequest{
+		Spec: &agentv1.ProcessSpec{Argv: []string{"sh", "-c", "exit 7"}}})); err != nil {
+		t.Fatalf("RunProcess through the router: %v", err)
+	}
+	failed := sink.waitFor(t, "RunProcess of exit 7", func(r auditrec.Record) bool {
+		return r.Operation != nil && len(r.Operation.Command) == 3 && r.Operation.Command[2] == "exit 7"
+	})
+	if r := failed.Reported; r == nil || r.ExitCode == nil || *r.ExitCode != 7 {
+		t.Errorf("record of `sh -c 'exit 7'` reports %+v, want exit code 7", r)
 	}
 
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("secret plans"), 0o600); err != nil {
