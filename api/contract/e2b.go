@@ -39,3 +39,15 @@ const (
 	// watch entries 0.6.3 and watches on network mounts 0.6.4.
 	E2BEnvdVersion = "0.6.4"
 )
+
+// E2BPauseAnnotation, on a Sandbox E2B's pause suspended, says what the pause kept besides the
+// volumes (E2BPauseMemory or E2BPauseFilesystem), so resume and connect can say what they
+// restore. Written by the caller's pause, as the caller.
+const (
+	E2BPauseAnnotation = "e2b.kubox.dev/pause"
+	// E2BPauseMemory: the memory was checkpointed (MemoryKept=True): processes continue.
+	E2BPauseMemory = "memory"
+	// E2BPauseFilesystem: the Filesystem SandboxSnapshot in spec.snapshotRef holds the files;
+	// the processes restart on them.
+	E2BPauseFilesystem = "filesystem"
+)

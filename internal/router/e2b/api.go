@@ -136,15 +136,15 @@ func (a *API) newMux() *http.ServeMux {
 		"POST /sandboxes/{id}/resume":          a.e2bResume,
 		"POST /sandboxes/{id}/connect":         a.e2bConnect,
 		"POST /v2/sandboxes/{id}/connect":      a.e2bConnect,
-		"POST /sandboxes/{id}/fork":            a.e2bUnsupported,
-		"POST /sandboxes/{id}/snapshots":       a.e2bUnsupported,
-		"GET /snapshots":                       a.e2bUnsupported,
+		"POST /sandboxes/{id}/fork":            a.e2bFork,
+		"POST /sandboxes/{id}/snapshots":       a.e2bCreateSnapshot,
+		"GET /snapshots":                       a.e2bListSnapshots,
 		"GET /health":                          nil,
 		"GET /sandboxes/{id}/logs":             a.e2bUnsupported,
 		"GET /v2/sandboxes/{id}/logs":          a.e2bUnsupported,
-		"GET /sandboxes/{id}/metrics":          a.e2bUnsupported,
-		"GET /sandboxes/metrics":               a.e2bUnsupported,
-		"POST /v2/sandboxes/{id}/snapshots":    a.e2bUnsupported,
+		"GET /sandboxes/{id}/metrics":          a.e2bMetrics,
+		"GET /sandboxes/metrics":               a.e2bMetricsList,
+		"POST /v2/sandboxes/{id}/snapshots":    a.e2bCreateSnapshot,
 		"POST /sandboxes/{id}/network":         a.e2bUnsupported,
 		"PUT /sandboxes/{id}/network":          a.e2bUnsupported,
 		"POST /v3/templates":                   a.e2bUnsupported,
@@ -152,7 +152,7 @@ func (a *API) newMux() *http.ServeMux {
 		"GET /templates":                       a.e2bUnsupported,
 		"GET /templates/{id}":                  a.e2bUnsupported,
 		"POST /templates/{id}":                 a.e2bUnsupported,
-		"DELETE /templates/{id}":               a.e2bUnsupported,
+		"DELETE /templates/{id}":               a.e2bDeleteTemplate,
 		"GET /templates/{id}/builds/{buildID}": a.e2bUnsupported,
 	} {
 		if h == nil {
@@ -191,7 +191,7 @@ func (a *API) e2bServe(h e2bHandler) http.HandlerFunc {
 
 func (a *API) e2bUnsupported(_ context.Context, _ http.ResponseWriter, r *http.Request, _ *e2bCaller) *httperr.Error {
 	return httperr.Errorf(http.StatusNotImplemented, "kubox does not serve %s %s of E2B's API: templates are SandboxTemplates and "+
-		"SandboxWarmPools, logs and metrics are Kubernetes', snapshots and fork are not served yet (docs/e2b.md)", r.Method, httperr.Clip(r.URL.Path))
+		"SandboxWarmPools (managed with kubectl), logs are Kubernetes' (kubectl logs) (docs/e2b.md)", r.Method, httperr.Clip(r.URL.Path))
 }
 
 // e2bCreate creates a SandboxClaim from the warm pool (else the template) named templateID and
@@ -257,7 +257,10 @@ func (a *API) e2bSource(ctx context.Context, claim *extv1beta1.SandboxClaim, tem
 	}
 	if err := a.kube.Get(ctx, key, &extv1beta1.SandboxTemplate{}); err != nil {
 		if apierrors.IsNotFound(err) {
-			return httperr.Errorf(http.StatusNotFound, "template %q not found: %s has no SandboxWarmPool or SandboxTemplate of that name", templateID, claim.Namespace)
+			if found, herr := a.e2bSnapshotSource(ctx, claim, templateID); found {
+				return herr // Sandbox.create of a snapshot's ID (snapshots.go)
+			}
+			return httperr.Errorf(http.StatusNotFound, "template %q not found: %s has no SandboxWarmPool, SandboxTemplate or SandboxSnapshot of that name", templateID, claim.Namespace)
 		}
 		return e2bKubeError(err, "reading SandboxTemplate "+templateID)
 	}
@@ -434,36 +437,6 @@ func (a *API) patchE2BTimeout(ctx context.Context, cl *extv1beta1.SandboxClaim, 
 	return lc, nil
 }
 
-// e2bPause suspends the claim's sandbox (its Pod goes; the Sandbox, its volumes and its claim
-// stay). A paused sandbox answers 409, as E2B does.
-func (a *API) e2bPause(ctx context.Context, w http.ResponseWriter, r *http.Request, c *e2bCaller) *httperr.Error {
-	var req struct {
-		Memory *bool `json:"memory,omitempty"`
-	}
-	if herr := decodeE2B(r, &req); herr != nil {
-		return herr
-	}
-	if req.Memory != nil && *req.Memory {
-		return httperr.Errorf(http.StatusBadRequest, "pause with memory (keepMemory) is not supported yet: a paused kubox sandbox keeps its volumes, and its processes restart on resume")
-	}
-	cl, sb, herr := a.e2bClaimSandbox(ctx, c, r.PathValue("id"))
-	if herr != nil {
-		return herr
-	}
-	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
-		return httperr.Errorf(http.StatusConflict, "sandbox %s is already paused", cl.Name)
-	}
-	gen, herr := a.setE2BMode(ctx, sb, sandboxv1beta1.SandboxOperatingModeSuspended)
-	if herr != nil {
-		return herr
-	}
-	if herr := a.waitE2BSuspended(ctx, sb, gen); herr != nil {
-		return herr
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
 // waitE2BSuspended waits until the controller has acted on generation gen of sb (its
 // Suspended patch) and its Pod is gone: E2B's pause answers once the sandbox is paused, so a
 // connect right after it resumes a stopped sandbox, never one still shutting down.
@@ -614,6 +587,9 @@ func (a *API) e2bDetailOf(ctx context.Context, cl *extv1beta1.SandboxClaim) e2bD
 }
 
 func claimTemplate(cl *extv1beta1.SandboxClaim) string {
+	if cl.Spec.SnapshotRef != nil {
+		return cl.Spec.SnapshotRef.Name // started from a snapshot: E2B's template is the snapshot
+	}
 	if cl.Spec.WarmPoolRef != nil {
 		return cl.Spec.WarmPoolRef.Name
 	}
