@@ -134,7 +134,7 @@ test-conformance: ## agent-sandbox's sandboxd protocol against a real kubox-agen
 .PHONY: test-integration
 test-integration: chromium-deps python-deps e2b-deps ## Go integration tests against the repo's own etcd and kube-apiserver, sandboxd conformance through kubox-router, and the code interpreter with the host's python3 (matplotlib), node and bash and the stock @e2b/code-interpreter (the Python SDK's are in test-python)
 	$(TOOLS) seaweedfs
-	KUBOX_SEAWEEDFS=$$($(TOOLS) dir seaweedfs)/weed $(GO_TEST) -count=1 -timeout 15m ./internal/node/store/ ./internal/audit/
+	KUBOX_SEAWEEDFS=$$($(TOOLS) dir seaweedfs)/weed $(GO_TEST) -count=1 -timeout 15m ./internal/node/store/ ./internal/audit/ ./internal/usage/
 	KUBOX_SEAWEEDFS=$$($(TOOLS) dir seaweedfs)/weed KUBEBUILDER_ASSETS=$$($(TOOLS) envtest) $(GO_TEST) -count=1 -timeout 30m $$(go list ./test/integration/... | grep -v -e /test/integration/pysdk -e /test/integration/tssdk -e /test/integration/tsweb -e /test/integration/clientenv) ./test/conformance/router/
 
 .PHONY: test-integration-loaded
