@@ -6,19 +6,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/kubox-dev/kubox/api/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
 // State is the part of a Sandbox's lifecycle the meter counts.
 type State int
 
 const (
-	// StatePending: the sandbox exists but has no Ready Pod and is not suspended (creating,
+	// StatePending is a sandbox that exists but has no Ready Pod and is not suspended (creating,
 	// scheduling, between Pods, finished, expired). Not counted.
 	StatePending State = iota
-	// StateRunning: the Ready condition is True.
+	// StateRunning is a sandbox whose Ready condition is True.
 	StateRunning
-	// StateSuspended: the Suspended condition is True.
+	// StateSuspended is a sandbox whose Suspended condition is True.
 	StateSuspended
 )
 
@@ -35,12 +35,12 @@ func (s State) String() string {
 
 // StateOf reads a Sandbox's state from its status conditions. Suspended wins over Ready, so a
 // Ready condition not yet updated after a suspension is not billed as running.
-func StateOf(sb *v1beta1.Sandbox) State {
+func StateOf(sb *sandboxv1beta1.Sandbox) State {
 	conds := sb.Status.Conditions
-	if meta.IsStatusConditionTrue(conds, v1beta1.SandboxConditionSuspended) {
+	if meta.IsStatusConditionTrue(conds, sandboxv1beta1.SandboxConditionSuspended) {
 		return StateSuspended
 	}
-	if meta.IsStatusConditionTrue(conds, v1beta1.SandboxConditionReady) {
+	if meta.IsStatusConditionTrue(conds, sandboxv1beta1.SandboxConditionReady) {
 		return StateRunning
 	}
 	return StatePending

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubox-dev/kubox/api/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
 var t0 = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
@@ -76,14 +76,14 @@ func TestStateOf(t *testing.T) {
 		want  State
 	}{
 		"no conditions":                     {want: StatePending},
-		"ready":                             {conds: []metav1.Condition{cond(v1beta1.SandboxConditionReady, metav1.ConditionTrue)}, want: StateRunning},
-		"suspended":                         {conds: []metav1.Condition{cond(v1beta1.SandboxConditionReady, metav1.ConditionFalse), cond(v1beta1.SandboxConditionSuspended, metav1.ConditionTrue)}, want: StateSuspended},
-		"not ready":                         {conds: []metav1.Condition{cond(v1beta1.SandboxConditionReady, metav1.ConditionFalse)}, want: StatePending},
-		"suspended wins over a stale ready": {conds: []metav1.Condition{cond(v1beta1.SandboxConditionReady, metav1.ConditionTrue), cond(v1beta1.SandboxConditionSuspended, metav1.ConditionTrue)}, want: StateSuspended},
+		"ready":                             {conds: []metav1.Condition{cond(sandboxv1beta1.SandboxConditionReady, metav1.ConditionTrue)}, want: StateRunning},
+		"suspended":                         {conds: []metav1.Condition{cond(sandboxv1beta1.SandboxConditionReady, metav1.ConditionFalse), cond(sandboxv1beta1.SandboxConditionSuspended, metav1.ConditionTrue)}, want: StateSuspended},
+		"not ready":                         {conds: []metav1.Condition{cond(sandboxv1beta1.SandboxConditionReady, metav1.ConditionFalse)}, want: StatePending},
+		"suspended wins over a stale ready": {conds: []metav1.Condition{cond(sandboxv1beta1.SandboxConditionReady, metav1.ConditionTrue), cond(sandboxv1beta1.SandboxConditionSuspended, metav1.ConditionTrue)}, want: StateSuspended},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sb := &v1beta1.Sandbox{Status: v1beta1.SandboxStatus{Conditions: tc.conds}}
+			sb := &sandboxv1beta1.Sandbox{Status: sandboxv1beta1.SandboxStatus{Conditions: tc.conds}}
 			if got := StateOf(sb); got != tc.want {
 				t.Errorf("StateOf = %v, want %v", got, tc.want)
 			}

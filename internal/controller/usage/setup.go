@@ -6,13 +6,13 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/kubox-dev/kubox/api/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
 // Setup adds w to mgr: its handler on the manager's Sandbox informer, and its writer as a
 // Runnable. It adds no finalizer and no reconciler: records are made from informer events.
 func Setup(mgr ctrl.Manager, w *Watcher) error {
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1beta1.Sandbox{})
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &sandboxv1beta1.Sandbox{})
 	if err != nil {
 		return fmt.Errorf("usage metering: getting the Sandbox informer: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubox-dev/kubox/api/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/usage"
 )
 
@@ -70,7 +70,7 @@ func (t *Tracker) Collectors() []prometheus.Collector {
 }
 
 // Observe feeds the sandbox's current state, as seen at now.
-func (t *Tracker) Observe(sb *v1beta1.Sandbox, now time.Time) {
+func (t *Tracker) Observe(sb *sandboxv1beta1.Sandbox, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tr := t.tracked[sb.UID]
@@ -85,7 +85,7 @@ func (t *Tracker) Observe(sb *v1beta1.Sandbox, now time.Time) {
 
 // Delete ends the sandbox's meter at now and returns its record; false if the sandbox was
 // never observed (or was already deleted).
-func (t *Tracker) Delete(sb *v1beta1.Sandbox, now time.Time) (usage.Record, bool) {
+func (t *Tracker) Delete(sb *sandboxv1beta1.Sandbox, now time.Time) (usage.Record, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tr := t.tracked[sb.UID]
@@ -100,7 +100,7 @@ func (t *Tracker) Delete(sb *v1beta1.Sandbox, now time.Time) (usage.Record, bool
 	return rec, true
 }
 
-func (t *Tracker) start(sb *v1beta1.Sandbox, now time.Time) *tracked {
+func (t *Tracker) start(sb *sandboxv1beta1.Sandbox, now time.Time) *tracked {
 	rec := usage.Record{Schema: usage.SchemaVersion, Namespace: sb.Namespace, Name: sb.Name, UID: string(sb.UID), Start: now}
 	if !sb.CreationTimestamp.IsZero() && sb.CreationTimestamp.Time.Before(now) {
 		rec.Start = sb.CreationTimestamp.Time

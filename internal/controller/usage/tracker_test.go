@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubox-dev/kubox/api/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/usage"
 )
 
@@ -19,21 +19,21 @@ var t0 = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 
 func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 
-func sandbox(ns, name, uid, principal string, ready, suspended bool) *v1beta1.Sandbox {
+func sandbox(ns, name, uid, principal string, ready, suspended bool) *sandboxv1beta1.Sandbox {
 	st := func(b bool) metav1.ConditionStatus {
 		if b {
 			return metav1.ConditionTrue
 		}
 		return metav1.ConditionFalse
 	}
-	sb := &v1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid),
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid),
 		Labels:          map[string]string{"example.com/user": principal},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "SandboxClaim", Name: "claim-" + name}}}}
 	sb.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}
 	sb.Status.Conditions = []metav1.Condition{
-		{Type: v1beta1.SandboxConditionReady, Status: st(ready)},
-		{Type: v1beta1.SandboxConditionSuspended, Status: st(suspended)},
+		{Type: sandboxv1beta1.SandboxConditionReady, Status: st(ready)},
+		{Type: sandboxv1beta1.SandboxConditionSuspended, Status: st(suspended)},
 	}
 	return sb
 }

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubox-dev/kubox/api/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/usage"
 )
 
@@ -44,7 +44,7 @@ func NewWatcher(t *Tracker, log *slog.Logger, sinks ...Sink) *Watcher {
 
 // OnAdd implements cache.ResourceEventHandler.
 func (w *Watcher) OnAdd(obj any, _ bool) {
-	if sb, ok := obj.(*v1beta1.Sandbox); ok {
+	if sb, ok := obj.(*sandboxv1beta1.Sandbox); ok {
 		w.tracker.Observe(sb, w.now())
 	}
 }
@@ -57,7 +57,7 @@ func (w *Watcher) OnDelete(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	sb, ok := obj.(*v1beta1.Sandbox)
+	sb, ok := obj.(*sandboxv1beta1.Sandbox)
 	if !ok {
 		return
 	}

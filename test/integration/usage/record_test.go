@@ -13,7 +13,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/kubox-dev/kubox/api/v1beta1"
+	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	controllerusage "github.com/kubox-dev/kubox/internal/controller/usage"
 	"github.com/kubox-dev/kubox/internal/objstore"
 	"github.com/kubox-dev/kubox/internal/testutil/s3server"
@@ -34,10 +34,10 @@ func TestRecordInBucketAfterDeletion(t *testing.T) {
 	w := controllerusage.NewWatcher(tracker, nil, sink)
 	env.StartManager(t, ns, func(mgr ctrl.Manager) error { return controllerusage.Setup(mgr, w) })
 
-	sb := &v1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metered", Labels: map[string]string{"example.com/user": "alice"}}}
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metered", Labels: map[string]string{"example.com/user": "alice"}}}
 	sb.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Name: "main", Image: "busybox"}}
 	env.Create(t, sb)
-	meta.SetStatusCondition(&sb.Status.Conditions, metav1.Condition{Type: v1beta1.SandboxConditionReady, Status: metav1.ConditionTrue, Reason: v1beta1.SandboxReasonDependenciesReady})
+	meta.SetStatusCondition(&sb.Status.Conditions, metav1.Condition{Type: sandboxv1beta1.SandboxConditionReady, Status: metav1.ConditionTrue, Reason: sandboxv1beta1.SandboxReasonDependenciesReady})
 	if err := env.Client.Status().Update(t.Context(), sb); err != nil {
 		t.Fatal(err)
 	}
