@@ -14,6 +14,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/kubox-dev/kubox/internal/ndjson"
 	"github.com/kubox-dev/kubox/internal/objstore"
 )
 
@@ -76,7 +77,7 @@ func (s *S3) ObjectName(t time.Time, seq uint64) string {
 // failed after the object was stored leaves a duplicate, never a gap.
 func (s *S3) Write(ctx context.Context, records []Record) error {
 	var buf bytes.Buffer
-	if err := encodeLines(&buf, records); err != nil {
+	if err := ndjson.Encode(&buf, records, "audit record"); err != nil {
 		return err
 	}
 	name := s.ObjectName(s.now(), s.seq.Add(1))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/kubox-dev/kubox/internal/ndjson"
 	"github.com/kubox-dev/kubox/internal/objstore"
 )
 
@@ -49,7 +50,7 @@ func (s *S3) ObjectName(r *Record) string {
 func (s *S3) Write(ctx context.Context, records []Record) error {
 	for i := range records {
 		var buf bytes.Buffer
-		if err := EncodeLines(&buf, records[i:i+1]); err != nil {
+		if err := ndjson.Encode(&buf, records[i:i+1], "usage record"); err != nil {
 			return err
 		}
 		name := s.ObjectName(&records[i])
