@@ -117,11 +117,15 @@ func (g *generator) daemonSet(o object) error {
 		return err
 	}
 	pod, _ := field(o, "spec", "template", "spec").(object)
+	ref := mainImage(pod)
 	ctr, img, resources, err := g.templateContainer(pod, ".Values.node")
 	if err != nil {
 		return err
 	}
 	g.d.Node.Image, g.d.Node.Resources = img, resources
+	if err := initContainers(pod, ctr, ref); err != nil {
+		return err
+	}
 	mounts, _ := ctr["volumeMounts"].([]any)
 	ctr["volumeMounts"] = g.ph.add(withExtra("volumeMounts", mounts, ".Values.node.extraVolumeMounts"))
 	volumes, _ := pod["volumes"].([]any)
@@ -183,3 +187,28 @@ data:
 {{- end }}
 {{- end }}
 `
+
+// initContainers gives the DaemonSet's init containers (kubox-node install) node.image and its
+// pull policy: they run the DaemonSet's own image (ref, config/node's), never another.
+func initContainers(pod, ctr object, ref string) error {
+	inits, _ := pod["initContainers"].([]any)
+	for _, c := range inits {
+		ic, _ := c.(object)
+		if ic["image"] != ref {
+			return fmt.Errorf("init container %v runs %v, not the DaemonSet's image %s", ic["name"], ic["image"], ref)
+		}
+		ic["image"], ic["imagePullPolicy"] = ctr["image"], ctr["imagePullPolicy"]
+	}
+	return nil
+}
+
+// mainImage is the image of the pod's first container.
+func mainImage(pod object) string {
+	containers, _ := pod["containers"].([]any)
+	if len(containers) == 0 {
+		return ""
+	}
+	ctr, _ := containers[0].(object)
+	ref, _ := ctr["image"].(string)
+	return ref
+}

@@ -35,6 +35,9 @@ func TestGenerateNodeFromFixture(t *testing.T) {
 			t.Errorf("the DaemonSet's template lacks %q:\n%s", want, ds)
 		}
 	}
+	if n := strings.Count(ds, `image: {{ include "kubox.image" .Values.node.image | quote }}`); n != 2 {
+		t.Errorf("the DaemonSet's template sets node.image on %d containers, want 2 (the init container too):\n%s", n, ds)
+	}
 	if ns := string(files["templates/namespace-kubox-node.yaml"]); !strings.Contains(ns, "{{- if and .Values.node.enabled .Values.node.createNamespace }}") ||
 		!strings.Contains(ns, "name: {{ .Values.node.namespace }}") || !strings.Contains(ns, "pod-security.kubernetes.io/enforce: privileged") {
 		t.Errorf("the Namespace's template:\n%s", ns)
@@ -68,6 +71,8 @@ func TestGenerateNodeRejects(t *testing.T) {
 		"another object":     {"kind: DaemonSet", "kind: Deployment", "the chart knows one Namespace, the DaemonSet kubox-node and its ServiceAccount"},
 		"another namespace":  {"  namespace: kubox-node\n", "  namespace: elsewhere\n", "is not config/node's Namespace kubox-node"},
 		"an image by digest": {"image: registry.example/node:v2", "image: registry.example/node@sha256:0123", "pinned by digest"},
+		"an init container of another image": {"- name: install\n        image: registry.example/node:v2", "- name: install\n        image: registry.example/other:v1",
+			"init container install runs registry.example/other:v1, not the DaemonSet's image registry.example/node:v2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rendered, crds := fixture(t)

@@ -5,6 +5,9 @@
 #   hack/tools/install.sh dir TOOL      print the cache folder of TOOL (built or not)
 #   hack/tools/install.sh envtest       build etcd + kube-apiserver and print a KUBEBUILDER_ASSETS folder
 #   hack/tools/install.sh test-gvisor-patch [FLAGS]  run the patched gVisor shim's kubox tests (go test FLAGS)
+#   hack/tools/install.sh gvisor-stock-shim  gVisor's own containerd-shim-runsc-v1 from the same pinned
+#                                       module, without kubox's patches but the host one (GVISOR_HOST_PATCHES):
+#                                       the stock shim `kubox dev up --stock-shim` starts the node with
 #   hack/tools/install.sh node          build what a local node needs (`kubox dev up`): etcd, kubernetes,
 #                                       containerd, gvisor (runsc + containerd-shim-runsc-v1, patched) and
 #                                       kube-network-policies (patched)
@@ -42,7 +45,7 @@ module() {
 	kwok) echo sigs.k8s.io/kwok ;;
 	helm) echo helm.sh/helm/v4 ;;
 	containerd) echo github.com/containerd/containerd/v2 ;;
-	gvisor) echo gvisor.dev/gvisor ;;
+	gvisor | gvisor-stock-shim) echo gvisor.dev/gvisor ;;
 	kube-network-policies) echo sigs.k8s.io/kube-network-policies ;;
 	seaweedfs) echo github.com/seaweedfs/seaweedfs ;;
 	*) echo "unknown tool '$1' (known: $ALL_TOOLS containerd gvisor kube-network-policies seaweedfs)" >&2; return 1 ;;
@@ -54,7 +57,11 @@ modversion() {
 	awk -v m="$2" '$1 == m && $2 ~ /^v/ {print $2; exit} $1 == "require" && $2 == m {print $3; exit}' "$1"
 }
 
-version() { modversion "$here/$1/go.mod" "$(module "$1")"; }
+version() { modversion "$here/${1%-stock-shim}/go.mod" "$(module "$1")"; }
+
+# GVISOR_HOST_PATCHES are the patches the stock shim keeps: they make any gVisor shim run on a
+# host whose root lacks CAP_SYS_RESOURCE, and add nothing of kubox's.
+GVISOR_HOST_PATCHES="shim-oom-score.patch"
 
 # key TOOL: the suffix of the cache folder; every pinned version that goes into the folder.
 key() {
@@ -66,6 +73,9 @@ key() {
 	gvisor | kube-network-policies)
 		# the patches are part of what is built: a changed patch gets its own folder
 		echo "$(version "$1")-patches-$(cat "$here/$1"/patches/*.patch | sha256sum | cut -c1-12)"
+		;;
+	gvisor-stock-shim)
+		echo "$(version gvisor)-patches-$(cd "$here/gvisor/patches" && cat $GVISOR_HOST_PATCHES | sha256sum | cut -c1-12)"
 		;;
 	*) version "$1" ;;
 	esac
@@ -83,6 +93,10 @@ build_into() {
 	ld="-s -w"
 	if [ "$tool" = gvisor ]; then
 		build_gvisor "$out" "$ld"
+		return
+	fi
+	if [ "$tool" = gvisor-stock-shim ]; then
+		build_gvisor_stock_shim "$out" "$ld"
 		return
 	fi
 	if [ "$tool" = kube-network-policies ]; then
@@ -121,17 +135,18 @@ build_into() {
 	if [ "$tool" = kwok ]; then stages "$ver" >"$out/kwok-stages.yaml"; fi
 }
 
-# gvisor_src: a temporary copy of the pinned gVisor module with hack/tools/gvisor/patches/*.patch
-# applied, replacing the module in a copy of the wrapper module; prints its folder (the caller
-# removes it). No third-party source is committed.
+# gvisor_src [PATCH...]: a temporary copy of the pinned gVisor module with hack/tools/gvisor/patches/*.patch
+# (or only the PATCHes named) applied, replacing the module in a copy of the wrapper module; prints
+# its folder (the caller removes it). No third-party source is committed.
 gvisor_src() {
-	local src tmp
+	local src tmp patches=("$here"/gvisor/patches/*.patch)
+	if [ $# -gt 0 ]; then patches=("${@/#/$here/gvisor/patches/}"); fi
 	src=$(cd "$here/gvisor" && go mod download gvisor.dev/gvisor && go list -m -f '{{.Dir}}' gvisor.dev/gvisor)
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/kubox-gvisor-build.XXXXXX")
 	cp "$here/gvisor/go.mod" "$here/gvisor/go.sum" "$tmp/"
 	cp -r "$src" "$tmp/gvisor"
 	chmod -R u+w "$tmp/gvisor"
-	for p in "$here"/gvisor/patches/*.patch; do
+	for p in "${patches[@]}"; do
 		log "patching gVisor: $(basename "$p")"
 		patch -s -d "$tmp/gvisor" -p1 <"$p" >&2 || { rm -rf "$tmp"; return 1; }
 	done
@@ -148,6 +163,18 @@ build_gvisor() {
 	(cd "$tmp" && go build -trimpath -ldflags "$ld -X gvisor.dev/gvisor/runsc/version.version=$(version gvisor)" \
 		-o "$out/runsc" gvisor.dev/gvisor/runsc) || { rm -rf "$tmp"; return 1; }
 	log "building containerd-shim-runsc-v1 (patched)"
+	(cd "$tmp" && go build -trimpath -ldflags "$ld" -o "$out/containerd-shim-runsc-v1" gvisor.dev/gvisor/shim) ||
+		{ rm -rf "$tmp"; return 1; }
+	rm -rf "$tmp"
+}
+
+# build_gvisor_stock_shim OUT LDFLAGS: gVisor's containerd-shim-runsc-v1 with GVISOR_HOST_PATCHES
+# only: it cannot restore a Pod from a snapshot (kubox-node install brings the patched one).
+build_gvisor_stock_shim() {
+	local out=$1 ld=$2 tmp
+	# shellcheck disable=SC2086 # a list of patch names
+	tmp=$(gvisor_src $GVISOR_HOST_PATCHES)
+	log "building containerd-shim-runsc-v1 (stock, $GVISOR_HOST_PATCHES only)"
 	(cd "$tmp" && go build -trimpath -ldflags "$ld" -o "$out/containerd-shim-runsc-v1" gvisor.dev/gvisor/shim) ||
 		{ rm -rf "$tmp"; return 1; }
 	rm -rf "$tmp"

@@ -30,7 +30,7 @@ kubox CRDs and the kubox controller. The binaries are built once from pinned Go 
 		"folder that holds all state: PKI, configs, etcd data, logs, pidfiles and the kubeconfig")
 	cmd.PersistentFlags().StringVar(&f.repo, "repo", "",
 		"kubox checkout to build tools, images and the controller from (default: found above the current folder)")
-	cmd.AddCommand(newDevUp(f), newDevDown(f), newDevStatus(f), newDevImages(f))
+	cmd.AddCommand(newDevUp(f), newDevDown(f), newDevStatus(f), newDevImages(f), newDevRestartContainerd(f))
 	return cmd
 }
 
@@ -54,7 +54,7 @@ func (f *devFlags) config(needRepo bool) (devenv.Config, error) {
 }
 
 func newDevUp(f *devFlags) *cobra.Command {
-	var inCluster bool
+	var inCluster, stockShim bool
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local environment and wait until it is ready",
@@ -84,7 +84,7 @@ Pods get addresses on the bridge kuboxbr0 (10.77.0.0/24).`,
 			if err != nil {
 				return err
 			}
-			c.InCluster = inCluster
+			c.InCluster, c.StockShim = inCluster, stockShim
 			return devenv.Up(cmd.Context(), c, cmd.OutOrStdout())
 		},
 	}
@@ -92,7 +92,29 @@ Pods get addresses on the bridge kuboxbr0 (10.77.0.0/24).`,
 		"run kubox-controller and kubox-router as Deployments installed from config/dev (images built from the checkout, "+
 			"ServiceAccounts and RBAC from config/), as a cluster would; --in-cluster=false runs them as host processes "+
 			"with the admin kubeconfig instead (quicker to iterate on their code); see docs/install.md")
+	cmd.Flags().BoolVar(&stockShim, "stock-shim", false,
+		"start containerd's handler runsc with gVisor's own shim from the same pinned module (built once into the tool "+
+			"cache) instead of kubox's patched one: memory suspend is unavailable until kubox-node install brings it; on a fresh environment only (kubox dev down first)")
 	return cmd
+}
+
+func newDevRestartContainerd(f *devFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart-containerd",
+		Short: "Restart the local node's containerd with the same command line and wait until it answers",
+		Long: `restart-containerd is the local node's "systemctl restart containerd": kubox-node install runs it
+(through nsenter into a host process's mount namespace) after it registered the kubox-runsc handler, on an
+environment started with kubox dev up --stock-shim. Running Pods keep running: their shims are
+separate processes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.config(false)
+			if err != nil {
+				return err
+			}
+			return devenv.RestartContainerd(cmd.Context(), c, cmd.OutOrStdout())
+		},
+	}
 }
 
 func newDevDown(f *devFlags) *cobra.Command {

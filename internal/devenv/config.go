@@ -30,6 +30,10 @@ type Config struct {
 	// InCluster runs kubox-controller and kubox-router as Deployments installed from config/dev
 	// instead of host processes (`kubox dev up --in-cluster`; see kuboxModeOf).
 	InCluster bool
+	// StockShim starts containerd's handler runsc with gVisor's own shim from the same pinned
+	// module (hack/tools/install.sh gvisor-stock-shim) instead of kubox's patched one: a node as
+	// a cluster has it before kubox-node installs the patched shim (`kubox dev up --stock-shim`).
+	StockShim bool
 }
 
 // Ports lists every TCP port the environment binds.

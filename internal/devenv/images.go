@@ -179,7 +179,11 @@ func BuildImages(repoDir, cacheDir, busyboxPath string) (Images, bool, error) {
 		return Images{}, false, err
 	}
 	p.Say("image %s: %s (%s)", AgentImage, imgs.Agent, fileSize(imgs.Agent))
-	imgs.Components, err = BuildComponentImages(p, repoDir, cacheDir)
+	gvisor, err := toolsScript(repoDir, "dir", "gvisor")
+	if err != nil {
+		return Images{}, false, err
+	}
+	imgs.Components, err = BuildComponentImages(p, repoDir, cacheDir, gvisor)
 	return imgs, cached, err
 }
 

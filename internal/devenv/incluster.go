@@ -80,7 +80,7 @@ func (processMode) stop(context.Context, *Progress, Layout) error { return nil }
 type inClusterMode struct{}
 
 func (inClusterMode) start(ctx context.Context, e *env) error {
-	tars, err := BuildComponentImages(e.p, e.c.RepoDir, e.c.ImagesDir)
+	tars, err := BuildComponentImages(e.p, e.c.RepoDir, e.c.ImagesDir, filepath.Dir(e.t.Runsc))
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -36,6 +37,24 @@ type ComponentImage struct {
 	// Root runs the image as root rather than NonRootID: kubox-node, which runs runsc on the
 	// node's sandboxes.
 	Root bool
+	// Files are more files the image carries (mode 0755), by their path in the image, read from
+	// the host path each names: kubox-node's runsc and gVisor shim, which `kubox-node install`
+	// copies onto the node (NodeBinaries).
+	Files map[string]string
+}
+
+// NodeBinDir is the folder of kubox-node's image holding runsc and containerd-shim-runsc-v1
+// (kubox-node install --bin-dir).
+const NodeBinDir = "opt/kubox-node/bin"
+
+// NodeBinaries are the files of kubox-node's image that `kubox-node install` copies onto the node,
+// read from gvisorDir (the pinned, patched gVisor build of hack/tools/install.sh).
+func NodeBinaries(gvisorDir string) map[string]string {
+	files := map[string]string{}
+	for _, name := range []string{"runsc", "containerd-shim-runsc-v1"} {
+		files[NodeBinDir+"/"+name] = filepath.Join(gvisorDir, name)
+	}
+	return files
 }
 
 // The component images of the checkout, as config/dev names them.
@@ -62,8 +81,13 @@ func ComponentSpec(name, tag string, bin []byte) ImageSpec {
 // BuildComponentImage builds ./cmd/<img.Name> from the checkout and writes its image into
 // cacheDir/<img.Name>, keyed by the binary, the tag and the user (see buildGoImage).
 func BuildComponentImage(repoDir, cacheDir string, img ComponentImage) (string, error) {
+	extra, err := imageFiles(img.Files)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", img.Tag, err)
+	}
 	return buildGoImage(repoDir, filepath.Join(cacheDir, img.Name), img.Name, img.Version, func(bin []byte) ImageSpec {
 		s := ComponentSpec(img.Name, img.Tag, bin)
+		s.Files = append(s.Files, extra...)
 		if img.Root {
 			s.User = "0:0"
 		}
@@ -71,11 +95,44 @@ func BuildComponentImage(repoDir, cacheDir string, img ComponentImage) (string, 
 	})
 }
 
+// imageFiles reads files (path in the image: host path) with their parent folders, sorted.
+func imageFiles(files map[string]string) ([]ImageFile, error) {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var out []ImageFile
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		for d := filepath.Dir(p); d != "." && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+		data, err := os.ReadFile(files[p])
+		if err != nil {
+			return nil, fmt.Errorf("read %s for /%s: %w (hack/tools/install.sh node builds it)", files[p], p, err)
+		}
+		out = append(out, ImageFile{Path: p, Mode: 0o755, Data: data})
+	}
+	var ds []string
+	for d := range dirs {
+		ds = append(ds, d)
+	}
+	sort.Strings(ds) // parents first
+	folders := make([]ImageFile, 0, len(ds))
+	for _, d := range ds {
+		folders = append(folders, dir(d, 0o755))
+	}
+	return append(folders, out...), nil
+}
+
 // BuildComponentImages builds the images of config/dev's components (ControllerImage,
-// RouterImage, NodeImage), reports each with its size and returns their tarballs by component.
-func BuildComponentImages(p *Progress, repoDir, cacheDir string) (map[string]string, error) {
+// RouterImage, NodeImage carrying runsc and the shim of gvisorDir), reports each with its size and returns their tarballs by component.
+func BuildComponentImages(p *Progress, repoDir, cacheDir, gvisorDir string) (map[string]string, error) {
 	paths := map[string]string{}
-	for _, img := range []ComponentImage{ControllerComponentImage, RouterComponentImage, NodeComponentImage} {
+	node := NodeComponentImage
+	node.Files = NodeBinaries(gvisorDir)
+	for _, img := range []ComponentImage{ControllerComponentImage, RouterComponentImage, node} {
 		path, err := BuildComponentImage(repoDir, cacheDir, img)
 		if err != nil {
 			return nil, err
@@ -112,7 +169,11 @@ func buildGoImage(repoDir, cacheDir, name, version string, spec func([]byte) Ima
 		return "", err
 	}
 	s := spec(data)
-	sum := sha256.Sum256([]byte(strings.Join([]string{imageFormat, s.Tag, s.User, string(data)}, "\x00")))
+	key := []string{imageFormat, s.Tag, s.User}
+	for _, f := range s.Files {
+		key = append(key, f.Path, string(f.Data))
+	}
+	sum := sha256.Sum256([]byte(strings.Join(key, "\x00")))
 	path := filepath.Join(cacheDir, name+"-"+hex.EncodeToString(sum[:8])+".tar")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil

@@ -136,6 +136,24 @@ func TestBuildComponentImage(t *testing.T) {
 	if err != nil || retagged == first {
 		t.Errorf("another tag gave %s (%v); want a tarball of its own", retagged, err)
 	}
+	runsc := filepath.Join(t.TempDir(), "runsc")
+	if err := os.WriteFile(runsc, []byte("runsc 1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withBin := ComponentImage{Name: "hello", Tag: "kubox.local/hello:dev", Files: map[string]string{"opt/kubox-node/bin/runsc": runsc}}
+	carrying, err := BuildComponentImage(repo, cache, withBin)
+	if err != nil || carrying == first {
+		t.Fatalf("an image carrying runsc gave %s (%v); want a tarball of its own", carrying, err)
+	}
+	if _, entries := imageEntries(t, carrying); entries["opt/kubox-node/bin/runsc"] != "-rwxr-xr-x runsc 1" {
+		t.Errorf("the image's /opt/kubox-node/bin/runsc = %q, want runsc 1, mode 0755", entries["opt/kubox-node/bin/runsc"])
+	}
+	if err := os.WriteFile(runsc, []byte("runsc 2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := BuildComponentImage(repo, cache, withBin); err != nil || changed == carrying {
+		t.Errorf("a changed runsc gave %s (%v); want a new tarball", changed, err)
+	}
 	left, _ := filepath.Glob(filepath.Join(cache, "hello", "hello-build-*"))
 	if len(left) != 0 {
 		t.Errorf("build folders left behind: %v", left)

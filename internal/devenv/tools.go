@@ -52,6 +52,27 @@ func EnsureTools(repo string, out io.Writer) (t Tools, built bool, err error) {
 		Containerd: dirs["containerd"], GVisor: dirs["gvisor"], NetworkPolicies: dirs["kube-network-policies"]}), built, nil
 }
 
+// StockShim is the tool holding gVisor's own shim (StockShimPath).
+const StockShim = "gvisor-stock-shim"
+
+// StockShimPath builds gVisor's own containerd-shim-runsc-v1 from the pinned module when it is not
+// cached yet (hack/tools/install.sh gvisor-stock-shim), streaming its progress to out, and
+// returns its path.
+func StockShimPath(repo string, out io.Writer) (string, error) {
+	d, err := toolsScript(repo, "dir", StockShim)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(d, ".complete")); err != nil {
+		cmd := exec.Command(filepath.Join(repo, "hack", "tools", "install.sh"), StockShim)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = repo, out, out
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("build the stock gVisor shim (hack/tools/install.sh %s): %w; its output above says why", StockShim, err)
+		}
+	}
+	return filepath.Join(d, "containerd-shim-runsc-v1"), nil
+}
+
 func toolsScript(repo string, args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(repo, "hack", "tools", "install.sh"), args...)
 	cmd.Dir = repo

@@ -81,6 +81,12 @@ func (e *env) tools() error {
 		return err
 	}
 	e.t = t
+	if e.c.StockShim {
+		if e.t.ShimRunsc, err = StockShimPath(e.c.RepoDir, e.p.Writer()); err != nil {
+			return err
+		}
+		e.p.Say("handler runsc: gVisor's stock shim %s (--stock-shim; kubox-node install brings kubox's)", e.t.ShimRunsc)
+	}
 	if built {
 		e.p.Say("binaries built")
 	} else {

@@ -33,6 +33,10 @@ var (
 	restConfig *rest.Config
 	// inCluster is false only with KUBOX_E2E_IN_CLUSTER=0: kubox then runs as host processes.
 	inCluster = os.Getenv("KUBOX_E2E_IN_CLUSTER") != "0"
+	// stockShim is true with KUBOX_E2E_STOCK_SHIM=1: the node starts with gVisor's own shim
+	// (kubox dev up --stock-shim), as a cluster's node does before kubox-node install; only
+	// TestNodeInstallOnStockShim runs on it (the memory tests need kubox's shim).
+	stockShim = os.Getenv("KUBOX_E2E_STOCK_SHIM") == "1"
 )
 
 func TestMain(m *testing.M) {
@@ -62,7 +66,7 @@ func setup() error {
 	if err := build(); err != nil {
 		return err
 	}
-	up := []string{"up", fmt.Sprintf("--in-cluster=%t", inCluster)}
+	up := []string{"up", fmt.Sprintf("--in-cluster=%t", inCluster), fmt.Sprintf("--stock-shim=%t", stockShim)}
 	if err := kuboxDev(up...); err != nil {
 		return fmt.Errorf("kubox dev up: %w", err)
 	}

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,4 +48,28 @@ func CopyBinaries(hostRoot, srcDir string) (bool, error) {
 		changed = changed || w
 	}
 	return changed, nil
+}
+
+// RemoveBinaries removes what CopyBinaries copied (a running shim keeps its open file). With
+// nothing installed it does nothing.
+func RemoveBinaries(hostRoot string) error {
+	h, err := openHost(hostRoot)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	bin, err := h.openDir(kuboxDir + "/bin")
+	if errors.Is(err, errNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer closeFD(bin)
+	for _, name := range Binaries {
+		if err := unlinkAt(bin, name); err != nil {
+			return fmt.Errorf("remove %s: %w", abs(kuboxDir+"/bin/"+name), err)
+		}
+	}
+	return nil
 }

@@ -66,3 +66,44 @@ func TestCopyBinariesRefusesLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveBinaries: uninstall takes away what CopyBinaries put on the node, and nothing
+// through a link planted at /opt/kubox/bin.
+func TestRemoveBinaries(t *testing.T) {
+	cases := map[string]struct {
+		linkBin   bool
+		wantError bool
+	}{
+		"installed":         {},
+		"bin dir is a link": {linkBin: true, wantError: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			root, outside := t.TempDir(), t.TempDir()
+			must(t, os.WriteFile(filepath.Join(outside, "runsc"), []byte("secret"), 0o600))
+			if tc.linkBin {
+				must(t, os.MkdirAll(filepath.Join(root, "opt/kubox"), 0o755))
+				must(t, os.Symlink(outside, filepath.Join(root, "opt/kubox/bin")))
+			} else if _, err := CopyBinaries(root, imageDir(t)); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2; i++ { // the second finds nothing to remove
+				err := RemoveBinaries(root)
+				if (err != nil) != tc.wantError {
+					t.Fatalf("remove %d: %v, want error %v", i, err, tc.wantError)
+				}
+			}
+			if got := read(t, outside, "runsc"); got != "secret" {
+				t.Errorf("victim = %q, want untouched", got)
+			}
+			if tc.linkBin {
+				return
+			}
+			for _, name := range Binaries {
+				if _, err := os.Lstat(filepath.Join(root, "opt/kubox/bin", name)); !os.IsNotExist(err) {
+					t.Errorf("%s still on the node: %v", name, err)
+				}
+			}
+		})
+	}
+}

@@ -9,9 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 
 	"github.com/kubox-dev/kubox/api/contract"
 )
@@ -39,6 +36,9 @@ type Containerd struct {
 	Config string
 	// SnapshotRoot and ManifestKey are the shim's kubox_snapshot_root and kubox_manifest_key.
 	SnapshotRoot, ManifestKey string
+	// RunscRoot is runsc's root (kubox-node's --runsc-root); empty: the shim's default,
+	// /run/containerd/runsc.
+	RunscRoot string
 }
 
 func (c Containerd) configPath() string {
@@ -68,12 +68,16 @@ version = 3
 
 // RunscConfig renders the shim's options file.
 func (c Containerd) RunscConfig() string {
+	root := ""
+	if c.RunscRoot != "" {
+		root = fmt.Sprintf("root = %q\n", c.RunscRoot)
+	}
 	return fmt.Sprintf(`# gVisor shim options for kubox (written by kubox-node)
 binary_name = %q
-kubox_snapshot_root = %q
+%skubox_snapshot_root = %q
 kubox_manifest_key = %q
 [runsc_config]
-`, abs(kuboxDir+"/bin/runsc"), c.SnapshotRoot, c.ManifestKey)
+`, abs(kuboxDir+"/bin/runsc"), root, c.SnapshotRoot, c.ManifestKey)
 }
 
 // Install writes the drop-in and adds it to containerd's imports if absent, keeping the
@@ -153,7 +157,7 @@ func (c Containerd) Uninstall() error {
 			return fmt.Errorf("restore containerd's config %s: %w", abs(c.configPath()), err)
 		}
 	}
-	for _, name := range []string{dropInName, runscConfigName, backupName} {
+	for _, name := range []string{dropInName, runscConfigName, backupName, restartName} {
 		if err := unlinkAt(etc, name); err != nil {
 			return fmt.Errorf("remove %s: %w", abs(etcDir+"/"+name), err)
 		}
@@ -161,41 +165,43 @@ func (c Containerd) Uninstall() error {
 	return nil
 }
 
-var importsLine = regexp.MustCompile(`^\s*imports\s*=\s*\[(.*)\]\s*$`)
+// restartName marks a restart of containerd that Install's changes still wait for.
+const restartName = "restart-pending"
 
-// addImport returns config with path added to its top-level imports, or nil if already there.
-func addImport(config []byte, path string) ([]byte, error) {
-	lines := strings.SplitAfter(string(config), "\n")
-	insertAt := 0
-	for i, l := range lines {
-		t := strings.TrimSpace(l)
-		if strings.HasPrefix(t, "[") {
-			break // the first table: top-level keys end here
-		}
-		if strings.HasPrefix(t, "version") {
-			insertAt = i + 1
-		}
-		if !strings.HasPrefix(t, "imports") {
-			continue
-		}
-		m := importsLine.FindStringSubmatch(strings.TrimRight(l, "\n"))
-		if m == nil {
-			return nil, errors.New("its imports is not a one-line array: put it on one line, then restart kubox-node")
-		}
-		if strings.Contains(m[1], strconv.Quote(path)) {
-			return nil, nil
-		}
-		items := strings.TrimSpace(m[1])
-		if items != "" {
-			items = strings.TrimSuffix(items, ",") + ", "
-		}
-		lines[i] = "imports = [" + items + strconv.Quote(path) + "]\n"
-		return []byte(strings.Join(lines, "")), nil
+// MarkRestart records that containerd must be restarted to load what Install wrote, so that a
+// retry after a failed restart restarts again rather than finding nothing changed.
+func (c Containerd) MarkRestart() error { return c.restartMarker(true) }
+
+// RestartDone removes the mark once containerd answers after its restart.
+func (c Containerd) RestartDone() error { return c.restartMarker(false) }
+
+// RestartPending reports whether a restart was marked and not done.
+func (c Containerd) RestartPending() (bool, error) {
+	h, err := openHost(c.HostRoot)
+	if err != nil {
+		return false, err
 	}
-	line := "imports = [" + strconv.Quote(path) + "]\n"
-	if insertAt > 0 && !strings.HasSuffix(lines[insertAt-1], "\n") {
-		lines[insertAt-1] += "\n"
+	defer h.close()
+	_, err = h.readFile(etcDir + "/" + restartName)
+	if errors.Is(err, errNotExist) {
+		return false, nil
 	}
-	lines = append(lines[:insertAt], append([]string{line}, lines[insertAt:]...)...)
-	return []byte(strings.Join(lines, "")), nil
+	return err == nil, err
+}
+
+func (c Containerd) restartMarker(set bool) error {
+	h, err := openHost(c.HostRoot)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	etc, err := h.mkdirAll(etcDir)
+	if err != nil {
+		return err
+	}
+	defer closeFD(etc)
+	if set {
+		return writeAtomic(etc, restartName, []byte("kubox-node install changed containerd's config; restart containerd\n"), 0o600)
+	}
+	return unlinkAt(etc, restartName)
 }

@@ -36,6 +36,8 @@ func TestInstallUninstallRestoresBytes(t *testing.T) {
 	cases := map[string]struct {
 		config      string
 		wantImports string
+		// unchanged: containerd's config already names the drop-in; install leaves it as it is
+		unchanged bool
 	}{
 		"no imports": {
 			config:      "version = 3\n\n[plugins.'io.containerd.cri.v1.runtime']\n  enable_selinux = false\n",
@@ -53,6 +55,23 @@ func TestInstallUninstallRestoresBytes(t *testing.T) {
 			config:      "version = 3",
 			wantImports: `imports = ["/opt/kubox/etc/containerd-kubox-runsc.toml"]`,
 		},
+		"one-line imports with a comment": {
+			config:      "version = 3\nimports = []   # never pick up the host's conf.d\n[plugins]\n",
+			wantImports: `imports = ["/opt/kubox/etc/containerd-kubox-runsc.toml"]   # never pick up the host's conf.d`,
+		},
+		"multi-line imports": {
+			config:      "version = 3\nimports = [\n  \"/etc/containerd/conf.d/*.toml\",\n  '/etc/x.toml' # x, ]\n]\n[plugins]\n",
+			wantImports: `  '/etc/x.toml', "/opt/kubox/etc/containerd-kubox-runsc.toml" # x, ]`,
+		},
+		"multi-line imports with a trailing comma": {
+			config:      "version = 3\nimports = [\n  \"/a.toml\",\n]\n",
+			wantImports: `  "/a.toml", "/opt/kubox/etc/containerd-kubox-runsc.toml",`,
+		},
+		"multi-line imports already naming the drop-in": {
+			config:      "version = 3\nimports = [\n  \"/opt/kubox/etc/containerd-kubox-runsc.toml\",\n]\n",
+			wantImports: `  "/opt/kubox/etc/containerd-kubox-runsc.toml",`,
+			unchanged:   true,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -68,6 +87,11 @@ func TestInstallUninstallRestoresBytes(t *testing.T) {
 				}
 			}
 			got := read(t, root, cfgPath)
+			if tc.unchanged {
+				if diff := cmp.Diff(tc.config, got); diff != "" {
+					t.Errorf("install edited a config that already names the drop-in (-want +got):\n%s", diff)
+				}
+			}
 			if n := strings.Count(got, "containerd-kubox-runsc.toml"); n != 1 {
 				t.Errorf("config names the drop-in %d times, want 1:\n%s", n, got)
 			}
@@ -117,6 +141,10 @@ func TestInstallRefusesSymlinks(t *testing.T) {
 		"kubox dir is a link": {plant: func(t *testing.T, root, victim string) {
 			must(t, os.Symlink(filepath.Dir(victim), filepath.Join(root, "opt/kubox")))
 		}},
+		"containerd's folder is a link": {plant: func(t *testing.T, root, victim string) {
+			must(t, os.Rename(filepath.Join(root, "etc/containerd"), filepath.Join(filepath.Dir(victim), "containerd")))
+			must(t, os.Symlink(filepath.Join(filepath.Dir(victim), "containerd"), filepath.Join(root, "etc/containerd")))
+		}},
 		"drop-in is a link": {plant: func(t *testing.T, root, victim string) {
 			must(t, os.MkdirAll(filepath.Join(root, "opt/kubox/etc"), 0o755))
 			must(t, os.Symlink(victim, filepath.Join(root, "opt/kubox/etc/containerd-kubox-runsc.toml")))
@@ -131,11 +159,12 @@ func TestInstallRefusesSymlinks(t *testing.T) {
 			victim := filepath.Join(outside, "victim")
 			must(t, os.WriteFile(victim, []byte("secret"), 0o600))
 			tc.plant(t, root, victim)
+			before := tree(t, outside)
 			if _, err := (Containerd{HostRoot: root}).Install(); err == nil {
 				t.Fatal("install followed a planted link, want an error")
 			}
-			if got := read(t, outside, "victim"); got != "secret" {
-				t.Errorf("victim = %q, want untouched", got)
+			if diff := cmp.Diff(before, tree(t, outside)); diff != "" {
+				t.Errorf("files outside the host root changed (-before +after):\n%s", diff)
 			}
 		})
 	}
@@ -145,5 +174,78 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tree maps every file below dir to its contents.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[p] = string(b)
+		return err
+	})
+	must(t, err)
+	return files
+}
+
+// TestInstallRefusesUnreadableImports: an imports kubox-node cannot read exactly is refused,
+// naming the file, and left as it was; the installer never guesses.
+func TestInstallRefusesUnreadableImports(t *testing.T) {
+	cases := map[string]string{
+		"not an array":      "version = 3\nimports = \"/etc/x.toml\"\n",
+		"not closed":        "version = 3\nimports = [\"/etc/x.toml\"\n",
+		"not a string":      "version = 3\nimports = [1]\n",
+		"multi-line string": "version = 3\nimports = [\"\"\"/etc/x.toml\"\"\"]\n",
+		"unterminated":      "version = 3\nimports = [\"/etc/x.toml]\n",
+	}
+	for name, config := range cases {
+		t.Run(name, func(t *testing.T) {
+			root := hostWith(t, config)
+			_, err := (Containerd{HostRoot: root}).Install()
+			if err == nil || !strings.Contains(err.Error(), "/etc/containerd/config.toml") {
+				t.Fatalf("install: %v, want an error naming /etc/containerd/config.toml", err)
+			}
+			if diff := cmp.Diff(config, read(t, root, cfgPath)); diff != "" {
+				t.Errorf("config changed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunscConfig: the shim's options name kubox's runsc, the snapshot folder and key, and
+// runsc's root only when kubox-node uses another than the shim's default.
+func TestRunscConfig(t *testing.T) {
+	cases := map[string]struct {
+		c        Containerd
+		want     []string
+		wantNone string
+	}{
+		"default root": {
+			c:        Containerd{SnapshotRoot: "/var/lib/kubox/snapshots", ManifestKey: "/k"},
+			want:     []string{`binary_name = "/opt/kubox/bin/runsc"`, `kubox_snapshot_root = "/var/lib/kubox/snapshots"`, `kubox_manifest_key = "/k"`},
+			wantNone: "root =",
+		},
+		"another root": {
+			c:    Containerd{SnapshotRoot: "/s", ManifestKey: "/k", RunscRoot: "/var/lib/kubox-dev/containerd/runsc"},
+			want: []string{`root = "/var/lib/kubox-dev/containerd/runsc"`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := tc.c.RunscConfig()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w+"\n") {
+					t.Errorf("runsc.toml lacks %q:\n%s", w, got)
+				}
+			}
+			if tc.wantNone != "" && strings.Contains(got, "\n"+tc.wantNone) {
+				t.Errorf("runsc.toml has %q:\n%s", tc.wantNone, got)
+			}
+		})
 	}
 }
