@@ -107,6 +107,9 @@ func e2bUserToken(t testing.TB, ns string) string {
 		{APIGroups: []string{"extensions.agents.x-k8s.io"}, Resources: []string{"sandboxwarmpools", "sandboxtemplates"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes"}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"extensions.agents.x-k8s.io"}, Resources: []string{"sandboxclaims/connect"}, Verbs: []string{"create"}},
+		// pause (it keeps the files in a SandboxSnapshot), fork and snapshots
+		{APIGroups: []string{"extensions.agents.x-k8s.io"}, Resources: []string{"sandboxsnapshots"}, Verbs: []string{"create", "get", "list", "delete"}},
+		{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes/connect"}, Verbs: []string{"create"}},
 	}}
 	if _, err := clientset.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
