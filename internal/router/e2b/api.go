@@ -222,23 +222,37 @@ func (a *API) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: v})
 	}
 	claim.Spec.Lifecycle = e2bLifecycle(a.deps.Now(), timeout)
-	// The answer carries an envd access token: refuse before creating anything a caller who may
-	// not connect to it would be left with.
-	if herr := a.deps.AuthorizeMint(ctx, c.user, claim.Namespace, claim.Name); herr != nil {
-		return herr
-	}
-	if err := a.kube.Create(ctx, claim); err != nil {
-		return e2bKubeError(err, "creating a SandboxClaim in "+c.namespace)
-	}
-	ready, herr := a.waitE2BReady(ctx, claim, 0)
+	ready, herr := a.createE2BClaim(ctx, c, claim)
 	if herr != nil {
-		// E2B's create either answers a sandbox or leaves none behind.
-		if err := a.kube.Delete(context.WithoutCancel(ctx), claim, preconditionUID(claim)); err != nil && !apierrors.IsNotFound(err) {
-			a.deps.Log.Warn("Deleting the claim of a failed E2B create failed; its timeout deletes it", "claim", claim.Name, "namespace", claim.Namespace, "error", err)
-		}
 		return herr
 	}
 	return a.writeE2BSandbox(w, r, c, http.StatusCreated, claimTemplate(claim), ready, claim.Spec.Lifecycle.ShutdownTime)
+}
+
+// createE2BClaim creates claim as the caller and waits until its sandbox is Ready. The answer
+// will carry an envd access token, so a caller who may not connect to the claim is refused
+// before anything is created; and E2B's create either answers a sandbox or leaves none behind,
+// so a claim that does not become Ready is deleted.
+func (a *API) createE2BClaim(ctx context.Context, c *e2bCaller, claim *extv1beta1.SandboxClaim) (*extv1beta1.SandboxClaim, *httperr.Error) {
+	if herr := a.deps.AuthorizeMint(ctx, c.user, claim.Namespace, claim.Name); herr != nil {
+		return nil, herr
+	}
+	if err := a.kube.Create(ctx, claim); err != nil {
+		return nil, e2bKubeError(err, "creating a SandboxClaim in "+c.namespace)
+	}
+	ready, herr := a.waitE2BReady(ctx, claim, 0)
+	if herr != nil {
+		a.dropE2BClaim(ctx, claim)
+		return nil, herr
+	}
+	return ready, nil
+}
+
+// dropE2BClaim deletes a claim an E2B call created but did not answer.
+func (a *API) dropE2BClaim(ctx context.Context, claim *extv1beta1.SandboxClaim) {
+	if err := a.kube.Delete(context.WithoutCancel(ctx), claim, preconditionUID(claim)); err != nil && !apierrors.IsNotFound(err) {
+		a.deps.Log.Warn("Deleting the claim of a failed E2B create failed; its timeout deletes it", "claim", claim.Name, "namespace", claim.Namespace, "error", err)
+	}
 }
 
 // e2bSource points claim at the warm pool templateID, else at the template templateID (cold).
@@ -678,9 +692,14 @@ func (a *API) writeE2BSandbox(w http.ResponseWriter, r *http.Request, c *e2bCall
 	if herr != nil {
 		return herr
 	}
-	httperr.WriteJSON(w, code, e2bSandbox{TemplateID: templateID, SandboxID: cl.Name, ClientID: e2bClientID,
-		EnvdVersion: contract.E2BEnvdVersion, EnvdAccessToken: tok, TrafficAccessToken: tok, Domain: sandboxDomain(a.cfg.Domain, r)})
+	httperr.WriteJSON(w, code, a.e2bSandboxOf(r, templateID, cl, tok))
 	return nil
+}
+
+// e2bSandboxOf is E2B's answer for the claim cl, its envd access token tok.
+func (a *API) e2bSandboxOf(r *http.Request, templateID string, cl *extv1beta1.SandboxClaim, tok string) *e2bSandbox {
+	return &e2bSandbox{TemplateID: templateID, SandboxID: cl.Name, ClientID: e2bClientID,
+		EnvdVersion: contract.E2BEnvdVersion, EnvdAccessToken: tok, TrafficAccessToken: tok, Domain: sandboxDomain(a.cfg.Domain, r)}
 }
 
 // e2bMinTokenTTL is the shortest lifetime of an envd access token: a sandbox whose timeout is

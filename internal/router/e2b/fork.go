@@ -124,24 +124,16 @@ func (a *API) e2bClaimFromSnapshot(c *e2bCaller, snap *extv1beta1.SandboxSnapsho
 // envd access token; a claim that does not become Ready is deleted (E2B's create either answers
 // a sandbox or leaves none behind).
 func (a *API) e2bStart(ctx context.Context, r *http.Request, c *e2bCaller, claim *extv1beta1.SandboxClaim, templateID string) (*e2bSandbox, *httperr.Error) {
-	if herr := a.deps.AuthorizeMint(ctx, c.user, claim.Namespace, claim.Name); herr != nil {
+	ready, herr := a.createE2BClaim(ctx, c, claim)
+	if herr != nil {
 		return nil, herr
 	}
-	if err := a.kube.Create(ctx, claim); err != nil {
-		return nil, e2bKubeError(err, "creating a SandboxClaim in "+c.namespace)
+	tok, herr := a.e2bAccessToken(ctx, c, ready.Namespace, ready.Name, claim.Spec.Lifecycle.ShutdownTime)
+	if herr != nil {
+		a.dropE2BClaim(ctx, claim)
+		return nil, herr
 	}
-	ready, herr := a.waitE2BReady(ctx, claim, 0)
-	if herr == nil {
-		var tok string
-		if tok, herr = a.e2bAccessToken(ctx, c, ready.Namespace, ready.Name, claim.Spec.Lifecycle.ShutdownTime); herr == nil {
-			return &e2bSandbox{TemplateID: templateID, SandboxID: ready.Name, ClientID: e2bClientID, EnvdVersion: contract.E2BEnvdVersion,
-				EnvdAccessToken: tok, TrafficAccessToken: tok, Domain: sandboxDomain(a.cfg.Domain, r)}, nil
-		}
-	}
-	if err := a.kube.Delete(context.WithoutCancel(ctx), claim, preconditionUID(claim)); err != nil && !apierrors.IsNotFound(err) {
-		a.deps.Log.Warn("Deleting the claim of a failed E2B start failed; its timeout deletes it", "claim", claim.Name, "namespace", claim.Namespace, "error", err)
-	}
-	return nil, herr
+	return a.e2bSandboxOf(r, templateID, ready, tok), nil
 }
 
 // takeE2BSnapshot takes a Full SandboxSnapshot of the claim's running sandbox sb as the caller
