@@ -120,8 +120,8 @@ test-unit: ## Go unit tests of every module (no API server, no built tool, no ro
 	$(call in-modules,$(GO_TEST) -race -count=1 $$(go list ./... | grep -v /test/))
 
 .PHONY: test-root
-test-root: test-gvisor-patch ## Go unit tests that need root (build tag root: internal/devenv mounts tmpfs); Linux only
-	$(GO_TEST) -count=1 -tags root ./internal/devenv
+test-root: test-gvisor-patch ## Go unit tests that need root (build tag root: internal/devenv mounts tmpfs, internal/node/cli chroots); Linux only
+	$(GO_TEST) -count=1 -tags root ./internal/devenv ./internal/node/cli
 
 .PHONY: test-gvisor-patch
 test-gvisor-patch: ## The patched gVisor shim's kubox tests (the attacks on a restore from a snapshot) on a patched copy of the pinned module; pure Go, no root, builds no tool; Linux only

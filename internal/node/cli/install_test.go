@@ -199,25 +199,6 @@ func TestContainerdAnswers(t *testing.T) {
 	}
 }
 
-// TestRunOnHost: the restart command is looked up and run in the host's root filesystem, with
-// the host's PATH, not in kubox-node's image (which has no shell).
-func TestRunOnHost(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chroot needs root")
-	}
-	root := t.TempDir()
-	out, err := runOnHost(context.Background(), "/", []string{"sh", "-c", `echo "$PATH"; pwd`})
-	if err != nil {
-		t.Fatalf("runOnHost: %v: %s", err, out)
-	}
-	if diff := cmp.Diff(strings.TrimPrefix(hostPath, "PATH=")+"\n/\n", string(out)); diff != "" {
-		t.Errorf("output (-want +got):\n%s", diff)
-	}
-	if out, err := runOnHost(context.Background(), root, []string{"true"}); err == nil {
-		t.Errorf("runOnHost in a root without a shell: nil (%s), want an error", out)
-	}
-}
-
 // TestInstallRetriesAFailedRestart: when the restart fails, the files are in place but containerd
 // still runs without the handler; the next install (the init container's retry) restarts again
 // instead of finding nothing changed, and only then labels the Node.
