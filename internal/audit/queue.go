@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Sink stores batches of records durably. Write is called from the queue's one flushing
@@ -241,36 +243,28 @@ func (q *Queue) flush(batch []Record) []Record {
 		return batch[:0]
 	}
 	for _, s := range q.sinks {
-		delay := q.cfg.RetryDelay
-		for {
-			err := s.Write(q.abort, batch)
-			if err == nil {
-				q.written.WithLabelValues(s.Name()).Add(float64(len(batch)))
-				break
+		err := retryBackoff(q.cfg.RetryDelay).Until(q.abort, true, true, func(ctx context.Context) (bool, error) {
+			err := s.Write(ctx, batch)
+			if err != nil {
+				q.failures.WithLabelValues(s.Name()).Inc()
+				q.log.Error("Writing audit records failed; retrying", "sink", s.Name(), "records", len(batch), "error", err)
 			}
-			q.failures.WithLabelValues(s.Name()).Inc()
-			q.log.Error("Writing audit records failed; retrying", "sink", s.Name(), "records", len(batch), "retryIn", delay.String(), "error", err)
-			if !wait(q.abort, delay) {
-				q.dropped.WithLabelValues(DropShutdown).Add(float64(len(batch)))
-				q.log.Error("Gave up writing audit records at shutdown", "sink", s.Name(), "records", len(batch))
-				clear(batch)
-				return batch[:0]
-			}
-			delay = min(2*delay, DefaultMaxRetryDelay)
+			return err == nil, nil
+		})
+		if err != nil {
+			q.dropped.WithLabelValues(DropShutdown).Add(float64(len(batch)))
+			q.log.Error("Gave up writing audit records at shutdown", "sink", s.Name(), "records", len(batch))
+			clear(batch)
+			return batch[:0]
 		}
+		q.written.WithLabelValues(s.Name()).Add(float64(len(batch)))
 	}
 	clear(batch)
 	return batch[:0]
 }
 
-// wait waits d, the backoff between two writes, and reports false when ctx ends first.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// retryBackoff is the wait between two tries of a failed write: first, doubled up to
+// DefaultMaxRetryDelay, then DefaultMaxRetryDelay until the write succeeds or the queue aborts.
+func retryBackoff(first time.Duration) wait.DelayFunc {
+	return wait.Backoff{Duration: first, Factor: 2, Cap: DefaultMaxRetryDelay, Steps: math.MaxInt32}.DelayFunc()
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/router/httperr"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
@@ -195,34 +197,25 @@ func (u *upstream) closeIdle() {
 }
 
 // dialWithRetries dials a sandbox, retrying failed dials (only dials: nothing was sent yet, so a
-// retry cannot repeat a request) with exponential backoff.
+// retry cannot repeat a request) MaxRetries times with exponential backoff from RetryDelay.
 func (p *Proxy) dialWithRetries(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	delay := p.cfg.RetryDelay
-	for attempt := 0; ; attempt++ {
-		c, err := d.DialContext(ctx, network, addr)
-		if err == nil || attempt >= p.cfg.MaxRetries || ctx.Err() != nil {
-			return c, err
+	var c net.Conn
+	var err error
+	backoff := wait.Backoff{Duration: p.cfg.RetryDelay, Factor: 2, Steps: p.cfg.MaxRetries + 1}
+	attempt := 0
+	werr := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		if attempt > 0 {
+			p.metrics.UpstreamRetries.Inc()
 		}
-		p.metrics.UpstreamRetries.Inc()
-		if !sleep(ctx, delay) {
-			return nil, err
-		}
-		delay *= 2
+		attempt++
+		c, err = d.DialContext(ctx, network, addr)
+		return err == nil, nil
+	})
+	if c == nil && err == nil { // ctx ended before the first dial
+		err = werr
 	}
-}
-
-// sleep waits d, the backoff between two dials (not a poll: nothing is looked at meanwhile), and
-// reports false when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return c, err
 }
 
 type targetKey struct{}
