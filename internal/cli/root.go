@@ -41,7 +41,7 @@ Service) or directly (--connection direct, inside the cluster).`,
 	registerGlobalCompletions(root, g)
 	root.AddCommand(
 		newClaim(g), newRun(g), newExec(g), newCp(g), newGet(g),
-		newSuspend(g), newResume(g), newSnapshot(g), newFork(g), newDelete(g), newLogs(g), newAudit(g), newToken(g), newMCP(g),
+		newSuspend(g), newResume(g), newSnapshot(g), newFork(g), newDelete(g), newLogs(g), newAudit(g), newUsage(g), newToken(g), newMCP(g),
 		newDev(),
 	)
 	return root
