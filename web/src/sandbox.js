@@ -1,9 +1,12 @@
 // A sandbox's page: its state, the actions RBAC allows the viewer, its conditions and Events,
-// and tabs for its terminal and files.
+// and tabs for its terminal, files and code interpreter.
 import { call, sandboxPath } from "./api.js";
 import { h, ago, badge, table, errorBox, until } from "./dom.js";
 import { openTerminal } from "./terminal.js";
 import { renderFiles } from "./files.js";
+import { newCodeState, renderCode } from "./code.js";
+
+const TABS = { terminal: "Terminal", files: "Files", code: "Code" };
 
 export function renderSandbox(main, ns, name) {
   const path = sandboxPath(ns, name);
@@ -11,6 +14,7 @@ export function renderSandbox(main, ns, name) {
   const info = h("div");
   const tabBody = h("div", { class: "tab-body" });
   let closeTab = () => {};
+  const code = newCodeState();
   const tabs = h("nav", { class: "tabs" });
   main.replaceChildren(
     h("p", {}, h("a", { href: `#/ns/${encodeURIComponent(ns)}` }, `← ${ns}`)),
@@ -22,9 +26,11 @@ export function renderSandbox(main, ns, name) {
     for (const b of tabs.children) b.classList.toggle("active", b.dataset.tab === which);
     if (!can.connect) {
       tabBody.replaceChildren(h("p", { class: "muted", id: "no-connect" },
-        "RBAC does not let you connect to this sandbox (create sandboxes/connect)."));
+        "RBAC does not let you connect to this sandbox (create sandboxes/connect): no terminal, files or code."));
     } else if (which === "terminal") {
       closeTab = openTerminal(tabBody, ns, name);
+    } else if (which === "code") {
+      closeTab = renderCode(tabBody, ns, name, code);
     } else {
       closeTab = renderFiles(tabBody, ns, name);
     }
@@ -38,8 +44,11 @@ export function renderSandbox(main, ns, name) {
       info.replaceChildren(...details(d));
       if (!current) {
         current = "terminal";
-        tabs.replaceChildren(...["terminal", "files"].map((t) =>
-          h("button", { class: "tab", "data-tab": t, id: `tab-${t}`, onclick: () => show(t, d.can) }, t[0].toUpperCase() + t.slice(1))));
+        // Every tab reaches the sandbox as the viewer: without connect there is none to show.
+        if (d.can.connect) {
+          tabs.replaceChildren(...Object.entries(TABS).map(([t, label]) =>
+            h("button", { class: "tab", "data-tab": t, id: `tab-${t}`, onclick: () => show(t, d.can) }, label)));
+        }
         show(current, d.can);
       }
     } catch (err) {

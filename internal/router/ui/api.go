@@ -19,18 +19,21 @@ const sandboxPath = APIPrefix + "namespaces/{ns}/sandboxes/{name}"
 func (h *Handler) newAPI() *http.ServeMux {
 	mux := http.NewServeMux()
 	for pattern, f := range map[string]handlerFunc{
-		"GET " + APIPrefix + "whoami":                   h.whoami,
-		"GET " + APIPrefix + "metrics":                  h.serveMetrics,
-		"GET " + APIPrefix + "namespaces/{ns}/overview": h.overview,
-		"GET " + APIPrefix + "namespaces/{ns}/metrics":  h.serveNamespaceMetrics,
-		"GET " + sandboxPath:                            h.sandbox,
-		"DELETE " + sandboxPath:                         h.deleteSandbox,
-		"POST " + sandboxPath + "/suspend":              h.suspend,
-		"POST " + sandboxPath + "/resume":               h.resume,
-		"POST " + sandboxPath + "/extend":               h.extend,
-		"GET " + sandboxPath + "/files":                 h.listFiles,
-		"GET " + sandboxPath + "/files/content":         h.download,
-		"PUT " + sandboxPath + "/files/content":         h.upload,
+		"GET " + APIPrefix + "whoami":                         h.whoami,
+		"GET " + APIPrefix + "metrics":                        h.serveMetrics,
+		"GET " + APIPrefix + "namespaces/{ns}/overview":       h.overview,
+		"GET " + APIPrefix + "namespaces/{ns}/metrics":        h.serveNamespaceMetrics,
+		"GET " + sandboxPath:                                  h.sandbox,
+		"DELETE " + sandboxPath:                               h.deleteSandbox,
+		"POST " + sandboxPath + "/suspend":                    h.suspend,
+		"POST " + sandboxPath + "/resume":                     h.resume,
+		"POST " + sandboxPath + "/extend":                     h.extend,
+		"GET " + sandboxPath + "/files":                       h.listFiles,
+		"GET " + sandboxPath + "/files/content":               h.download,
+		"PUT " + sandboxPath + "/files/content":               h.upload,
+		"POST " + sandboxPath + "/code":                       h.runCode,
+		"POST " + sandboxPath + "/code/contexts":              h.createCodeContext,
+		"POST " + sandboxPath + "/code/contexts/{id}/restart": h.restartCodeContext,
 	} {
 		mux.HandleFunc(pattern, h.authed(f))
 	}

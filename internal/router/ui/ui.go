@@ -14,6 +14,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubox-dev/kubox/api/contract"
 )
 
 // Prefix is where the router mounts the dashboard; APIPrefix its JSON API.
@@ -76,6 +78,8 @@ type Handler struct {
 	assets  map[string]*asset
 	api     *http.ServeMux
 	metrics *scraper
+	// codePort is the code interpreter's port beside each agent; the unit tests change it.
+	codePort int
 	// review is selfSubjectAccessReview; the unit tests answer in its place.
 	review func(ctx context.Context, attrs *authorizationv1.ResourceAttributes) (bool, error)
 }
@@ -97,7 +101,8 @@ func New(opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the dashboard's assets: %w", err)
 	}
-	h := &Handler{opts: opts, kube: kube, agents: newAgentClient(), assets: assets, metrics: newScraper(opts.MetricsURL, opts.Log)}
+	h := &Handler{opts: opts, kube: kube, agents: newAgentClient(), assets: assets, metrics: newScraper(opts.MetricsURL, opts.Log),
+		codePort: contract.E2BCodeInterpreterPort}
 	h.review = h.selfSubjectAccessReview
 	h.api = h.newAPI()
 	return h, nil

@@ -132,6 +132,17 @@ func TestDashboardRBAC(t *testing.T) {
 	if code, body := apiCall(t, e, e.NoConnectToken, http.MethodGet, fmt.Sprintf("namespaces/%s/sandboxes/%s/files?path=/", e.NS, sb)); code != http.StatusForbidden {
 		t.Errorf("Listing files as noconnect (no sandboxes/connect): %d %s; want 403", code, body)
 	}
+	// Running code needs what the terminal needs: no Code tab, and 403 before anything reaches
+	// the sandbox, for runs and contexts alike.
+	if n := get(t, page, "reading the tabs", chromedp.Evaluate[int](`document.querySelectorAll("#tab-code").length`)); n != 0 {
+		t.Errorf("noconnect (no sandboxes/connect) sees a Code tab; want none")
+	}
+	code := fmt.Sprintf("namespaces/%s/sandboxes/%s/code", e.NS, sb)
+	for _, path := range []string{code, code + "/contexts"} {
+		if status, body := apiPost(t, e, e.NoConnectToken, path, `{"code": "open('/tmp/pwned', 'w').write('x')", "language": "python"}`); status != http.StatusForbidden {
+			t.Errorf("POST %s as noconnect (no sandboxes/connect): %d %s; want 403", path, status, body)
+		}
+	}
 }
 
 // typeText types text as a keyboard's input events: xterm.js reads it once (chromedp's key
