@@ -122,10 +122,12 @@ type SandboxSnapshotStatus struct {
 	// +optional
 	Store *SnapshotStore `json:"store,omitempty"`
 
-	// nodes are the nodes whose kubox-node answered the controller that it holds a copy of the
-	// snapshot: the node that took it, as it answered the checkpoint. Copies that other nodes
-	// fetch from the store for a restore are not listed; those nodes remove them once the
-	// snapshot is deleted (kubox-node's sweep). kubox addition.
+	// nodes are the nodes that hold a copy of the snapshot: the node that took it, as its
+	// kubox-node answered the checkpoint, and each node that fetched a copy from the snapshot
+	// store for a restore (the node the Pod of a Sandbox starting from this snapshot was bound
+	// to, which the controller requires there only after that node's kubox-node answered the
+	// fetch). A node is dropped once it is gone; the copies fetched are removed once the snapshot
+	// is deleted (kubox-node's sweep). kubox addition.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64

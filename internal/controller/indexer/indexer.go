@@ -35,6 +35,7 @@ func Setup(ctx context.Context, fi client.FieldIndexer) error {
 	for _, setup := range []func(context.Context, client.FieldIndexer) error{
 		setupSandboxClaim,
 		setupSandboxWarmPool,
+		setupSandboxSnapshot,
 	} {
 		if err := setup(ctx, fi); err != nil {
 			return err

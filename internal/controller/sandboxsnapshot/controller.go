@@ -79,6 +79,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 		nodeapi.FromConfig(cfg.Controllers.Sandbox.Memory))
 	err := ctrl.NewControllerManagedBy(mgr).Named(Name).For(&extv1beta1.SandboxSnapshot{}).
 		Watches(&extv1beta1.SandboxSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.countedWith)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.restoredFrom)).
 		WithOptions(opts).Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
@@ -90,10 +91,11 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxsnapshots/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims,verbs=get;list;watch
 
-// Reconcile takes one snapshot, deletes it once it falls outside its spec.retention, or deletes
-// its files once it is deleted.
+// Reconcile takes one snapshot, records the nodes that hold a copy of a taken one (nodes.go),
+// deletes it once it falls outside its spec.retention, or deletes its files once it is deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	snap := &extv1beta1.SandboxSnapshot{}
 	if err := r.client.Get(ctx, req.NamespacedName, snap); err != nil {
@@ -106,9 +108,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || deleted {
 		return ctrl.Result{}, err
 	}
-	if c := meta.FindStatusCondition(snap.Status.Conditions, extv1beta1.SnapshotConditionReady); c != nil &&
-		(c.Status == metav1.ConditionTrue || c.Reason == extv1beta1.SnapshotReasonCheckpointFailed) {
-		return ctrl.Result{RequeueAfter: next}, nil // taken once, or failed for good; looked at again for its maxAge
+	switch c := meta.FindStatusCondition(snap.Status.Conditions, extv1beta1.SnapshotConditionReady); {
+	case c != nil && c.Status == metav1.ConditionTrue:
+		return r.recordCopies(ctx, snap, next) // taken once; looked at again for its maxAge and its copies
+	case c != nil && c.Reason == extv1beta1.SnapshotReasonCheckpointFailed:
+		return ctrl.Result{RequeueAfter: next}, nil // failed for good; looked at again for its maxAge
 	}
 	if !controllerutil.ContainsFinalizer(snap, Finalizer) {
 		base := snap.DeepCopy()

@@ -27,6 +27,7 @@ import (
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 )
@@ -81,7 +82,8 @@ func world(t *testing.T, nodes nodeapi.Client, running bool) (*Reconciler, clien
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, HostIP: "192.0.2.7"}}
 		objs = append(objs, sb, pod)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(objs...).WithStatusSubresource(snap).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(objs...).WithStatusSubresource(snap).
+		WithIndex(&corev1.Pod{}, indexer.RestoreImageKey, indexer.RestoreImage).Build()
 	if nodes == nil {
 		nodes = nodeapi.NotConfigured()
 	}

@@ -10,7 +10,9 @@
 // While the Sandbox or its running Pod is missing it says so (SandboxNotRunning) and looks again.
 //
 // It records where the snapshot is from kubox-node's answer: status.store (the snapshot store's
-// kind and location, no credentials) and status.nodes (the node that holds it).
+// kind and location, no credentials) and status.nodes (the node that took it). It adds to
+// status.nodes every node that fetched a copy from the store for a restore, seen on the Pods of
+// the Sandboxes that start from the snapshot, and drops a node once it is gone (nodes.go).
 //
 // A finalizer deletes the snapshot's files from its node, and from kubox-node's snapshot store,
 // when the SandboxSnapshot is deleted. When that node is gone its own files went with it, but the

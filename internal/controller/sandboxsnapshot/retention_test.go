@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -17,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
+	"github.com/kubox-dev/kubox/internal/controller/indexer"
 	"github.com/kubox-dev/kubox/internal/controller/nodeapi"
 	nodev1 "github.com/kubox-dev/kubox/proto/kubox/node/v1"
 )
@@ -31,7 +33,8 @@ func TestRetentionByAge(t *testing.T) {
 			Retention: &extv1beta1.SnapshotRetention{MaxAge: &metav1.Duration{Duration: time.Hour}}},
 		Status: extv1beta1.SandboxSnapshotStatus{Conditions: []metav1.Condition{{Type: extv1beta1.SnapshotConditionReady,
 			Status: metav1.ConditionTrue, Reason: extv1beta1.SnapshotReasonTaken}}}}
-	c := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(snap).WithStatusSubresource(snap).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme()).WithObjects(snap).WithStatusSubresource(snap).
+		WithIndex(&corev1.Pod{}, indexer.RestoreImageKey, indexer.RestoreImage).Build()
 	rec, clk := events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now.Add(20*time.Minute))
 	r := NewReconciler(c, c, rec, clk, &fakeNodes{})
 	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: "s1"}}

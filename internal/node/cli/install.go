@@ -42,10 +42,14 @@ type installOptions struct {
 	client  func() (kubernetes.Interface, error)
 	run     func(ctx context.Context, argv []string) ([]byte, error)
 	answers func(ctx context.Context) error
+	// force, wait, backoff: uninstall's --force and --wait, and the first and longest wait
+	// between two checks for kubox-runsc Pods.
+	force, wait bool
+	backoff     [2]time.Duration
 }
 
 func newInstallCommands() []*cobra.Command {
-	o := &installOptions{poll: 500 * time.Millisecond}
+	o := &installOptions{poll: 500 * time.Millisecond, backoff: [2]time.Duration{5 * time.Second, time.Minute}}
 	o.client = o.newClient
 	o.run = func(ctx context.Context, argv []string) ([]byte, error) { return runOnHost(ctx, o.hostRoot, argv) }
 	o.answers = func(ctx context.Context) error { return containerdAnswers(ctx, o.socket) }
@@ -62,8 +66,15 @@ condition ` + string(ReadyCondition) + ` (docs/install.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.install(cmd.Context()) },
 	}
 	un := &cobra.Command{
-		Use:          "uninstall",
-		Short:        "Remove the kubox-runsc handler and restore containerd's original config byte-for-byte",
+		Use:   "uninstall",
+		Short: "Remove the kubox-runsc handler and restore containerd's original config byte-for-byte",
+		Long: `uninstall first lists the Pods of its Node (--node-name) whose RuntimeClass has the handler
+` + install.Handler + ` and that have not terminated: while any is left it removes nothing and exits
+non-zero naming them (containerd without the handler and its shim cannot stop them), or with --wait
+checks again with a backoff until they are gone. Then it removes the Node's label ` + ReadyLabel + `
+and condition ` + string(ReadyCondition) + `, checks again, restores containerd's config
+byte-for-byte, removes the drop-in and the binaries, restarts containerd and waits until it
+answers (docs/install.md).`,
 		SilenceUsage: true, SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.uninstall(cmd.Context()) },
 	}
@@ -77,6 +88,8 @@ condition ` + string(ReadyCondition) + ` (docs/install.md).`,
 		f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig; empty: in-cluster")
 		f.StringSliceVar(&o.restart, "restart-containerd", []string{"systemctl", "restart", "containerd"}, "command restarting the host's containerd, run in the host's root filesystem (--host-root) with the host's PATH; empty: never restart")
 	}
+	un.Flags().BoolVar(&o.force, "force", false, "remove the handler even while Pods of this node run on it: those Pods are left unstoppable (their cgroups stay busy) until the node reboots")
+	un.Flags().BoolVar(&o.wait, "wait", false, "while Pods of this node run on the handler, check again (every 5s, doubling up to 1m) until they are gone, instead of exiting non-zero at once")
 	in.Flags().StringVar(&o.binDir, "bin-dir", "/opt/kubox-node/bin", "folder of kubox-node's image holding runsc and containerd-shim-runsc-v1")
 	in.Flags().StringVar(&o.containerd.SnapshotRoot, "snapshot-root", "/var/lib/kubox/snapshots", "the shim's kubox_snapshot_root: kubox-node's --snapshot-root")
 	in.Flags().StringVar(&o.containerd.RunscRoot, "runsc-root", "", "runsc's root in the shim's runsc.toml: kubox-node's --runsc-root; empty: the shim's default /run/containerd/runsc")
@@ -137,18 +150,25 @@ func (o *installOptions) installOnHost(ctx context.Context) error {
 	return o.containerd.RestartDone()
 }
 
-// uninstall takes the label and condition away first, so nothing new is scheduled on the
-// handler, then restores containerd's config and restarts it.
+// uninstall removes nothing while a Pod of the node runs on the handler (checkNoSandboxes). It
+// takes the label and condition away first, so nothing new is scheduled on the handler, checks
+// again for a Pod bound meanwhile, then restores containerd's config and restarts it.
 func (o *installOptions) uninstall(ctx context.Context) error {
 	o.containerd.HostRoot = o.hostRoot
 	c, err := o.client()
 	if err != nil {
 		return err
 	}
+	if err := o.checkNoSandboxes(ctx, c); err != nil {
+		return err
+	}
 	if err := o.label(ctx, c, ""); err != nil {
 		return err
 	}
 	if err := o.removeCondition(ctx, c); err != nil {
+		return err
+	}
+	if err := o.checkNoSandboxes(ctx, c); err != nil {
 		return err
 	}
 	if err := o.containerd.Uninstall(); err != nil {
@@ -161,6 +181,11 @@ func (o *installOptions) uninstall(ctx context.Context) error {
 		return err
 	}
 	return install.RemoveBinaries(o.hostRoot)
+}
+
+// logf writes a line of progress to stderr, which kubectl logs shows.
+func (o *installOptions) logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "kubox-node: "+format+"\n", a...)
 }
 
 // hostPath is the PATH a restart command is looked up in on the host.

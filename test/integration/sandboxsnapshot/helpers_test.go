@@ -25,6 +25,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/agent/auth"
 	"github.com/kubox-dev/kubox/internal/controller/sandboxsnapshot"
+	"github.com/kubox-dev/kubox/internal/node/checkpoint"
 	"github.com/kubox-dev/kubox/internal/node/nodetls"
 	"github.com/kubox-dev/kubox/internal/node/server"
 	"github.com/kubox-dev/kubox/internal/node/store"
@@ -32,6 +33,10 @@ import (
 )
 
 const nodeToken = "node-token-0123456789abcdef0123456789"
+
+// manifestKey is the manifest key of the test's kubox-node and its store: a snapshot in the store
+// is fetched only when signed with it.
+var manifestKey = checkpoint.Key("0123456789abcdef0123456789abcdef")
 
 // kuboxNode is a real kubox-node API server on 127.0.0.1 over TLS: its snapshot root and its
 // snapshot store are folders of the test.
@@ -46,7 +51,8 @@ func startKuboxNode(t *testing.T) *kuboxNode {
 	if err := os.WriteFile(n.tokenFile, []byte(nodeToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(server.Config{SnapshotRoot: n.root, Store: store.Dir{Root: n.store}, Token: auth.Fixed([]byte(nodeToken))})
+	s, err := server.New(server.Config{SnapshotRoot: n.root, Store: store.Dir{Root: n.store, Key: manifestKey},
+		Token: auth.Fixed([]byte(nodeToken)), Key: manifestKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +107,28 @@ func (n *kuboxNode) copies(t *testing.T, ns, snapshot string) []string {
 		dirs = append(dirs, d)
 	}
 	return dirs
+}
+
+// signedInStore writes the snapshot's folder in the store only, with its manifest signed, as a
+// kubox-node on another node leaves it after a checkpoint: a node that restores it fetches it.
+// It returns the folder the fetch copies it to on the node.
+func (n *kuboxNode) signedInStore(t *testing.T, ns, snapshot string) string {
+	t.Helper()
+	d := filepath.Join(n.store, ns, snapshot)
+	if err := os.MkdirAll(filepath.Join(d, "image"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "image", "checkpoint.img"), []byte("memory with secrets"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &checkpoint.Manifest{Version: 1, Kind: checkpoint.Full, Pod: checkpoint.PodRef{Namespace: ns, Name: "src", UID: "uid-src"}}
+	if err := checkpoint.WriteManifest(d, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := manifestKey.Sign(d, ns, snapshot); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(n.root, ns, snapshot)
 }
 
 // exist reports which of dirs exist.
