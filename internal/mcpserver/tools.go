@@ -58,14 +58,6 @@ type runIn struct {
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds; default 300"`
 }
 
-type codeIn struct {
-	Claim          string `json:"claim,omitempty" jsonschema:"the claim claim_sandbox returned (optional with a claim token)"`
-	Namespace      string `json:"namespace,omitempty" jsonschema:"the claim's namespace; default: the server's namespace"`
-	Language       string `json:"language,omitempty" jsonschema:"python (default), bash or node"`
-	Code           string `json:"code" jsonschema:"the program; it is read from standard input by the interpreter"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"kill the program after this many seconds; default 300"`
-}
-
 type runOut struct {
 	ExitCode        int    `json:"exit_code" jsonschema:"the exit status; 128+n when signal n killed it (a timeout kills with SIGKILL: 137)"`
 	Stdout          string `json:"stdout"`
@@ -131,8 +123,10 @@ func (s *Server) addTools() {
 		s.claimSandbox)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_command", Description: "Run a shell command in the sandbox and return its exit code, " +
 		"stdout and stderr; the output is also streamed as progress notifications while it runs."}, s.runCommand)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_code", Description: "Run a program (python, bash or node) in the sandbox and return " +
-		"its exit code and output, streamed as progress notifications while it runs."}, s.runCode)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_code", Description: "Run code (python, javascript or bash) in the sandbox's " +
+		"code interpreter, which keeps state per claim and language: variables, imports and the working directory set in one " +
+		"call are there in the next. Returns the last expression's value and other results (text, HTML, Markdown, JSON; " +
+		"images as image content), stdout and stderr (also streamed as progress notifications), and the error with its traceback."}, s.runCode)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "read_file", Description: "Read a file of the sandbox (up to 1 MiB)."}, s.readFile)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "write_file", Description: "Write a file in the sandbox, creating its directories."}, s.writeFile)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_files", Description: "List a directory of the sandbox."}, s.listFiles)
@@ -189,26 +183,6 @@ func (s *Server) runCommand(ctx context.Context, req *mcp.CallToolRequest, in ru
 	if in.Stdin != "" {
 		cmd.Stdin = strings.NewReader(in.Stdin)
 	}
-	return s.run(ctx, req, in.Namespace, in.Claim, cmd)
-}
-
-// interpreters reads a program from stdin, per language of run_code.
-var interpreters = map[string][]string{
-	"python": {"python3", "-"},
-	"bash":   {"bash", "-s"},
-	"node":   {"node", "-"},
-}
-
-func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in codeIn) (*mcp.CallToolResult, runOut, error) {
-	lang := in.Language
-	if lang == "" {
-		lang = "python"
-	}
-	args, ok := interpreters[lang]
-	if !ok {
-		return nil, runOut{}, fmt.Errorf("language %q is not one of python, bash, node; for anything else use run_command", in.Language)
-	}
-	cmd := kubox.Cmd{Args: args, Stdin: strings.NewReader(in.Code), Timeout: timeout(in.TimeoutSeconds)}
 	return s.run(ctx, req, in.Namespace, in.Claim, cmd)
 }
 

@@ -41,6 +41,8 @@ func agentPortRole(sb *sandboxv1beta1.Sandbox, port int) string {
 		return "its kubox-agent's compatibility port (agent-sandbox's runtime API)"
 	case isAgentPort(agent, port):
 		return "one of its kubox-agent's sandboxd ports (agent-sandbox v1's process and file API)"
+	case servesCodeInterpreter(sb, port):
+		return "its kubox-agent's code interpreter (E2B's /execute)"
 	}
 	return ""
 }

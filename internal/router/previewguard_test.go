@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
 
@@ -83,6 +84,12 @@ func TestCheckPreviewPortRefusesEveryAgentPort(t *testing.T) {
 		if herr := rt.checkPreviewPort(sb, port); herr == nil || herr.Code != http.StatusForbidden {
 			t.Errorf("preview port %d, which status.agent records: %v; want 403", port, herr)
 		}
+	}
+	// The code interpreter's port runs code with the agent token the router adds: a page must
+	// not reach it through a preview host (or a path route, which asks agentPortRole too).
+	sb.Spec.Agent = &sandboxv1beta1.AgentSpec{}
+	if herr := rt.checkPreviewPort(sb, contract.E2BCodeInterpreterPort); herr == nil || herr.Code != http.StatusForbidden {
+		t.Errorf("preview port %d, the agent's code interpreter: %v; want 403", contract.E2BCodeInterpreterPort, herr)
 	}
 	if herr := rt.checkPreviewPort(sb, 3000); herr != nil {
 		t.Errorf("preview port 3000, an app's: %v; want it served", herr)

@@ -128,10 +128,19 @@ func (rt *Router) resolveTarget(ctx context.Context, sb *sandboxv1beta1.Sandbox,
 		port = int(agent.Port)
 	}
 	t := &target{sandbox: sb, addr: net.JoinHostPort(ip.String(), strconv.Itoa(port))}
-	if isAgentPort(agent, port) {
+	if isAgentPort(agent, port) || servesCodeInterpreter(sb, port) {
 		t.agentToken = contract.DeriveAgentToken(rt.cfg.AgentTokenKey, sb.UID)
 	}
 	return t, nil
+}
+
+// servesCodeInterpreter reports whether port is the code interpreter's (E2B's wire, which
+// kubox-agent serves on contract.E2BCodeInterpreterPort in every sandbox it runs in) of a sandbox
+// whose status records its agent: the interpreter requires the agent token, which the router
+// adds on every route as for the agent's own port, and which preview hosts and path routes
+// therefore refuse (agentPortRole).
+func servesCodeInterpreter(sb *sandboxv1beta1.Sandbox, port int) bool {
+	return port == contract.E2BCodeInterpreterPort && sb.Spec.Agent != nil && sb.Status.Agent != nil
 }
 
 // isAgentPort reports whether port is one the sandbox records as its agent's.

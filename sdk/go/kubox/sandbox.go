@@ -30,6 +30,8 @@ type Sandbox struct {
 	tokenUID types.UID
 	token    string
 	closed   bool
+	// cwdContexts are the code-interpreter contexts RunCodeOptions.Cwd made, by language and cwd.
+	cwdContexts map[string]*CodeContext
 }
 
 // Name is the Sandbox's name (its Pod's name too).

@@ -5,6 +5,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 
 import type { Client, SnapshotOptions } from "./client.js";
+import { type CodeContext, type CodeLanguage, contextsCall, type Execution, runCode, type RunCodeOptions } from "./code.js";
 import { callError, CommandError, ConfigError, KuboxError } from "./errors.js";
 import { Files, type LocalFiles } from "./files.js";
 import type { ProcessEvent as PbProcessEvent } from "./gen/kubox/agent/v1/process_pb.js";
@@ -122,6 +123,38 @@ export class Sandbox {
 
   #object(): string {
     return `sandbox ${this.toString()}`;
+  }
+
+  /**
+   * runCode runs code in the sandbox's code interpreter and returns its results, output and
+   * error. State (variables, imports, the working directory) stays in the context for the next
+   * call: the default context of opts.language (default python), or opts.context. An exception
+   * in the code is Execution.error, not a rejection; onStdout/onStderr get output as it is
+   * printed.
+   */
+  async runCode(code: string, opts: RunCodeOptions = {}): Promise<Execution> {
+    return runCode(await this.#endpoint(), code, opts, this.#object());
+  }
+
+  /** createCodeContext starts a context of its own (default python, in the agent's working directory). */
+  async createCodeContext(opts: { language?: CodeLanguage; cwd?: string; signal?: AbortSignal } = {}): Promise<CodeContext> {
+    const body = { ...(opts.language ? { language: opts.language } : {}), ...(opts.cwd ? { cwd: opts.cwd } : {}) };
+    return (await contextsCall(await this.#endpoint(), "POST", "/contexts", this.#object(), body, opts.signal)) as CodeContext;
+  }
+
+  /** listCodeContexts lists the code interpreter's contexts, the default ones used so far among them. */
+  async listCodeContexts(opts: { signal?: AbortSignal } = {}): Promise<CodeContext[]> {
+    return ((await contextsCall(await this.#endpoint(), "GET", "/contexts", this.#object(), undefined, opts.signal)) ?? []) as CodeContext[];
+  }
+
+  /** restartCodeContext stops the context's interpreter; the next runCode in it starts afresh. */
+  async restartCodeContext(context: CodeContext, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    await contextsCall(await this.#endpoint(), "POST", `/contexts/${encodeURIComponent(context.id)}/restart`, this.#object(), undefined, opts.signal);
+  }
+
+  /** removeCodeContext stops the context's interpreter and removes the context. */
+  async removeCodeContext(context: CodeContext, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    await contextsCall(await this.#endpoint(), "DELETE", `/contexts/${encodeURIComponent(context.id)}`, this.#object(), undefined, opts.signal);
   }
 
   /**

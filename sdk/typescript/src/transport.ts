@@ -16,6 +16,11 @@ import { ProcessService } from "./gen/kubox/agent/v1/process_pb.js";
 const authorizationHeader = "Authorization";
 const bearerScheme = "Bearer";
 
+/** The code interpreter's port in every sandbox (api/contract E2BCodeInterpreterPort). */
+export const codeInterpreterPort = 49999;
+/** The router's header naming a sandbox's port (api/contract SandboxPortHeader). */
+const sandboxPortHeader = "X-Sandbox-Port";
+
 /** The largest message the SDK reads or writes: the agent's limit on a message is far below it. */
 const maxMessageBytes = 0xffffffff;
 
@@ -80,6 +85,37 @@ export class Endpoint {
     } catch (e) {
       throw callError(e, object);
     }
+  }
+
+  /**
+   * code sends a request to the sandbox's code interpreter (kubox-agent's port 49999, E2B's
+   * code-interpreter wire) and returns the response of a success. Through the router (a base URL
+   * with a route path) the port is named with X-Sandbox-Port and the router adds the agent token;
+   * at an agent's own address (no path) the request goes to that host's port 49999 with this
+   * endpoint's token.
+   */
+  async code(req: { method: string; path: string; body?: string; signal?: AbortSignal }, object: string): Promise<UniversalClientResponse> {
+    const header = new Headers();
+    if (req.body !== undefined) header.set("Content-Type", "application/json");
+    const u = new URL(this.base);
+    let base = this.base;
+    if (u.pathname === "/" || u.pathname === "") {
+      u.port = String(codeInterpreterPort);
+      base = trimSlash(u.toString());
+    } else {
+      header.set(sandboxPortHeader, String(codeInterpreterPort));
+    }
+    const body = req.body === undefined ? undefined : createAsyncIterable([new TextEncoder().encode(req.body)]);
+    let res: UniversalClientResponse;
+    try {
+      res = await this.#http({ url: base + req.path, method: req.method, header, body, signal: req.signal });
+    } catch (e) {
+      throw callError(e, object);
+    }
+    if (res.status >= 400) {
+      throw errorFromBody(res.status, await readText(res.body, maxErrorBody), object);
+    }
+    return res;
   }
 
   async content(req: Omit<UniversalClientRequest, "url"> & { path: string; query?: string }, object: string): Promise<UniversalClientResponse> {

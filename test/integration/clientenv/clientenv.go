@@ -42,6 +42,7 @@ import (
 	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/router"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -110,7 +111,17 @@ func Setup(t *testing.T, env *framework.Env) *Env {
 		t.Fatal(err)
 	}
 	env.StartKubelet(t, e.NS, framework.WithLoopbackPodIPs(), framework.WithReadinessProbes()).SetFate(framework.ImageFate(pendingImage, framework.LeavePending))
-	env.ServeSandboxAgents(t, e.NS, e.key, e.agentPort)
+	env.ServeSandboxAgents(t, e.NS, e.key, e.agentPort, func(c *agent.Config) {
+		// The code interpreter on its contract port (run_code, runCode), with the host's
+		// interpreters: /usr/bin first, not one a version manager puts first.
+		c.CodeInterpreterPort = contract.E2BCodeInterpreterPort
+		c.Process.Env = []string{"PATH=/usr/bin:/bin:" + os.Getenv("PATH")}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "PATH=") {
+				c.Process.Env = append(c.Process.Env, kv)
+			}
+		}
+	})
 	env.StartKubox(t, e.NS, func(c *configv1alpha1.ControllerConfiguration) {
 		c.Agent.Image = agentImage
 		c.Agent.TokenKeyFile = keyFile

@@ -207,9 +207,8 @@ func TestMCPServerActsAsItsCaller(t *testing.T) {
 	if got := dev.waitProgress(5*time.Second, "stdout: one\n", "stderr: two\n"); got != "" {
 		t.Errorf("progress notifications %q; want the output streamed", got)
 	}
-	if out := dev.mustCall(t, "run_code", map[string]any{"claim": claim, "language": "bash", "code": "echo $((6*7))"}); out["stdout"] != "42\n" {
-		t.Errorf("run_code bash = %v; want 42", out)
-	}
+	// run_code needs the code interpreter, which this test's agent does not serve: see
+	// TestMCPRunCodeKeepsState.
 	if _, err := dev.call(t, "run_code", map[string]any{"claim": claim, "language": "cobol", "code": "x"}); err == nil ||
 		!strings.Contains(err.Error(), "python, bash, node") {
 		t.Errorf("run_code cobol: %v; want an error listing the languages", err)

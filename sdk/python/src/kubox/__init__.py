@@ -17,14 +17,14 @@ from ._files import AsyncFileWatch
 from .errors import (APIError, ClaimFailedError, CommandError, ConfigError, ConflictError, ForbiddenError,
                      KuboxError, MemoryNotKeptError, NotFoundError, SandboxConnectionError, SandboxNotReadyError,
                      SandboxTimeoutError, SnapshotFailedError, UnauthorizedError)
-from .types import CommandResult, ExitEvent, FileEvent, FileInfo, OutputDropped, OutputEvent, ProcessEvent
+from .types import CodeContext, CodeLogs, CodeResult, CommandResult, Execution, ExecutionError, ExitEvent, FileEvent, FileInfo, OutputDropped, OutputEvent, ProcessEvent
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Sandbox", "Client", "Process", "Files", "FileWatch", "KeepAlive",
     "AsyncSandbox", "AsyncClient", "AsyncProcess", "AsyncFiles", "AsyncFileWatch", "AsyncKeepAlive", "ClaimToken",
-    "CommandResult", "OutputEvent", "OutputDropped", "ExitEvent", "ProcessEvent", "FileInfo", "FileEvent",
+    "CommandResult", "CodeContext", "CodeResult", "CodeLogs", "Execution", "ExecutionError", "OutputEvent", "OutputDropped", "ExitEvent", "ProcessEvent", "FileInfo", "FileEvent",
     "KuboxError", "ConfigError", "ClaimFailedError", "SandboxTimeoutError", "SandboxConnectionError",
     "CommandError", "APIError", "UnauthorizedError", "ForbiddenError", "NotFoundError", "ConflictError",
     "SandboxNotReadyError", "MemoryNotKeptError", "SnapshotFailedError",

@@ -4,7 +4,7 @@ which runs on the SDK's own event loop thread."""
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _runner
 from ._claims import Obj, SnapshotRef
@@ -12,7 +12,7 @@ from ._files import AsyncFiles, AsyncFileWatch
 from ._process import AsyncProcess, Command, OutputCallback, Seconds, Stdin
 from .aio import DEFAULT_KEEP_ALIVE_INTERVAL, DEFAULT_READY_TIMEOUT, DEFAULT_ROUTER_NAMESPACE, DEFAULT_ROUTER_SERVICE, \
     AsyncClient, AsyncKeepAlive, AsyncSandbox, ClaimToken, ProgressCallback
-from .types import CommandResult, FileEvent, FileInfo, ProcessEvent
+from .types import CodeContext, CodeResult, CommandResult, Execution, FileEvent, FileInfo, ProcessEvent
 
 _run = _runner.run
 
@@ -391,6 +391,32 @@ class Sandbox:
         terminal."""
         return Process(_run(self.aio.start(cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin, tty=tty,
                                            on_stdout=on_stdout, on_stderr=on_stderr)))
+
+    def run_code(self, code: str, *, language: Optional[str] = None, context: Optional[CodeContext] = None,
+                 envs: Optional[Mapping[str, str]] = None, timeout: Optional[Seconds] = None,
+                 on_stdout: Optional[Callable[[str], Any]] = None, on_stderr: Optional[Callable[[str], Any]] = None,
+                 on_result: Optional[Callable[[CodeResult], Any]] = None) -> Execution:
+        """Runs code in the sandbox's code interpreter, keeping state in its context between calls
+        (``x = 41`` then ``x + 1`` gives the main result ``42``); see
+        :meth:`AsyncSandbox.run_code`."""
+        return _run(self.aio.run_code(code, language=language, context=context, envs=envs, timeout=timeout,
+                                      on_stdout=on_stdout, on_stderr=on_stderr, on_result=on_result))
+
+    def create_code_context(self, *, language: Optional[str] = None, cwd: Optional[str] = None) -> CodeContext:
+        """Starts a new context of the code interpreter (an interpreter of its own)."""
+        return _run(self.aio.create_code_context(language=language, cwd=cwd))
+
+    def list_code_contexts(self) -> List[CodeContext]:
+        """The code interpreter's contexts."""
+        return _run(self.aio.list_code_contexts())
+
+    def restart_code_context(self, context: CodeContext) -> None:
+        """Stops the context's interpreter; the next run_code in it starts afresh."""
+        _run(self.aio.restart_code_context(context))
+
+    def remove_code_context(self, context: CodeContext) -> None:
+        """Stops the context's interpreter and removes the context."""
+        _run(self.aio.remove_code_context(context))
 
     def keep_alive(self, interval: Seconds = DEFAULT_KEEP_ALIVE_INTERVAL) -> "KeepAlive":
         """Holds a sandbox with an idle policy awake while the program works without sending it

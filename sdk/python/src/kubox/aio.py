@@ -22,6 +22,7 @@ import httpx
 from . import _claims, _kubeconfig
 from ._agent import Agent
 from ._claims import Obj, SnapshotRef
+from . import _code
 from ._files import AsyncFiles
 from ._kube import CLAIMS, SANDBOXES, SECRETS, SNAPSHOTS, Kube
 from ._process import (LIST, RUN, AsyncProcess, Command, OutputCallback, Seconds, Stdin, process_spec, result_of,
@@ -30,7 +31,7 @@ from ._proto.kubox.agent.v1.process_pb2 import ListProcessesRequest, RunProcessR
 from .errors import (ClaimFailedError, CommandError, ConfigError, ForbiddenError, KuboxError, MemoryNotKeptError,
                      NotFoundError, SandboxNotReadyError, SandboxTimeoutError, SnapshotFailedError, UnauthorizedError,
                      error_from_body)
-from .types import CommandResult
+from .types import CodeContext, CodeResult, CommandResult, Execution
 
 __all__ = ["AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncFiles", "AsyncKeepAlive", "ClaimToken", "Opening"]
 
@@ -396,6 +397,8 @@ class AsyncSandbox:
         self.claim_name: str = claim
         self._http = http if http is not None else client._http if client is not None else httpx.AsyncClient()
         self._agent = Agent(self._http, self._resolve, f"sandbox {self}", self._seen_ready)
+        self._code = Agent(self._http, _code.code_resolver(self._resolve, self._direct), f"sandbox {self}",
+                           self._seen_ready)
         #: The sandbox's files.
         self.files = AsyncFiles(self._agent)
 
@@ -496,6 +499,45 @@ class AsyncSandbox:
         """
         return await start_process(self._agent, cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin, tty=tty,
                                    on_stdout=on_stdout, on_stderr=on_stderr)
+
+    async def run_code(self, code: str, *, language: Optional[str] = None, context: Optional[CodeContext] = None,
+                       envs: Optional[Mapping[str, str]] = None, timeout: Optional[Seconds] = None,
+                       on_stdout: Optional[Callable[[str], Any]] = None, on_stderr: Optional[Callable[[str], Any]] = None,
+                       on_result: Optional[Callable[[CodeResult], Any]] = None) -> Execution:
+        """Runs code in the sandbox's code interpreter and returns its results, output and error.
+        State (variables, imports, the working directory) stays in the context for the next call:
+        the default context of ``language`` (python, javascript or bash; default python), or
+        ``context`` (:meth:`create_code_context`). An exception in the code is
+        ``Execution.error``, not raised. ``on_stdout``/``on_stderr`` get output as it is printed;
+        ``timeout`` (seconds) interrupts the code (the context keeps its state) and raises
+        :class:`SandboxTimeoutError`."""
+        limit = seconds(timeout, "timeout")
+        run = _code.run_code(self._code, code, language=language, context=context, envs=envs, timeout=None,
+                             on_stdout=on_stdout, on_stderr=on_stderr, on_result=on_result)
+        try:
+            return await asyncio.wait_for(run, limit) if limit else await run
+        except asyncio.TimeoutError as e:
+            raise SandboxTimeoutError(f"run_code in sandbox {self} did not end within its timeout ({limit} s): the code "
+                                      "interpreter interrupted it and the context keeps its state; raise timeout") from e
+
+    async def create_code_context(self, *, language: Optional[str] = None, cwd: Optional[str] = None) -> CodeContext:
+        """Starts a new context of the code interpreter: an interpreter of its own (default python,
+        in the agent's working directory)."""
+        body = {k: v for k, v in (("language", language), ("cwd", cwd)) if v}
+        return _code.context_of(await _code.contexts_call(self._code, "POST", "/contexts", body))
+
+    async def list_code_contexts(self) -> List[CodeContext]:
+        """The code interpreter's contexts, the default ones used so far among them."""
+        return _code.contexts_of(await _code.contexts_call(self._code, "GET", "/contexts"))
+
+    async def restart_code_context(self, context: CodeContext) -> None:
+        """Stops the context's interpreter; the next run_code in it starts a new one, with none of
+        the old state."""
+        await _code.contexts_call(self._code, "POST", _code.context_path(context, "/restart"))
+
+    async def remove_code_context(self, context: CodeContext) -> None:
+        """Stops the context's interpreter and removes the context."""
+        await _code.contexts_call(self._code, "DELETE", _code.context_path(context))
 
     def keep_alive(self, interval: Seconds = DEFAULT_KEEP_ALIVE_INTERVAL) -> "AsyncKeepAlive":
         """Holds a sandbox with an idle policy awake while the program works without sending it
@@ -606,6 +648,10 @@ class AsyncSandbox:
             raise KuboxError(f"sandbox {self} is closed")
         assert self._client is not None
         return await self._client._endpoint(self)
+
+    def _direct(self) -> bool:
+        """True when the agent is reached at the Pod IP (no router in between)."""
+        return self._fixed is None and self._client is not None and self._client.connection == "direct"
 
     def _seen_ready(self) -> bool:
         """True when the sandbox was Ready when the SDK last saw it, through the router: a 503

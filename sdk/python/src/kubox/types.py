@@ -14,6 +14,11 @@ __all__ = [
     "ProcessEvent",
     "FileInfo",
     "FileEvent",
+    "CodeContext",
+    "CodeResult",
+    "ExecutionError",
+    "CodeLogs",
+    "Execution",
 ]
 
 Stream = Literal["stdout", "stderr", "pty"]
@@ -140,3 +145,73 @@ class FileEvent:
     path: str
     #: ``"create"``, ``"write"``, ``"remove"``, ``"rename"`` or ``"chmod"``.
     op: str
+
+
+@dataclass(frozen=True)
+class CodeContext:
+    """A context of the sandbox's code interpreter: one interpreter whose variables, imports and
+    working directory last from one :meth:`Sandbox.run_code` to the next."""
+
+    #: Names the context in ``run_code(context=...)``, restart and remove.
+    id: str
+    #: python, javascript or bash.
+    language: str
+    #: The interpreter's working directory when it started.
+    cwd: str = ""
+
+
+@dataclass(frozen=True)
+class CodeResult:
+    """One result of an execution as a MIME bundle (E2B's): every representation it has. ``png``,
+    ``jpeg`` and ``pdf`` are base64, as on the wire; ``json`` is the decoded value."""
+
+    text: Optional[str] = None
+    html: Optional[str] = None
+    markdown: Optional[str] = None
+    svg: Optional[str] = None
+    png: Optional[str] = None
+    jpeg: Optional[str] = None
+    pdf: Optional[str] = None
+    latex: Optional[str] = None
+    json: Optional[object] = None
+    javascript: Optional[str] = None
+    #: True for the value of the code's last expression.
+    is_main_result: bool = False
+
+
+@dataclass(frozen=True)
+class ExecutionError:
+    """An exception the code raised; the context lives on."""
+
+    #: The exception's type, e.g. ZeroDivisionError.
+    name: str
+    value: str
+    traceback: str
+
+
+@dataclass
+class CodeLogs:
+    """What an execution printed, in the pieces it came in."""
+
+    stdout: list = field(default_factory=list)
+    stderr: list = field(default_factory=list)
+
+
+@dataclass
+class Execution:
+    """The outcome of :meth:`Sandbox.run_code`. An exception in the code is ``error``, not a
+    raised exception."""
+
+    results: list = field(default_factory=list)
+    logs: CodeLogs = field(default_factory=CodeLogs)
+    error: Optional[ExecutionError] = None
+    #: The context's count of executions so far, this one included.
+    execution_count: int = 0
+
+    @property
+    def text(self) -> Optional[str]:
+        """The main result's text; None when there is none."""
+        for r in self.results:
+            if r.is_main_result:
+                return r.text
+        return None

@@ -8,13 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import httpx
 import pytest
 
 import kubox
-from kubox import AsyncSandbox, Client, OutputEvent, Sandbox
+from kubox import AsyncSandbox, Client, NotFoundError, OutputEvent, Sandbox
 
 
 def test_claim_run_files_release(env):
@@ -252,3 +253,45 @@ def test_snapshot_and_fork_without_a_node_say_why(env):
         with pytest.raises(kubox.ConfigError, match="at least 1"):
             sb.fork(0)
         assert sb.run("echo still").stdout == "still\n"
+
+
+def test_run_code_keeps_state_streams_and_contexts_through_the_router(env):
+    with Sandbox.claim(pool=env.pool) as sb:
+        assert sb.run_code("x = 41").error is None
+        ex = sb.run_code("x + 1")
+        assert (ex.text, ex.error, ex.execution_count) == ("42", None, 2)
+        assert [r.is_main_result for r in ex.results] == [True]
+
+        ex = sb.run_code("def f():\n    return 1 / 0\nf()")
+        assert ex.error is not None and ex.error.name == "ZeroDivisionError"
+        assert "return 1 / 0" in ex.error.traceback and not ex.results
+
+        # The code waits for a file that only the stdout callback creates on seeing "first":
+        # it ends only if output is delivered while it runs. (The interpreter runs on this host.)
+        gate = os.path.join(tempfile.mkdtemp(), "go")
+        seen = []
+
+        def on_stdout(text):
+            seen.append(text)
+            if "".join(seen) == "first\n":
+                open(gate, "w").close()
+
+        code = ("import os, time\nprint('first', flush=True)\n"
+                f"while not os.path.exists({gate!r}):\n    time.sleep(0.01)\nprint('second', flush=True)\n")
+        ex = sb.run_code(code, on_stdout=on_stdout, timeout=60)
+        assert "".join(seen) == "first\nsecond\n" and ex.logs.stdout == seen
+
+        other = sb.create_code_context(language="python")
+        assert other.id and other.language == "python"
+        ex = sb.run_code("x", context=other)
+        assert ex.error is not None and ex.error.name == "NameError", "a second context must not see x"
+        assert other.id in [c.id for c in sb.list_code_contexts()]
+        sb.run_code("y = 7", context=other)
+        sb.restart_code_context(other)
+        assert sb.run_code("y", context=other).error.name == "NameError"
+        assert sb.run_code("x").text == "41"
+        sb.remove_code_context(other)
+        with pytest.raises(NotFoundError, match=other.id):
+            sb.run_code("1", context=other)
+        assert sb.run_code("const n = 2; n + 1", language="javascript").text == "3"
+        assert sb.run_code("import os\nos.environ['G']", envs={"G": "hi"}).text == "hi"

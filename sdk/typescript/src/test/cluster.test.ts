@@ -3,6 +3,9 @@
 // describe one (the variables pysdk passes to pytest) and is skipped otherwise.
 
 import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, test } from "node:test";
 
 import { ClaimFailedError, Client, ConfigError, ForbiddenError, MemoryNotKeptError, NotFoundError, Sandbox, SandboxNotReadyError, SandboxTimeoutError,
@@ -21,6 +24,48 @@ const skip = env.namespace && env.routerURL ? false : "needs a real environment 
 
 describe("a real cluster: API server, controllers, router, agents", { skip }, () => {
   const client = () => new Client({ namespace: env.namespace, routerURL: env.routerURL });
+
+  test("runCode keeps state, streams output as printed, and keeps contexts apart, through the router", async () => {
+    const sb = await client().claim({ pool: env.pool }, { ttlMs: 600_000 });
+    try {
+      assert.equal((await sb.runCode("x = 41")).error, undefined);
+      const ex = await sb.runCode("x + 1");
+      assert.deepEqual([ex.text, ex.error, ex.executionCount, ex.results.map((r) => r.isMainResult)], ["42", undefined, 2, [true]]);
+
+      const err = await sb.runCode("def f():\n    return 1 / 0\nf()");
+      assert.equal(err.error?.name, "ZeroDivisionError");
+      assert.match(err.error?.traceback ?? "", /return 1 \/ 0/);
+
+      // The code waits for a file that only the stdout callback creates on seeing "first": it
+      // ends only if output is delivered while it runs. (The interpreter runs on this host.)
+      const gate = join(mkdtempSync(join(tmpdir(), "kubox-ts-")), "go");
+      const seen: string[] = [];
+      const code = `import os, time\nprint('first', flush=True)\nwhile not os.path.exists(${JSON.stringify(gate)}):\n    time.sleep(0.01)\nprint('second', flush=True)\n`;
+      const streamed = await sb.runCode(code, {
+        timeoutMs: 60_000,
+        onStdout: (t) => {
+          seen.push(t);
+          if (seen.join("") === "first\n") writeFileSync(gate, "");
+        },
+      });
+      assert.equal(seen.join(""), "first\nsecond\n");
+      assert.deepEqual(streamed.logs.stdout, seen);
+
+      const other = await sb.createCodeContext({ language: "python" });
+      assert.equal((await sb.runCode("x", { context: other })).error?.name, "NameError", "a second context must not see x");
+      assert.ok((await sb.listCodeContexts()).some((c) => c.id === other.id));
+      await sb.runCode("y = 7", { context: other });
+      await sb.restartCodeContext(other);
+      assert.equal((await sb.runCode("y", { context: other })).error?.name, "NameError");
+      assert.equal((await sb.runCode("x")).text, "41");
+      await sb.removeCodeContext(other);
+      await assert.rejects(sb.runCode("1", { context: other }), (e: Error) => e instanceof NotFoundError && e.message.includes(other.id));
+      assert.equal((await sb.runCode("const n = 2; n + 1", { language: "javascript" })).text, "3");
+      assert.equal((await sb.runCode("import os\nos.environ['G']", { envs: { G: "hi" } })).text, "hi");
+    } finally {
+      await sb.close();
+    }
+  });
 
   test("claim from the pool, run, move files, close", async () => {
     const sb = await client().claim({ pool: env.pool }, { ttlMs: 600_000 });

@@ -1,0 +1,147 @@
+// The sandbox's code interpreter (E2B's code-interpreter wire, which kubox-agent serves on port
+// 49999): runCode streams POST /execute's NDJSON answer; contexts are created, listed, restarted
+// and removed under /contexts. The JSON names are the wire's.
+
+import { type Endpoint } from "./transport.js";
+import { KuboxError, SandboxConnectionError } from "./errors.js";
+
+/** A language of the code interpreter. */
+export type CodeLanguage = "python" | "javascript" | "bash";
+
+/** A context: one interpreter whose variables, imports and working directory last between runs. */
+export interface CodeContext {
+  id: string;
+  language: string;
+  cwd: string;
+}
+
+/** One result of an execution, as E2B's MIME bundle; png, jpeg and pdf are base64. */
+export interface CodeResult {
+  text?: string;
+  html?: string;
+  markdown?: string;
+  svg?: string;
+  png?: string;
+  jpeg?: string;
+  pdf?: string;
+  latex?: string;
+  json?: unknown;
+  javascript?: string;
+  /** True for the value of the code's last expression. */
+  isMainResult: boolean;
+}
+
+/** An exception the code raised; the context lives on. */
+export interface ExecutionError {
+  name: string;
+  value: string;
+  traceback: string;
+}
+
+/** The outcome of runCode: an exception in the code is `error`, not a rejection. */
+export interface Execution {
+  results: CodeResult[];
+  logs: { stdout: string[]; stderr: string[] };
+  error?: ExecutionError;
+  executionCount: number;
+  /** The main result's text, if any. */
+  text?: string;
+}
+
+export interface RunCodeOptions {
+  /** The default context of this language (default python); not with context. */
+  language?: CodeLanguage;
+  /** A context from createCodeContext. */
+  context?: CodeContext;
+  /** Environment variables for this run only. */
+  envs?: Record<string, string>;
+  /** Interrupts the code after this long (the context keeps its state) and rejects. */
+  timeoutMs?: number;
+  onStdout?: (text: string) => void;
+  onStderr?: (text: string) => void;
+  onResult?: (result: CodeResult) => void;
+  signal?: AbortSignal;
+}
+
+/** runCode runs code on ep's code interpreter, reading the answer as it streams. */
+export async function runCode(ep: Endpoint, code: string, opts: RunCodeOptions, object: string): Promise<Execution> {
+  if (opts.context && opts.language) {
+    throw new KuboxError(`runCode in ${object}: give context or language, not both (a context has its own language)`);
+  }
+  const body: Record<string, unknown> = { code };
+  if (opts.context) body.context_id = opts.context.id;
+  else if (opts.language) body.language = opts.language;
+  if (opts.envs) body.env_vars = opts.envs;
+  const signals = [opts.signal, opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined].filter((s): s is AbortSignal => !!s);
+  const signal = signals.length ? AbortSignal.any(signals) : undefined;
+  const about = `code interpreter of ${object}`;
+  const ex: Execution = { results: [], logs: { stdout: [], stderr: [] }, executionCount: 0 };
+  try {
+    const res = await ep.code({ method: "POST", path: "/execute", body: JSON.stringify(body), signal }, about);
+    const dec = new TextDecoder();
+    let pending = "";
+    for await (const chunk of res.body) {
+      pending += dec.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, nl).trim();
+        pending = pending.slice(nl + 1);
+        if (line && message(ex, JSON.parse(line) as Record<string, unknown>, opts)) return ex;
+      }
+    }
+  } catch (e) {
+    if (opts.timeoutMs && signal?.aborted && !opts.signal?.aborted) {
+      throw new KuboxError(`runCode in ${object} did not end within its timeout (${opts.timeoutMs} ms): the code interpreter interrupted it and the context keeps its state; raise timeoutMs`);
+    }
+    throw e;
+  }
+  throw new SandboxConnectionError(`${about}: the answer ended before end_of_execution`);
+}
+
+function message(ex: Execution, m: Record<string, unknown>, opts: RunCodeOptions): boolean {
+  const text = typeof m.text === "string" ? m.text : "";
+  switch (m.type) {
+    case "stdout":
+      ex.logs.stdout.push(text);
+      opts.onStdout?.(text);
+      break;
+    case "stderr":
+      ex.logs.stderr.push(text);
+      opts.onStderr?.(text);
+      break;
+    case "result": {
+      const r: CodeResult = { isMainResult: m.is_main_result === true };
+      for (const k of ["text", "html", "markdown", "svg", "png", "jpeg", "pdf", "latex", "javascript"] as const) {
+        const v = m[k];
+        if (typeof v === "string") r[k] = v;
+      }
+      if (m.json !== undefined) r.json = m.json;
+      ex.results.push(r);
+      if (r.isMainResult) ex.text = r.text;
+      opts.onResult?.(r);
+      break;
+    }
+    case "error":
+      ex.error = { name: str(m.name), value: str(m.value), traceback: str(m.traceback) };
+      break;
+    case "number_of_executions":
+      ex.executionCount = Number(m.execution_count ?? 0);
+      break;
+    case "end_of_execution":
+      return true;
+  }
+  return false;
+}
+
+function str(v: unknown): string {
+  return typeof v === "string" ? v : "";
+}
+
+/** contextsCall makes a call of /contexts and returns the answer's JSON (undefined when empty). */
+export async function contextsCall(ep: Endpoint, method: string, path: string, object: string, body?: unknown, signal?: AbortSignal): Promise<unknown> {
+  const res = await ep.code({ method, path, body: body === undefined ? undefined : JSON.stringify(body), signal }, `code interpreter of ${object}`);
+  let text = "";
+  const dec = new TextDecoder();
+  for await (const chunk of res.body) text += dec.decode(chunk, { stream: true });
+  return text.trim() ? JSON.parse(text) : undefined;
+}
