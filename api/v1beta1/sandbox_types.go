@@ -269,6 +269,14 @@ type SandboxStatus struct {
 	// with spec.suspendPolicy.keepMemory whose suspend kept it. kubox addition.
 	// +optional
 	Memory *MemoryStatus `json:"memory,omitempty"`
+
+	// usage summarises what the sandbox used as kubox-controller's usage metering counted it
+	// (docs/usage.md). Absent unless the controller's usage.enabled is set. Written when the
+	// sandbox is suspended and at most once every usage.summaryInterval (default 5m) while it
+	// runs, and never when nothing changed: between writes the metrics are current, this is not.
+	// kubox addition.
+	// +optional
+	Usage *UsageStatus `json:"usage,omitempty"`
 }
 
 // Sandbox is one Pod with a stable name and hostname, optional persistent volumes, and a

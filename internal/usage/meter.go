@@ -104,21 +104,32 @@ type Meter struct {
 	state   State
 	since   time.Time
 	started bool
+	// asleep is set from a suspension until the sandbox runs again: a resume passes through
+	// Pending (the new Pod starting), and the wake is counted when it reaches Running.
+	asleep bool
 }
 
 // NewMeter returns a meter for a sandbox whose Pod requests req.
 func NewMeter(req Requests) *Meter { return &Meter{req: req} }
 
 // Observe records that the sandbox was in state s at time now. Repeated observations of one
-// state are idempotent; an observation earlier than the last one counts no time.
+// state are idempotent; an observation earlier than the last one counts no time. Running after
+// a suspension, directly or through Pending, is a wake.
 func (m *Meter) Observe(now time.Time, s State) {
 	if !m.started {
 		m.state, m.since, m.started = s, now, true
+		m.asleep = s == StateSuspended
 		return
 	}
 	m.accrue(now)
-	if m.state == StateSuspended && s == StateRunning {
-		m.figures.Wakes++
+	switch s {
+	case StateSuspended:
+		m.asleep = true
+	case StateRunning:
+		if m.asleep {
+			m.figures.Wakes++
+		}
+		m.asleep = false
 	}
 	m.state = s
 }

@@ -41,6 +41,16 @@ func TestMeter(t *testing.T) {
 			want: Figures{RunningSeconds: 100, SuspendedSeconds: 100, Wakes: 1,
 				RequestedCPUCoreSeconds: 50, RequestedMemoryGiBSeconds: 200},
 		},
+		"a resume passes through pending and is still a wake": {
+			obs: []obs{{0, StateRunning}, {60, StateSuspended}, {160, StatePending}, {170, StateRunning}}, end: 200,
+			want: Figures{RunningSeconds: 90, SuspendedSeconds: 100, Wakes: 1,
+				RequestedCPUCoreSeconds: 45, RequestedMemoryGiBSeconds: 180},
+		},
+		"a Pod restarting while running is not a wake": {
+			obs: []obs{{0, StateRunning}, {60, StatePending}, {70, StateRunning}, {80, StateSuspended}, {90, StatePending}, {100, StateRunning}}, end: 100,
+			want: Figures{RunningSeconds: 70, SuspendedSeconds: 10, Wakes: 1,
+				RequestedCPUCoreSeconds: 35, RequestedMemoryGiBSeconds: 140},
+		},
 		"repeated observation of same state is idempotent": {
 			obs: []obs{{0, StateRunning}, {30, StateRunning}, {30, StateRunning}}, end: 60,
 			want: Figures{RunningSeconds: 60, RequestedCPUCoreSeconds: 30, RequestedMemoryGiBSeconds: 120},

@@ -39,7 +39,14 @@ const (
 	DefaultAgentCompatibilityPort               int32   = contract.DefaultAgentCompatibilityPort
 	DefaultMemoryLimitRatio                     float32 = 0.9
 	DefaultNodeAPIPort                          int32   = contract.DefaultNodeAPIPort
+	DefaultUsageMaxLabelValues                  int32   = 100
 )
+
+// DefaultUsageSummaryInterval is the least time between two writes of a running sandbox's
+// status.usage. Each write is one API write per sandbox; at 5 minutes a sandbox running an hour
+// costs 12, next to the handful its lifecycle costs, and a dashboard polling status is at most
+// 5 minutes behind (the metrics are current).
+const DefaultUsageSummaryInterval = 5 * time.Minute
 
 // DefaultWarmPoolReplenishDelay is how long a pool holds its refill after a claim takes a member.
 // agent-sandbox's default is 0 (refill at once). kubox holds briefly because a burst of claims
@@ -114,6 +121,22 @@ func SetDefaults(c *ControllerConfiguration) {
 	setExtensionDefaults(&c.Controllers)
 	setNetworkPolicyDefaults(&c.NetworkPolicy)
 	setAgentDefaults(&c.Agent)
+	setUsageDefaults(&c.Usage)
+}
+
+func setUsageDefaults(u *UsageSettings) {
+	if u.Enabled == nil {
+		u.Enabled = ptr.To(false)
+	}
+	if u.MaxLabelValues == nil {
+		u.MaxLabelValues = ptr.To(DefaultUsageMaxLabelValues)
+	}
+	if u.SummaryInterval == nil {
+		u.SummaryInterval = &metav1.Duration{Duration: DefaultUsageSummaryInterval}
+	}
+	if u.Sinks.Stdout == nil {
+		u.Sinks.Stdout = ptr.To(u.Sinks.S3 == nil)
+	}
 }
 
 func setAgentDefaults(a *AgentSettings) {

@@ -50,6 +50,8 @@ func defaulted() *ControllerConfiguration {
 		},
 		Agent:            AgentSettings{ImagePullPolicy: corev1.PullIfNotPresent, Port: ptr.To[int32](7070), CompatibilityPort: ptr.To[int32](8888)},
 		MemoryLimitRatio: ptr.To[float32](0.9),
+		Usage: UsageSettings{Enabled: ptr.To(false), MaxLabelValues: ptr.To[int32](100),
+			SummaryInterval: &metav1.Duration{Duration: 5 * time.Minute}, Sinks: UsageSinks{Stdout: ptr.To(true)}},
 	}
 }
 
@@ -103,6 +105,26 @@ func TestSetDefaults(t *testing.T) {
 				c.Controllers.SandboxClaim.AllowedLabelDomains = []string{}
 				c.Controllers.SandboxClaim.AllowedAnnotationDomains = []string{}
 				c.NetworkPolicy.Router.Namespace = "router-ns"
+				return c
+			},
+		},
+		"usage with an S3 sink writes no stdout by default": {
+			in: &ControllerConfiguration{Usage: UsageSettings{Enabled: ptr.To(true), Sinks: UsageSinks{S3: &ObjectStore{Bucket: "b"}}}},
+			want: func() *ControllerConfiguration {
+				c := defaulted()
+				c.Usage.Enabled = ptr.To(true)
+				c.Usage.Sinks = UsageSinks{Stdout: ptr.To(false), S3: &ObjectStore{Bucket: "b"}}
+				return c
+			},
+		},
+		"usage settings given are kept": {
+			in: &ControllerConfiguration{Usage: UsageSettings{MaxLabelValues: ptr.To[int32](7),
+				SummaryInterval: &metav1.Duration{Duration: time.Hour}, Sinks: UsageSinks{Stdout: ptr.To(true), S3: &ObjectStore{}}}},
+			want: func() *ControllerConfiguration {
+				c := defaulted()
+				c.Usage.MaxLabelValues = ptr.To[int32](7)
+				c.Usage.SummaryInterval = &metav1.Duration{Duration: time.Hour}
+				c.Usage.Sinks = UsageSinks{Stdout: ptr.To(true), S3: &ObjectStore{}}
 				return c
 			},
 		},

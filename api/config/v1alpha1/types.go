@@ -43,6 +43,12 @@ type ControllerConfiguration struct {
 	// +optional
 	Agent AgentSettings `json:"agent,omitempty"`
 
+	// usage configures usage metering (docs/usage.md): per-sandbox running and suspended
+	// seconds, wakes and requested CPU and memory, exported as metrics, summarised in
+	// Sandbox status.usage and written as one record per sandbox when it is deleted.
+	// +optional
+	Usage UsageSettings `json:"usage,omitempty"`
+
 	// memoryLimitRatio sets the Go runtime's soft memory limit to this share of the container's
 	// memory limit (the cgroup's memory.max), so the garbage collector works harder as the
 	// controller nears its limit instead of letting the heap double before each collection.
@@ -328,4 +334,75 @@ type LeaderElection struct {
 	// id is the name of the Lease. Default: kubox-controller.kubox.dev.
 	// +optional
 	ID string `json:"id,omitempty"`
+}
+
+// UsageSettings configures usage metering.
+type UsageSettings struct {
+	// enabled turns usage metering on: the kubox_usage_* metrics, status.usage on each Sandbox
+	// and a usage record per sandbox in the sinks when it is deleted. Default: false.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// principalLabel is the key of the Sandbox label whose value names who the sandbox is for
+	// (an end user, a tenant, an agent run): the record's principal and the metrics' principal
+	// label. A claim sets it through additionalPodMetadata.labels. Empty: every principal is
+	// "unknown".
+	// +optional
+	PrincipalLabel string `json:"principalLabel,omitempty"`
+
+	// maxLabelValues bounds the distinct values of each of the metrics' tenant-controlled labels
+	// (principal, template); later values count under "other". Between 1 and 10000. Default: 100.
+	// +optional
+	MaxLabelValues *int32 `json:"maxLabelValues,omitempty"`
+
+	// summaryInterval is the least time between two writes of a running sandbox's
+	// status.usage; it is also written when the sandbox is suspended, and never when nothing
+	// changed. At least 1s. Default: 5m.
+	// +optional
+	SummaryInterval *metav1.Duration `json:"summaryInterval,omitempty"`
+
+	// sinks are where usage records go.
+	// +optional
+	Sinks UsageSinks `json:"sinks,omitempty"`
+}
+
+// UsageSinks says where usage records are written. Each record goes to every sink set.
+type UsageSinks struct {
+	// stdout writes each record as one JSON line on the controller's standard output.
+	// Default: true when s3 is not set, false when it is.
+	// +optional
+	Stdout *bool `json:"stdout,omitempty"`
+
+	// s3 writes each record as one NDJSON object,
+	// {prefix}/{yyyy}/{mm}/{dd}/{namespace}/{uid}.ndjson, to a bucket of an S3-compatible store.
+	// +optional
+	S3 *ObjectStore `json:"s3,omitempty"`
+}
+
+// ObjectStore is a bucket of an S3-compatible object store (AWS S3, MinIO, SeaweedFS, Ceph RGW)
+// and the files holding its credentials.
+type ObjectStore struct {
+	// endpoint is host:port of the S3 API, without a scheme.
+	Endpoint string `json:"endpoint"`
+
+	// bucket is the bucket's name.
+	Bucket string `json:"bucket"`
+
+	// prefix is the folder of the bucket the objects go under; empty: the bucket's root.
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+
+	// region is the bucket's region; empty: asked of the endpoint.
+	// +optional
+	Region string `json:"region,omitempty"`
+
+	// insecure talks plain HTTP to the endpoint instead of TLS. Default: false.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// accessKeyIDFile is the file holding the access key id (a mounted Secret's key).
+	AccessKeyIDFile string `json:"accessKeyIDFile"`
+
+	// secretAccessKeyFile is the file holding the secret access key (a mounted Secret's key).
+	SecretAccessKeyFile string `json:"secretAccessKeyFile"`
 }

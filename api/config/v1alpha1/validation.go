@@ -4,6 +4,8 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -34,6 +36,7 @@ func Validate(c *ControllerConfiguration) field.ErrorList {
 	errs = append(errs, validatePeer(&c.NetworkPolicy.ClusterDNS, field.NewPath("networkPolicy", "clusterDNS"))...)
 	errs = append(errs, validateEgressProxy(&c.NetworkPolicy.EgressProxy, field.NewPath("networkPolicy", "egressProxy"))...)
 	errs = append(errs, validateAgent(&c.Agent, field.NewPath("agent"))...)
+	errs = append(errs, validateUsage(&c.Usage, field.NewPath("usage"))...)
 	if c.LeaderElection.Namespace != "" {
 		for _, msg := range validation.IsDNS1123Label(c.LeaderElection.Namespace) {
 			errs = append(errs, field.Invalid(field.NewPath("leaderElection", "namespace"), c.LeaderElection.Namespace, msg))
@@ -142,6 +145,48 @@ func validateAgent(a *AgentSettings, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("compatibilityPort"), port, "must be between 0 (off) and 65535"))
 	} else if port == *a.Port {
 		errs = append(errs, field.Invalid(p.Child("compatibilityPort"), port, "must differ from agent.port"))
+	}
+	return errs
+}
+
+func validateUsage(u *UsageSettings, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if u.PrincipalLabel != "" {
+		for _, msg := range validation.IsQualifiedName(u.PrincipalLabel) {
+			errs = append(errs, field.Invalid(p.Child("principalLabel"), u.PrincipalLabel, "must be a label key such as example.com/user: "+msg))
+		}
+	}
+	if n := *u.MaxLabelValues; n < 1 || n > 10000 {
+		errs = append(errs, field.Invalid(p.Child("maxLabelValues"), n, "must be between 1 and 10000"))
+	}
+	if d := u.SummaryInterval.Duration; d < time.Second {
+		errs = append(errs, field.Invalid(p.Child("summaryInterval"), d.String(), "must be at least 1s (each write is one API write per sandbox)"))
+	}
+	if *u.Enabled && !*u.Sinks.Stdout && u.Sinks.S3 == nil {
+		errs = append(errs, field.Required(p.Child("sinks"), "usage is enabled with no sink for its records: set sinks.stdout to true or configure sinks.s3"))
+	}
+	if s3 := u.Sinks.S3; s3 != nil {
+		errs = append(errs, validateObjectStore(s3, p.Child("sinks", "s3"))...)
+	}
+	return errs
+}
+
+func validateObjectStore(s *ObjectStore, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case s.Endpoint == "":
+		errs = append(errs, field.Required(p.Child("endpoint"), "set host:port of the S3 API"))
+	case strings.Contains(s.Endpoint, "://") || strings.Contains(s.Endpoint, "/"):
+		errs = append(errs, field.Invalid(p.Child("endpoint"), s.Endpoint, "must be host:port with no scheme or path (set insecure: true for plain HTTP)"))
+	}
+	if s.Bucket == "" {
+		errs = append(errs, field.Required(p.Child("bucket"), "set the name of the bucket the records go to"))
+	}
+	if s.AccessKeyIDFile == "" {
+		errs = append(errs, field.Required(p.Child("accessKeyIDFile"), "set the file holding the access key id (a mounted Secret's key)"))
+	}
+	if s.SecretAccessKeyFile == "" {
+		errs = append(errs, field.Required(p.Child("secretAccessKeyFile"), "set the file holding the secret access key (a mounted Secret's key)"))
 	}
 	return errs
 }

@@ -209,6 +209,41 @@ func TestValidate(t *testing.T) {
 			mutate: func(c *ControllerConfiguration) { c.Agent.ImagePullPolicy = "Sometimes" },
 			want:   []fieldErr{{field.ErrorTypeNotSupported, "agent.imagePullPolicy"}},
 		},
+		"usage to an S3 bucket": {mutate: func(c *ControllerConfiguration) {
+			c.Usage.Enabled = ptr.To(true)
+			c.Usage.PrincipalLabel = "example.com/user"
+			c.Usage.Sinks = UsageSinks{Stdout: ptr.To(false), S3: &ObjectStore{Endpoint: "s3.example.com:443", Bucket: "usage",
+				AccessKeyIDFile: "/etc/s3/id", SecretAccessKeyFile: "/etc/s3/secret"}}
+		}},
+		"usage principal label not a label key": {
+			mutate: func(c *ControllerConfiguration) { c.Usage.PrincipalLabel = "not a key" },
+			want:   []fieldErr{{field.ErrorTypeInvalid, "usage.principalLabel"}},
+		},
+		"usage bounds out of range": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Usage.MaxLabelValues = ptr.To[int32](0)
+				c.Usage.SummaryInterval.Duration = time.Millisecond
+			},
+			want: []fieldErr{{field.ErrorTypeInvalid, "usage.maxLabelValues"}, {field.ErrorTypeInvalid, "usage.summaryInterval"}},
+		},
+		"usage enabled without a sink": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Usage.Enabled = ptr.To(true)
+				c.Usage.Sinks.Stdout = ptr.To(false)
+			},
+			want: []fieldErr{{field.ErrorTypeRequired, "usage.sinks"}},
+		},
+		"usage S3 sink incomplete": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Usage.Sinks.S3 = &ObjectStore{Endpoint: "https://s3.example.com"}
+			},
+			want: []fieldErr{
+				{field.ErrorTypeInvalid, "usage.sinks.s3.endpoint"},
+				{field.ErrorTypeRequired, "usage.sinks.s3.bucket"},
+				{field.ErrorTypeRequired, "usage.sinks.s3.accessKeyIDFile"},
+				{field.ErrorTypeRequired, "usage.sinks.s3.secretAccessKeyFile"},
+			},
+		},
 		"every problem is reported": {
 			mutate: func(c *ControllerConfiguration) {
 				c.ClusterDomain = "-bad-"

@@ -175,6 +175,6 @@ func (o *options) run() error {
 	}
 	log.Info("Starting", "version", version.Get().GitVersion, "clusterDomain", cfg.ClusterDomain,
 		"sandboxWorkers", *cfg.Controllers.Sandbox.Workers, "leaderElection", *cfg.LeaderElection.Enabled,
-		"traceExport", tracing.Enabled())
+		"traceExport", tracing.Enabled(), "usage", ptr.Deref(cfg.Usage.Enabled, false))
 	return mgr.Start(ctx)
 }

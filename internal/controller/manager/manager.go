@@ -120,6 +120,10 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 	if err != nil {
 		return err
 	}
+	tracker, err := SetupUsage(mgr, &cfg.Usage)
+	if err != nil {
+		return err
+	}
 	var recorder events.EventRecorder = mgr.GetEventRecorder(sandbox.Name)
 	if !ptr.Deref(cfg.Controllers.Sandbox.Events, true) {
 		recorder = status.WarningsOnly(recorder)
@@ -128,6 +132,13 @@ func SetupReconcilers(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfigurat
 		recorder, clock.RealClock{}, cfg.ClusterDomain, agent).
 		WithEgressProxy(cfg.NetworkPolicy.EgressProxy.ProxyURL(cfg.ClusterDomain)).
 		WithMemory(nodeapi.FromConfig(cfg.Controllers.Sandbox.Memory))
+	if tracker != nil {
+		interval := configv1alpha1.DefaultUsageSummaryInterval
+		if d := cfg.Usage.SummaryInterval; d != nil {
+			interval = d.Duration
+		}
+		r.WithUsage(tracker, interval)
+	}
 	if err := r.SetupWithManager(mgr, sandboxOpts); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", sandbox.Name, err)
 	}

@@ -59,6 +59,8 @@ type Reconciler struct {
 	activity      ActivityReader // the idle policy's questions to the sandboxes' agents
 	egressProxy   string         // HTTP_PROXY of sandboxes with spec.egress
 	nodes         nodeapi.Client // kubox-node, for spec.suspendPolicy.keepMemory (nodeapi.NotConfigured by default)
+	usage         UsageCounter   // usage metering, for status.usage (NoUsage by default)
+	usageInterval time.Duration  // the least time between two status.usage writes of a running sandbox
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -72,7 +74,7 @@ func NewReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Sch
 	return &Reconciler{client: c, apiReader: apiReader, scheme: scheme, recorder: recorder, clock: clk,
 		clusterDomain: clusterDomain, agent: agent, pods: inflight.NewVersions(clk), sandboxes: inflight.NewVersions(clk),
 		status: status.NewWriter(c, recorder, FieldManager, "Sandbox"), activity: newAgentActivity(agent.TokenKey),
-		nodes: nodeapi.NotConfigured()}
+		nodes: nodeapi.NotConfigured(), usage: NoUsage()}
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -171,10 +173,11 @@ func sooner(a, b time.Duration) time.Duration {
 func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) (status.Outcome, time.Duration, error) {
 	now := metav1.NewTime(r.clock.Now())
 	st := computeStatus(sb, obs, r.clusterDomain, now)
+	usageAfter := r.summarizeUsage(sb, &st, now.Time)
 	r.status.Emit(sb, obs.actions...)
 	if wait := progressDeferral(sb, &st, now.Time); wait > 0 && len(obs.events) == 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Deferring a status write of the Pod's progress", "for", wait)
-		return status.Unchanged, wait, nil
+		return status.Unchanged, sooner(wait, usageAfter), nil
 	}
 	before := sb.Status.DeepCopy()
 	wasReady := meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1beta1.SandboxConditionReady)
@@ -182,7 +185,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox
 	base := sb.ResourceVersion
 	out, err := status.Write(ctx, r.status, sb, &sb.Status, st, evs...)
 	if out != status.Written {
-		return out, out.RequeueAfter(), err
+		return out, sooner(out.RequeueAfter(), usageAfter), err
 	}
 	r.sandboxes.Wrote(sb.UID, base)
 	countSuspends(sb, before, &st, now.Time)
@@ -192,7 +195,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox
 		metrics.ObserveCreationLatency(sb.Namespace, sb.Labels[sandboxv1beta1.LaunchTypeLabel],
 			sb.Annotations[sandboxv1beta1.SandboxTemplateRefAnnotation], now.Sub(sb.CreationTimestamp.Time))
 	}
-	return out, 0, nil
+	return out, usageAfter, nil
 }
 
 func mustJSON(v any) []byte {

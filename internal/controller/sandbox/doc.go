@@ -14,6 +14,10 @@
 // it observed (status.go) and writes it once with optimistic concurrency (package status), after
 // which it emits the pass's events.
 //
+// With usage metering on (WithUsage), the status a pass writes also carries status.usage, the
+// sandbox's figures from usage metering's Tracker, renewed only at a suspend and at most once
+// every summary interval while it runs (usage.go), so it rides on the pass's one write.
+//
 // # Why no server-side apply
 //
 // STYLE.md prefers server-side apply for objects kubox fully owns. The Sandbox's children do not

@@ -68,6 +68,7 @@ func computeStatus(sb *sandboxv1beta1.Sandbox, obs *observed, clusterDomain stri
 		LabelSelector: sb.Status.LabelSelector,
 		Idle:          obs.idle,
 		Memory:        sb.Status.Memory,
+		Usage:         sb.Status.Usage,
 	}
 	gen := sb.Generation
 	set := func(c metav1.Condition) {

@@ -1,20 +1,23 @@
 package usage
 
 import (
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/provenance"
 	"github.com/kubox-dev/kubox/internal/usage"
 )
 
 // Config configures a Tracker.
 type Config struct {
-	// PrincipalLabel is the Sandbox label whose value is the principal (--usage-principal-label);
-	// empty: every sandbox's principal is "unknown".
+	// PrincipalLabel is the label whose value is the principal (usage.principalLabel): the
+	// Sandbox's, else its Pod template's; empty: every sandbox's principal is "unknown".
 	PrincipalLabel string
 	// MaxPrincipals bounds the distinct principal label values of the metrics (default 100).
 	MaxPrincipals int
@@ -69,7 +72,31 @@ func (t *Tracker) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{t.running, t.suspended, t.cpu, t.mem, t.wakes}
 }
 
-// Observe feeds the sandbox's current state, as seen at now.
+// Register registers the Tracker's metrics with reg. A metric some earlier Tracker registered
+// there already (a manager set up again in the same process) is taken over: this Tracker adds to
+// its series.
+func (t *Tracker) Register(reg prometheus.Registerer) error {
+	for _, c := range []**prometheus.CounterVec{&t.running, &t.suspended, &t.cpu, &t.mem, &t.wakes} {
+		err := reg.Register(*c)
+		var are prometheus.AlreadyRegisteredError
+		switch {
+		case err == nil:
+		case errors.As(err, &are):
+			existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
+			if !ok {
+				return err
+			}
+			*c = existing
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// Observe feeds the sandbox's current state, as seen at now. The time since the last
+// observation counts under the sandbox's identity as it was; then the identity is read again
+// (a warm-pool member taken by a claim gains the claim and the claim's principal).
 func (t *Tracker) Observe(sb *sandboxv1beta1.Sandbox, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -81,6 +108,7 @@ func (t *Tracker) Observe(sb *sandboxv1beta1.Sandbox, now time.Time) {
 	tr.state = usage.StateOf(sb)
 	tr.meter.Observe(now, tr.state)
 	t.report(tr, now)
+	t.identify(tr, sb)
 }
 
 // Delete ends the sandbox's meter at now and returns its record; false if the sandbox was
@@ -105,19 +133,42 @@ func (t *Tracker) start(sb *sandboxv1beta1.Sandbox, now time.Time) *tracked {
 	if !sb.CreationTimestamp.IsZero() && sb.CreationTimestamp.Time.Before(now) {
 		rec.Start = sb.CreationTimestamp.Time
 	}
-	for _, o := range sb.OwnerReferences {
-		switch o.Kind {
-		case "SandboxClaim":
-			rec.Claim = o.Name
-		case "SandboxWarmPool":
-			rec.Pool = o.Name
+	tr := &tracked{meter: usage.NewMeter(usage.RequestsOf(&sb.Spec.PodTemplate.Spec)), record: rec}
+	t.identify(tr, sb)
+	return tr
+}
+
+// identify updates the record's claim, pool, template and principal from sb, keeping what an
+// earlier observation found that sb no longer says (a claimed member has lost its pool), and the
+// metric labels with them.
+//
+// The claim, pool and template names are believed only from a Sandbox whose controller
+// reference is a SandboxClaim or SandboxWarmPool of extensions.agents.x-k8s.io: admission lets
+// only kubox-controller write such a reference (config/admission/sandbox_provenance.yaml), and
+// the controllers write the template annotation of the Sandboxes they make. On any other Sandbox
+// the annotation and references are the tenant's own writing and name nothing. The principal is
+// the tenant's by design (the label its claim sets): the Sandbox's label, else its Pod template's.
+func (t *Tracker) identify(tr *tracked, sb *sandboxv1beta1.Sandbox) {
+	r := &tr.record
+	if gk, ok := provenance.ControllerKind(sb); ok && (gk == provenance.SandboxClaim || gk == provenance.SandboxWarmPool) {
+		ref := metav1.GetControllerOf(sb)
+		if gk == provenance.SandboxClaim {
+			r.Claim = ref.Name
+		} else {
+			r.Pool = ref.Name
+		}
+		if tpl := sb.Annotations[sandboxv1beta1.SandboxTemplateRefAnnotation]; tpl != "" {
+			r.Template = tpl
 		}
 	}
-	if t.cfg.PrincipalLabel != "" {
-		rec.Principal = sb.Labels[t.cfg.PrincipalLabel]
+	if key := t.cfg.PrincipalLabel; key != "" {
+		if p := sb.Labels[key]; p != "" {
+			r.Principal = p
+		} else if p := sb.Spec.PodTemplate.Metadata.Labels[key]; p != "" {
+			r.Principal = p
+		}
 	}
-	labels := []string{sb.Namespace, t.templates.Value(rec.Template), t.principals.Value(rec.Principal)}
-	return &tracked{meter: usage.NewMeter(usage.RequestsOf(&sb.Spec.PodTemplate.Spec)), record: rec, labels: labels}
+	tr.labels = []string{sb.Namespace, t.templates.Value(r.Template), t.principals.Value(r.Principal)}
 }
 
 // report adds what the meter counted since the last report to the counters.
@@ -130,6 +181,18 @@ func (t *Tracker) report(tr *tracked, now time.Time) {
 	t.mem.WithLabelValues(tr.labels...).Add(f.RequestedMemoryGiBSeconds - p.RequestedMemoryGiBSeconds)
 	t.wakes.WithLabelValues(tr.labels...).Add(float64(f.Wakes - p.Wakes))
 	tr.reported = f
+}
+
+// Figures returns what the sandbox with uid counted up to now; false if the Tracker tracks
+// none (the Sandbox controller's status.usage).
+func (t *Tracker) Figures(uid types.UID, now time.Time) (usage.Figures, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tr := t.tracked[uid]
+	if tr == nil {
+		return usage.Figures{}, false
+	}
+	return tr.meter.Figures(now), true
 }
 
 // State is the last state the Tracker observed for the sandbox with uid; false if it tracks
