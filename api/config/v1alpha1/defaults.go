@@ -48,6 +48,9 @@ const (
 // 5 minutes behind (the metrics are current).
 const DefaultUsageSummaryInterval = 5 * time.Minute
 
+// DefaultUsageKubeletInterval is the time between two reads of each kubelet's resource metrics.
+const DefaultUsageKubeletInterval = 30 * time.Second
+
 // DefaultWarmPoolReplenishDelay is how long a pool holds its refill after a claim takes a member.
 // agent-sandbox's default is 0 (refill at once). kubox holds briefly because a burst of claims
 // otherwise meets the pool re-creating each member as it goes, every create bringing a Pod, its
@@ -136,6 +139,12 @@ func setUsageDefaults(u *UsageSettings) {
 	}
 	if u.Sinks.Stdout == nil {
 		u.Sinks.Stdout = ptr.To(u.Sinks.S3 == nil)
+	}
+	if u.Kubelet.Enabled == nil {
+		u.Kubelet.Enabled = ptr.To(true)
+	}
+	if u.Kubelet.Interval == nil {
+		u.Kubelet.Interval = &metav1.Duration{Duration: DefaultUsageKubeletInterval}
 	}
 }
 

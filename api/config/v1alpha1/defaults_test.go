@@ -51,7 +51,8 @@ func defaulted() *ControllerConfiguration {
 		Agent:            AgentSettings{ImagePullPolicy: corev1.PullIfNotPresent, Port: ptr.To[int32](7070), CompatibilityPort: ptr.To[int32](8888)},
 		MemoryLimitRatio: ptr.To[float32](0.9),
 		Usage: UsageSettings{Enabled: ptr.To(false), MaxLabelValues: ptr.To[int32](100),
-			SummaryInterval: &metav1.Duration{Duration: 5 * time.Minute}, Sinks: UsageSinks{Stdout: ptr.To(true)}},
+			SummaryInterval: &metav1.Duration{Duration: 5 * time.Minute}, Sinks: UsageSinks{Stdout: ptr.To(true)},
+			Kubelet: KubeletMetrics{Enabled: ptr.To(true), Interval: &metav1.Duration{Duration: 30 * time.Second}}},
 	}
 }
 

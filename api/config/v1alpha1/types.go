@@ -364,6 +364,39 @@ type UsageSettings struct {
 	// sinks are where usage records go.
 	// +optional
 	Sinks UsageSinks `json:"sinks,omitempty"`
+
+	// kubelet reads the kubelets' resource metrics for the figures usage measures (a record's
+	// measured object, the kubox_usage_cpu_seconds_total and kubox_usage_memory_gib_seconds_total
+	// metrics) beside those it counts from requests.
+	// +optional
+	Kubelet KubeletMetrics `json:"kubelet,omitempty"`
+}
+
+// KubeletMetrics configures reading the kubelets' resource metrics (/metrics/resource), directly
+// at each node's address, with the controller's own credentials: the kubelet authorizes the read
+// as get on nodes/metrics.
+type KubeletMetrics struct {
+	// enabled reads, every interval, the resource metrics of each kubelet that runs a sandbox's
+	// Pod. Default: true (when usage is enabled).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// interval is the time between two reads of each kubelet: the CPU a Pod uses after its last
+	// read is not counted. Between 5s and 10m. Default: 30s.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// caFile holds the certificates that sign the kubelets' serving certificates. Empty: the
+	// controller's own CA (the cluster CA, which signs them when kubelets bootstrap their serving
+	// certificates: serverTLSBootstrap).
+	// +optional
+	CAFile string `json:"caFile,omitempty"`
+
+	// insecureSkipTLSVerify reads kubelets without checking their serving certificates
+	// (self-signed ones): whatever answers on a node's address is then sent the controller's
+	// credentials. Default: false.
+	// +optional
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 }
 
 // UsageSinks says where usage records are written. Each record goes to every sink set.

@@ -168,6 +168,13 @@ func validateUsage(u *UsageSettings, p *field.Path) field.ErrorList {
 	if s3 := u.Sinks.S3; s3 != nil {
 		errs = append(errs, validateObjectStore(s3, p.Child("sinks", "s3"))...)
 	}
+	k, kp := &u.Kubelet, p.Child("kubelet")
+	if d := k.Interval.Duration; d < 5*time.Second || d > 10*time.Minute {
+		errs = append(errs, field.Invalid(kp.Child("interval"), d.String(), "must be between 5s and 10m (each read is one request per node)"))
+	}
+	if k.CAFile != "" && k.InsecureSkipTLSVerify {
+		errs = append(errs, field.Invalid(kp.Child("insecureSkipTLSVerify"), true, "set caFile or insecureSkipTLSVerify, not both: with caFile the kubelets' certificates are checked"))
+	}
 	return errs
 }
 

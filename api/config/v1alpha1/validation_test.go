@@ -226,6 +226,14 @@ func TestValidate(t *testing.T) {
 			},
 			want: []fieldErr{{field.ErrorTypeInvalid, "usage.maxLabelValues"}, {field.ErrorTypeInvalid, "usage.summaryInterval"}},
 		},
+		"usage kubelet reads out of range, CA and no verification both": {
+			mutate: func(c *ControllerConfiguration) {
+				c.Usage.Kubelet.Interval.Duration = time.Second
+				c.Usage.Kubelet.CAFile = "/etc/kubelet-ca/ca.crt"
+				c.Usage.Kubelet.InsecureSkipTLSVerify = true
+			},
+			want: []fieldErr{{field.ErrorTypeInvalid, "usage.kubelet.interval"}, {field.ErrorTypeInvalid, "usage.kubelet.insecureSkipTLSVerify"}},
+		},
 		"usage enabled without a sink": {
 			mutate: func(c *ControllerConfiguration) {
 				c.Usage.Enabled = ptr.To(true)

@@ -1,11 +1,13 @@
 package manager
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -34,10 +36,36 @@ func SetupUsage(mgr ctrl.Manager, u *configv1alpha1.UsageSettings) (*controlleru
 		return nil, fmt.Errorf("usage metering: registering its metrics: %w", err)
 	}
 	log := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("usage")))
+	if err := setupKubeletSource(mgr, &u.Kubelet, tracker, log); err != nil {
+		return nil, err
+	}
 	if err := controllerusage.Setup(mgr, controllerusage.NewWatcher(tracker, log, sinks...)); err != nil {
 		return nil, err
 	}
 	return tracker, nil
+}
+
+// setupKubeletSource adds the reader of the kubelets' resource metrics when k enables it: Pods
+// from the manager's cache, Nodes read when needed (the controller does not cache them).
+func setupKubeletSource(mgr ctrl.Manager, k *configv1alpha1.KubeletMetrics, tracker *controllerusage.Tracker, log *slog.Logger) error {
+	if !ptr.Deref(k.Enabled, true) {
+		return nil
+	}
+	cfg := controllerusage.KubeletConfig{CAFile: k.CAFile, InsecureSkipVerify: k.InsecureSkipTLSVerify}
+	if k.Interval != nil {
+		cfg.Interval = k.Interval.Duration
+	}
+	src, err := controllerusage.NewKubeletSource(cfg, mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), tracker, log)
+	if err != nil {
+		return err
+	}
+	for _, c := range src.Collectors() {
+		if err := crmetrics.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			return fmt.Errorf("usage metering: registering the kubelet source's metrics: %w", err)
+		}
+	}
+	tracker.MeasureWith(src)
+	return mgr.Add(src)
 }
 
 // usageSinks builds the sinks s configures; Validate has made sure there is at least one.

@@ -32,6 +32,10 @@ type Tracker struct {
 
 	mu      sync.Mutex
 	tracked map[types.UID]*tracked
+	// measured gives a deleted sandbox's measured figures (a KubeletSource); nil: none.
+	measured interface {
+		Take(types.UID) *usage.Measured
+	}
 
 	running, suspended, cpu, mem, wakes *prometheus.CounterVec
 }
@@ -94,6 +98,16 @@ func (t *Tracker) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
+// MeasureWith makes Delete take each record's measured figures from src. Call it before the
+// manager starts.
+func (t *Tracker) MeasureWith(src interface {
+	Take(types.UID) *usage.Measured
+}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.measured = src
+}
+
 // Observe feeds the sandbox's current state, as seen at now. The time since the last
 // observation counts under the sandbox's identity as it was; then the identity is read again
 // (a warm-pool member taken by a claim gains the claim and the claim's principal).
@@ -125,6 +139,9 @@ func (t *Tracker) Delete(sb *sandboxv1beta1.Sandbox, now time.Time) (usage.Recor
 	rec := tr.record
 	rec.End = now
 	rec.Figures = tr.meter.Figures(now)
+	if t.measured != nil {
+		rec.Measured = t.measured.Take(sb.UID)
+	}
 	return rec, true
 }
 
