@@ -12,11 +12,24 @@ import (
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 )
 
-// annotateBound writes agent-sandbox's observability annotations on a bound claim, once: the
-// name of its sandbox and when the controller first saw it. It is one merge patch per claim,
-// sent after the status write that bound the claim, so the claim's way to its sandbox does not
-// wait on it; clients that read the annotations (agent-sandbox's tooling) find them as there.
-// Settings: controllers.sandboxClaim.observabilityAnnotations.
+// annotateOrDefer gives a bound claim agent-sandbox's observability annotations, once: the name
+// of its sandbox and when the controller first saw it. It is one merge patch per claim, an
+// optional write: the status write that bound the claim has been sent, and the patch waits
+// behind the claims still waiting (yield.go), so no claim's way to its sandbox waits on it;
+// clients that read the annotations (agent-sandbox's tooling) find them once the claims are
+// served. Without a queue (a Reconciler not set up by Setup) it is sent at once. Settings:
+// controllers.sandboxClaim.observabilityAnnotations.
+func (r *Reconciler) annotateOrDefer(ctx context.Context, claim *extv1beta1.SandboxClaim, sandbox string) error {
+	if r.optional == nil {
+		return r.annotateBound(ctx, claim, sandbox)
+	}
+	if boundAnnotations(claim, sandbox, r.timeline.firstSeen(claim.UID)) != nil {
+		r.deferAnnotations(claim)
+	}
+	return nil
+}
+
+// annotateBound sends the patch of the annotations claim lacks, if any.
 func (r *Reconciler) annotateBound(ctx context.Context, claim *extv1beta1.SandboxClaim, sandbox string) error {
 	patch := boundAnnotations(claim, sandbox, r.timeline.firstSeen(claim.UID))
 	if patch == nil {

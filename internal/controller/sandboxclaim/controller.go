@@ -62,6 +62,9 @@ type Reconciler struct {
 	hashes       *templateHashes
 	// annotate: write agent-sandbox's observability annotations on bound claims (annotations.go).
 	annotate bool
+	// optional holds the annotations and the Events back while claims wait (yield.go); nil:
+	// they are written at once.
+	optional *optionalWrites
 	// agents delivers claims' settings to their sandboxes' agents (settings.go).
 	agents agentSettings
 }
@@ -94,7 +97,8 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 		return fmt.Errorf("registering the %s metrics: %w", Name, err)
 	}
 	opts.MaxConcurrentReconciles = int(ptr.Deref(cfg.Controllers.SandboxClaim.Workers, configv1alpha1.DefaultClaimWorkers))
-	var recorder events.EventRecorder = mgr.GetEventRecorder(Name)
+	optional := newOptionalWrites()
+	var recorder events.EventRecorder = yieldingRecorder{EventRecorder: mgr.GetEventRecorder(Name), q: optional}
 	if !ptr.Deref(cfg.Controllers.SandboxClaim.Events, true) {
 		recorder = status.NoEvents()
 	}
@@ -102,6 +106,10 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 		clock.RealClock{}, otel.GetTracerProvider(),
 		cfg.Controllers.SandboxClaim.AllowedLabelDomains, cfg.Controllers.SandboxClaim.AllowedAnnotationDomains)
 	r.annotate = ptr.Deref(cfg.Controllers.SandboxClaim.ObservabilityAnnotations, true)
+	r.optional = optional
+	if err := mgr.Add(optional); err != nil {
+		return fmt.Errorf("adding the %s controller's optional writes: %w", Name, err)
+	}
 	if f := cfg.Agent.TokenKeyFile; f != "" {
 		key, err := contract.LoadAgentTokenKey(f)
 		if err != nil {
@@ -124,7 +132,13 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.ControllerConfiguration, opts c
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Reconcile gives one claim a sandbox, mirrors its readiness and enforces its lifecycle.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	mark := r.optional.begin(req.NamespacedName)
+	defer func() {
+		// A pass that looks again within cacheLagRetry is mid-way: the claim still waits.
+		again := err == nil && res.RequeueAfter > 0 && res.RequeueAfter <= cacheLagRetry
+		r.optional.settle(req.NamespacedName, mark, again)
+	}()
 	claim := &extv1beta1.SandboxClaim{}
 	if err := r.client.Get(ctx, req.NamespacedName, claim); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -150,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obs.state == stateDeleted {
 		return ctrl.Result{}, nil
 	}
-	res, err := r.writeStatus(ctx, claim, obs)
+	res, err = r.writeStatus(ctx, claim, obs)
 	if obs.err != nil {
 		span.SetStatus(codes.Error, obs.err.Error())
 		return ctrl.Result{}, obs.err
@@ -221,7 +235,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxC
 		}
 	}
 	if err == nil && r.annotate && st.Sandbox.Name != "" {
-		err = r.annotateBound(ctx, claim, st.Sandbox.Name)
+		err = r.annotateOrDefer(ctx, claim, st.Sandbox.Name)
 	}
 	return ctrl.Result{RequeueAfter: obs.requeueAfter}, err
 }

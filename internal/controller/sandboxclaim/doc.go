@@ -35,7 +35,10 @@
 // claim (Ready=False/ClaimExpired), Delete and DeleteForeground delete the claim.
 //
 // A warm claim costs two API writes on its way to Ready: the bind and the claim's status, with or
-// without settings (the agent call is not an API write).
+// without settings (the agent call is not an API write). The optional writes — agent-sandbox's
+// observability annotations and the Events — yield to the claims (yield.go): they are queued and
+// sent only when no claim waits for the controller, so on a saturated API server they never sit
+// ahead of a claim's bind or status write.
 // Latency bookkeeping stays in memory (no first-observed or first-ready annotations), and is
 // exported as agent-sandbox's claim metrics and kubox_claim_phase_seconds. Each pass is an
 // OpenTelemetry span continuing the claim's opentelemetry.io/trace-context, when it has one.

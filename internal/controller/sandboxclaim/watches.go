@@ -29,8 +29,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		Watches(&extv1beta1.SandboxClaim{}, claimHandler{EventHandler: &handler.EnqueueRequestForObject{}, r: r}).
-		Watches(&sandboxv1beta1.Sandbox{},
-			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &extv1beta1.SandboxClaim{}, handler.OnlyControllerOwner()),
+		Watches(&sandboxv1beta1.Sandbox{}, sandboxHandler{r: r, EventHandler: handler.EnqueueRequestForOwner(
+			mgr.GetScheme(), mgr.GetRESTMapper(), &extv1beta1.SandboxClaim{}, handler.OnlyControllerOwner())},
 			builder.WithPredicates(mirroredFieldsChanged())).
 		Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPool),
 			builder.WithPredicates(appearedGoneOrSpecChanged())).
@@ -41,7 +41,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 }
 
 // claimHandler enqueues claims, and keeps the controller's memory of them: when the informer
-// delivered each (the start of its latency metrics), and nothing once it is deleted.
+// delivered each (the start of its latency metrics), which wait for the controller (yield.go),
+// and nothing once it is deleted.
 type claimHandler struct {
 	handler.EventHandler
 	r *Reconciler
@@ -50,7 +51,22 @@ type claimHandler struct {
 // Create records when the claim was first seen and enqueues it.
 func (h claimHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.r.timeline.observe(e.Object.GetUID())
+	h.markWaiting(e.Object)
 	h.EventHandler.Create(ctx, e, q)
+}
+
+// Update enqueues the claim, waiting unless it is Ready.
+func (h claimHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.markWaiting(e.ObjectNew)
+	h.EventHandler.Update(ctx, e, q)
+}
+
+// markWaiting marks a claim that is not Ready, nor being deleted, as waiting for the controller.
+// A Ready claim's changes (the controller's own annotations among them) make nothing wait.
+func (h claimHandler) markWaiting(obj client.Object) {
+	if c, ok := obj.(*extv1beta1.SandboxClaim); ok && c.DeletionTimestamp == nil && !isReady(c.Status.Conditions) {
+		h.r.optional.wait(client.ObjectKeyFromObject(c))
+	}
 }
 
 // Delete forgets the claim; its sandbox goes with it through its owner reference.
@@ -58,6 +74,37 @@ func (h claimHandler) Delete(_ context.Context, e event.DeleteEvent, _ workqueue
 	uid := e.Object.GetUID()
 	h.r.timeline.forget(uid)
 	h.r.memory.forget(uid)
+	h.r.optional.forget(client.ObjectKeyFromObject(e.Object))
+}
+
+// sandboxHandler enqueues the claim that controls a Sandbox, marking it waiting: what it
+// mirrors changed (mirroredFieldsChanged), so its status is to be written.
+type sandboxHandler struct {
+	handler.EventHandler
+	r *Reconciler
+}
+
+func (h sandboxHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.markOwner(e.Object)
+	h.EventHandler.Create(ctx, e, q)
+}
+
+func (h sandboxHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.markOwner(e.ObjectOld)
+	h.markOwner(e.ObjectNew)
+	h.EventHandler.Update(ctx, e, q)
+}
+
+func (h sandboxHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.markOwner(e.Object)
+	h.EventHandler.Delete(ctx, e, q)
+}
+
+// markOwner marks the claim that controls obj, if one does, as waiting.
+func (h sandboxHandler) markOwner(obj client.Object) {
+	if ref := metav1.GetControllerOf(obj); ref != nil && ref.Kind == "SandboxClaim" && ref.APIVersion == extv1beta1.GroupVersion.String() {
+		h.r.optional.wait(client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name})
+	}
 }
 
 // mirroredFieldsChanged passes a Sandbox update only when something a claim mirrors or acts on
@@ -132,6 +179,7 @@ func (r *Reconciler) waitingClaims(ctx context.Context, ns, key, value string) [
 	for i := range claims.Items {
 		c := &claims.Items[i]
 		if c.Status.Sandbox.Name == "" && c.DeletionTimestamp == nil {
+			r.optional.wait(client.ObjectKeyFromObject(c))
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 		}
 	}

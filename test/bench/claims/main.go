@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -494,6 +496,7 @@ type result struct {
 	fromStored    []time.Duration
 	writes        map[string]int
 	heapMB        float64
+	peakRSSMB     float64
 	throughputPer float64
 	phasesBefore  phaseTotals
 	phasesAfter   phaseTotals
@@ -537,6 +540,7 @@ func (b *bench) runScenario(ctx context.Context, s scenario) (*result, error) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	res.heapMB = float64(ms.HeapAlloc) / (1 << 20)
+	res.peakRSSMB = selfPeakRSSMiB()
 	if check := b.check; check != nil {
 		b.check = nil
 		if res.report, err = check(ctx, names); err != nil {
@@ -594,8 +598,8 @@ func (b *bench) reset(ctx context.Context) error {
 
 func (r *result) print() {
 	fmt.Printf("## %s: %s\n\n", r.name, r.about)
-	fmt.Printf("claims %d (warm %d, cold %d) in %.1fs: %.1f claims/s; controller process heap after: %.0f MiB\n\n",
-		r.claims, r.warm, r.claims-r.warm, r.elapsed.Seconds(), r.throughputPer, r.heapMB)
+	fmt.Printf("claims %d (warm %d, cold %d) in %.1fs: %.1f claims/s; controller process heap after: %.0f MiB, peak RSS so far: %.0f MiB\n\n",
+		r.claims, r.warm, r.claims-r.warm, r.elapsed.Seconds(), r.throughputPer, r.heapMB, r.peakRSSMB)
 	fmt.Printf("| latency, ms | p50 | p90 | p99 | max |\n|---|---|---|---|---|\n")
 	fmt.Printf("| Create called → Ready | %s | %s | %s | %s |\n", ms(pct(r.latencies, 50)), ms(pct(r.latencies, 90)), ms(pct(r.latencies, 99)), ms(pct(r.latencies, 100)))
 	fmt.Printf("| Create returned → Ready | %s | %s | %s | %s |\n\n", ms(pct(r.fromStored, 50)), ms(pct(r.fromStored, 90)), ms(pct(r.fromStored, 99)), ms(pct(r.fromStored, 100)))
@@ -639,4 +643,23 @@ func repoRoot() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("run from inside the kubox checkout (no hack/tools/install.sh above %s)", wd)
+}
+
+// selfPeakRSSMiB is this process's peak resident memory so far (VmHWM): the controllers', with
+// the benchmark's own clients and informer beside them; 0 where /proc is not there.
+func selfPeakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			if err != nil {
+				return 0
+			}
+			return kib / 1024
+		}
+	}
+	return 0
 }
