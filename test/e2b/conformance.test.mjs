@@ -36,6 +36,44 @@ async function eventually(what, check) {
   }
 }
 
+// waitFor retries check until it passes or ms have gone by: for what the controller does on its
+// own time (an idle policy's suspend).
+async function waitFor(what, ms, check) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`${what}: ${err.message}`, { cause: err });
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// startCounter starts a process in s that writes a count going up every 200 ms to /tmp/count,
+// detached from the command (its output goes nowhere, so the command's stream ends: an open
+// stream would keep an idle sandbox awake).
+async function startCounter(s) {
+  await s.commands.run(
+    "nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new && mv /tmp/count.new /tmp/count; sleep 0.2; done' >/dev/null 2>&1 &",
+  );
+  await eventually('the counter to start', async () => assert.ok((await count(s)) > 0));
+}
+
+async function count(s) {
+  return Number((await s.files.read('/tmp/count')).trim());
+}
+
+// counting reports whether the counter of s goes on (its process runs) and is at least from.
+async function counting(s, from) {
+  const a = await count(s);
+  await sleep(1500);
+  const b = await count(s);
+  return a >= from && b > a;
+}
+
 describe('E2B SDK against kubox', () => {
   let sbx;
 
@@ -297,6 +335,132 @@ describe('E2B SDK against kubox', () => {
       });
     });
   });
+
+  describe('pause, fork, snapshots and the timeout pause (gVisor, kubox-node)', () => {
+    it('pause keeps a file in /tmp and a running process; connect resumes them', async (t) => {
+      const s = await Sandbox.create(template, { timeoutMs });
+      try {
+        await s.files.write('/tmp/kept.txt', 'kept');
+        await startCounter(s);
+        const before = await count(s);
+        let start = Date.now();
+        assert.equal(await s.pause(), true);
+        t.diagnostic(`pause (memory): ${Date.now() - start} ms`);
+        assert.equal((await s.getInfo()).state, 'paused');
+        start = Date.now();
+        const resumed = await Sandbox.connect(s.sandboxId, { timeoutMs });
+        t.diagnostic(`connect of the paused sandbox: ${Date.now() - start} ms`);
+        assert.equal(await resumed.files.read('/tmp/kept.txt'), 'kept');
+        assert.ok(await counting(resumed, before), 'the counter goes on from where it was');
+      } finally {
+        await s.kill().catch(() => {});
+      }
+    });
+
+    it('fork of 3 continues from the same state', async (t) => {
+      const src = await Sandbox.create(template, { timeoutMs });
+      const forks = [];
+      try {
+        await src.files.write('/tmp/state.txt', 'before the fork');
+        await startCounter(src);
+        const before = await count(src);
+        const start = Date.now();
+        forks.push(...(await src.fork({ count: 3, timeoutMs })));
+        t.diagnostic(`fork of 3: ${Date.now() - start} ms`);
+        assert.equal(forks.length, 3);
+        const ids = new Set([src.sandboxId]);
+        for (const f of forks) {
+          assert.ok(f instanceof Sandbox, `a fork failed: ${f}`);
+          ids.add(f.sandboxId);
+          assert.equal(await f.files.read('/tmp/state.txt'), 'before the fork');
+          assert.ok(await counting(f, before), 'the fork counts on from the source\'s count');
+        }
+        assert.equal(ids.size, 4, 'every fork is a sandbox of its own');
+        await forks[0].files.write('/tmp/state.txt', 'fork 0');
+        assert.equal(await forks[1].files.read('/tmp/state.txt'), 'before the fork');
+        assert.equal(await src.files.read('/tmp/state.txt'), 'before the fork');
+        assert.ok(await counting(src, before), 'the source runs on');
+      } finally {
+        for (const f of forks) if (f instanceof Sandbox) await f.kill().catch(() => {});
+        await src.kill().catch(() => {});
+        for (const snap of await Sandbox.listSnapshots({ sandboxId: src.sandboxId }).nextItems().catch(() => [])) {
+          await Sandbox.deleteSnapshot(snap.snapshotId).catch(() => {});
+        }
+      }
+    });
+
+    it('createSnapshot, Sandbox.create from it, listSnapshots and deleteSnapshot', async () => {
+      const src = await Sandbox.create(template, { timeoutMs });
+      let snap;
+      let copy;
+      try {
+        await src.files.write('/tmp/snap.txt', 'in the snapshot');
+        snap = await src.createSnapshot();
+        assert.ok(snap.snapshotId);
+        assert.equal(await src.files.read('/tmp/snap.txt'), 'in the snapshot', 'the source runs on');
+        const listed = await Sandbox.listSnapshots({ sandboxId: src.sandboxId }).nextItems();
+        assert.ok(listed.some((x) => x.snapshotId === snap.snapshotId), `listSnapshots: ${JSON.stringify(listed)}`);
+        copy = await Sandbox.create(snap.snapshotId, { timeoutMs });
+        assert.notEqual(copy.sandboxId, src.sandboxId);
+        assert.equal(await copy.files.read('/tmp/snap.txt'), 'in the snapshot');
+        await copy.kill();
+        copy = undefined;
+        assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+        assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false);
+        snap = undefined;
+      } finally {
+        if (copy) await copy.kill().catch(() => {});
+        await src.kill().catch(() => {});
+        if (snap) await Sandbox.deleteSnapshot(snap.snapshotId).catch(() => {});
+      }
+    });
+  });
+
+  // Known gaps on the real node (docs/e2b.md, "What is missing"), run with KUBOX_E2B_KNOWN_GAPS=1
+  // until they pass: a Filesystem pause loses /tmp (gVisor's own tmpfs there is not in the
+  // root-filesystem snapshot), and a request to a sandbox the timeout paused got no answer
+  // within 180 s.
+  const knownGaps = process.env.KUBOX_E2B_KNOWN_GAPS === '1';
+  if (knownGaps) {
+    describe('known gaps', () => {
+      it('pause({keepMemory: false}) keeps the file; the process does not survive', async () => {
+        const s = await Sandbox.create(template, { timeoutMs });
+        try {
+          await s.files.write('/tmp/kept.txt', 'kept');
+          await startCounter(s);
+          assert.equal(await s.pause({ keepMemory: false }), true);
+          const resumed = await Sandbox.connect(s.sandboxId, { timeoutMs });
+          assert.equal(await resumed.files.read('/tmp/kept.txt'), 'kept');
+          assert.ok((await count(resumed)) > 0, 'the counter file is kept');
+          assert.equal(await counting(resumed, 0), false, 'the counter process restarted with the sandbox, not from memory');
+        } finally {
+          await s.kill().catch(() => {});
+        }
+      });
+
+      it('lifecycle onTimeout pause: the timeout pauses the sandbox, a request resumes it', async (t) => {
+        const s = await Sandbox.create(template, { timeoutMs: 30_000, lifecycle: { onTimeout: 'pause', autoResume: true } });
+        try {
+          const info = await s.getInfo();
+          assert.deepEqual(info.lifecycle, { onTimeout: 'pause', autoResume: true });
+          await s.files.write('/tmp/auto.txt', 'kept');
+          await startCounter(s);
+          const before = await count(s);
+          const start = Date.now();
+          await waitFor('the timeout to pause the sandbox', 240_000, async () => assert.equal((await s.getInfo()).state, 'paused'));
+          t.diagnostic(`paused ${Date.now() - start} ms after the last request (timeout 30 s)`);
+          const req = Date.now();
+          // The request waits while the router resumes the sandbox (from its memory, on its node).
+          assert.equal(await s.files.read('/tmp/auto.txt', { requestTimeoutMs: 180_000 }), 'kept');
+          t.diagnostic(`a request to the auto-paused sandbox answered in ${Date.now() - req} ms`);
+          assert.equal((await s.getInfo()).state, 'running');
+          assert.ok(await counting(s, before), 'the counter goes on from where it was');
+        } finally {
+          await s.kill().catch(() => {});
+        }
+      });
+    });
+  }
 
   describe('pause and kill', () => {
     it('pause and connect resume a sandbox, files on volumes kept', async () => {

@@ -31,6 +31,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubox-dev/kubox/api/contract"
@@ -51,6 +52,12 @@ func TestE2BSDKConformance(t *testing.T) {
 	requireE2BDeps(t)
 	ns := namespace(t)
 	pythonPool(t, ns, 2)
+	// fork and Sandbox.create(snapshotID) start claims from a snapshot: the template allows it
+	// (docs/e2b.md, an administrator's choice).
+	patch := []byte(`{"spec":{"claimPolicy":{"snapshotRefPolicy":"Allowed"}}}`)
+	if _, err := dyn.Resource(templates).Namespace(ns).Patch(t.Context(), "python", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("allowing snapshotRefs on SandboxTemplate python: %v", err)
+	}
 	cmd := exec.CommandContext(t.Context(), "node", "--import", "./resolve.mjs", "--test",
 		"--test-concurrency=1", "--test-reporter=tap", "conformance.test.mjs")
 	cmd.Dir = filepath.Join(repoDir, e2bDir)
@@ -108,7 +115,7 @@ func e2bUserToken(t testing.TB, ns string) string {
 		{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes"}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"extensions.agents.x-k8s.io"}, Resources: []string{"sandboxclaims/connect"}, Verbs: []string{"create"}},
 		// pause (it keeps the files in a SandboxSnapshot), fork and snapshots
-		{APIGroups: []string{"extensions.agents.x-k8s.io"}, Resources: []string{"sandboxsnapshots"}, Verbs: []string{"create", "get", "list", "delete"}},
+		{APIGroups: []string{"extensions.agents.x-k8s.io"}, Resources: []string{"sandboxsnapshots"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes/connect"}, Verbs: []string{"create"}},
 	}}
 	if _, err := clientset.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

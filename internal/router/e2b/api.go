@@ -33,24 +33,26 @@ const (
 	e2bMaxBody = 1 << 20
 )
 
-// e2bNewSandbox is the body of POST /sandboxes and /v2/sandboxes (E2B's NewSandbox). The fields
-// after EnvVars are E2B features kubox does not serve per sandbox: a request that sets one is
-// refused (unsupportedE2BOptions) rather than given a sandbox without what it asked for.
+// e2bNewSandbox is the body of POST /sandboxes and /v2/sandboxes (E2B's NewSandbox). AutoPause,
+// AutoPauseMemory and AutoResume are E2B's lifecycle (lifecycle.go). The fields after EnvVars
+// are E2B features kubox does not serve per sandbox: a request that sets one is refused
+// (unsupportedE2BOptions) rather than given a sandbox without what it asked for.
 type e2bNewSandbox struct {
-	TemplateID string            `json:"templateID"`
-	Timeout    *int64            `json:"timeout,omitempty"`
-	AutoPause  bool              `json:"autoPause,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	EnvVars    map[string]string `json:"envVars,omitempty"`
+	TemplateID      string            `json:"templateID"`
+	Timeout         *int64            `json:"timeout,omitempty"`
+	AutoPause       bool              `json:"autoPause,omitempty"`
+	AutoPauseMemory *bool             `json:"autoPauseMemory,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	EnvVars         map[string]string `json:"envVars,omitempty"`
+	AutoResume      *struct {
+		Enabled bool `json:"enabled"`
+	} `json:"autoResume,omitempty"`
 
 	AllowInternetAccess *bool             `json:"allow_internet_access,omitempty"`
 	Network             json.RawMessage   `json:"network,omitempty"`
 	VolumeMounts        []json.RawMessage `json:"volumeMounts,omitempty"`
 	MCP                 json.RawMessage   `json:"mcp,omitempty"`
-	AutoResume          *struct {
-		Enabled bool `json:"enabled"`
-	} `json:"autoResume,omitempty"`
-	IAM *struct {
+	IAM                 *struct {
 		Tokens map[string]json.RawMessage `json:"tokens,omitempty"`
 	} `json:"iam,omitempty"`
 }
@@ -58,8 +60,6 @@ type e2bNewSandbox struct {
 // unsupportedE2BOptions names the first option of req kubox cannot honour, and what to use.
 func unsupportedE2BOptions(req *e2bNewSandbox) *httperr.Error {
 	switch {
-	case req.AutoPause || (req.AutoResume != nil && req.AutoResume.Enabled):
-		return httperr.Errorf(http.StatusBadRequest, "autoPause and autoResume are not supported: a kubox sandbox's timeout deletes it; use an idle policy to suspend sandboxes and wake them on the next request")
 	case req.AllowInternetAccess != nil && !*req.AllowInternetAccess:
 		return httperr.Errorf(http.StatusBadRequest, "allow_internet_access=false is not supported per sandbox: a sandbox's egress is its SandboxTemplate's network policy; create from a template without egress")
 	case len(req.Network) > 0 && string(req.Network) != "null":
@@ -102,6 +102,8 @@ type e2bDetail struct {
 	DiskSizeMB      int               `json:"diskSizeMB"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
 	State           string            `json:"state"`
+	// Lifecycle is E2B's SandboxLifecycle: onTimeout kill or pause (lifecycle.go).
+	Lifecycle *e2bLifecycleInfo `json:"lifecycle,omitempty"`
 }
 
 // E2B's sandbox states.
@@ -207,6 +209,10 @@ func (a *API) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if herr := unsupportedE2BOptions(&req); herr != nil {
 		return herr
 	}
+	pause, herr := e2bPauseOnTimeout(&req)
+	if herr != nil {
+		return herr
+	}
 	timeout, herr := e2bSeconds(req.Timeout, e2bDefaultTimeout)
 	if herr != nil {
 		return herr
@@ -222,11 +228,20 @@ func (a *API) e2bCreate(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: v})
 	}
 	claim.Spec.Lifecycle = e2bLifecycle(a.deps.Now(), timeout)
+	if pause != nil {
+		setPauseOnTimeout(claim, timeout, pause)
+	}
 	ready, herr := a.createE2BClaim(ctx, c, claim)
 	if herr != nil {
 		return herr
 	}
-	return a.writeE2BSandbox(w, r, c, http.StatusCreated, claimTemplate(claim), ready, claim.Spec.Lifecycle.ShutdownTime)
+	if pause != nil {
+		if herr := a.armPauseOnTimeout(ctx, c, ready); herr != nil {
+			a.dropE2BClaim(ctx, claim)
+			return herr
+		}
+	}
+	return a.writeE2BSandbox(w, r, c, http.StatusCreated, claimTemplate(claim), ready, claimShutdown(claim))
 }
 
 // createE2BClaim creates claim as the caller and waits until its sandbox is Ready. The answer
@@ -435,15 +450,20 @@ func (a *API) e2bSetTimeout(ctx context.Context, w http.ResponseWriter, r *http.
 	if herr != nil {
 		return herr
 	}
-	if _, herr := a.patchE2BTimeout(ctx, cl, timeout); herr != nil {
+	if _, herr := a.patchE2BTimeout(ctx, c, cl, timeout); herr != nil {
 		return herr
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// patchE2BTimeout sets the claim's shutdownTime timeout from now, and returns the lifecycle set.
-func (a *API) patchE2BTimeout(ctx context.Context, cl *extv1beta1.SandboxClaim, timeout time.Duration) (*extv1beta1.ClaimLifecycle, *httperr.Error) {
+// patchE2BTimeout sets the claim's shutdownTime timeout from now, and returns the lifecycle set;
+// of a claim that pauses at its timeout, its sandbox's suspendAfter (setPauseTimeout), and no
+// shutdownTime.
+func (a *API) patchE2BTimeout(ctx context.Context, c *e2bCaller, cl *extv1beta1.SandboxClaim, timeout time.Duration) (*extv1beta1.ClaimLifecycle, *httperr.Error) {
+	if pausesOnTimeout(cl) {
+		return &extv1beta1.ClaimLifecycle{}, a.setPauseTimeout(ctx, c, cl, timeout)
+	}
 	lc := e2bLifecycle(a.deps.Now(), timeout)
 	if err := wake.SetClaimShutdown(ctx, a.kube, cl, lc); err != nil {
 		return nil, e2bKubeError(err, "setting the timeout of SandboxClaim "+cl.Name)
@@ -522,9 +542,16 @@ func (a *API) e2bWake(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	if herr := a.deps.AuthorizeMint(ctx, c.user, cl.Namespace, cl.Name); herr != nil {
 		return herr // before anything changes: the answer carries an envd access token
 	}
-	lc, herr := a.patchE2BTimeout(ctx, cl, timeout)
-	if herr != nil {
-		return herr
+	lc := cl.Spec.Lifecycle
+	// A paused sandbox that is killed at its timeout gets one (E2B's default without a body); one
+	// that pauses at its timeout keeps its own unless the body gives one.
+	if (paused && !pausesOnTimeout(cl)) || !keepsLongerTimeout(cl, req.Timeout, a.deps.Now().Add(timeout)) {
+		if lc, herr = a.patchE2BTimeout(ctx, c, cl, timeout); herr != nil {
+			return herr
+		}
+	}
+	if lc == nil {
+		lc = &extv1beta1.ClaimLifecycle{}
 	}
 	code, gen := http.StatusOK, int64(0)
 	if paused {
@@ -538,6 +565,17 @@ func (a *API) e2bWake(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		return herr
 	}
 	return a.writeE2BSandbox(w, r, c, code, claimTemplate(cl), ready, lc.ShutdownTime)
+}
+
+// keepsLongerTimeout reports whether connect leaves a running sandbox's timeout as it is: E2B's
+// connect updates it only when the new one is later, and keeps it when none is given (the SDKs'
+// Sandbox.connect(id) sends none). A sandbox that pauses at its timeout keeps it without one.
+func keepsLongerTimeout(cl *extv1beta1.SandboxClaim, given *int64, newEnd time.Time) bool {
+	if given == nil {
+		return true
+	}
+	end := claimShutdown(cl)
+	return end != nil && !end.Time.Before(newEnd)
 }
 
 // setE2BMode patches the sandbox's operatingMode as the caller, guarded by its UID, and returns
@@ -591,6 +629,11 @@ func (a *API) e2bDetailOf(ctx context.Context, cl *extv1beta1.SandboxClaim) e2bD
 		EnvdVersion: contract.E2BEnvdVersion, Metadata: e2bMetadata(cl), State: e2bRunning, CPUCount: 1, MemoryMB: 128}
 	if lc := cl.Spec.Lifecycle; lc != nil && lc.ShutdownTime != nil {
 		d.EndAt = lc.ShutdownTime.UTC()
+	}
+	info, endAt := a.e2bLifecycleOf(ctx, cl)
+	d.Lifecycle = &info
+	if !endAt.IsZero() {
+		d.EndAt = endAt
 	}
 	if name := cl.Status.Sandbox.Name; name != "" {
 		if sb, _ := a.deps.Sandbox(ctx, cl.Namespace, name); sb != nil && sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {

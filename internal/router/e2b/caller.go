@@ -141,14 +141,14 @@ func (a *API) authenticateE2B(ctx context.Context, r *http.Request) (*e2bCaller,
 type callerTokenKey struct{}
 
 // NewClient returns the client of the control API: the API server's address and CA from
-// restConfig without its credentials, and on every request the bearer token of the caller the
-// request's context carries (withCaller). So one client (and one connection pool) serves every
+// restConfig without its credentials, and on every request (watches too: waitE2BSnapshot) the
+// bearer token of the caller the request's context carries (withCaller). So one client (and one connection pool) serves every
 // caller, each with their own rights.
-func NewClient(restConfig *rest.Config, mapper client.Options) (client.Client, error) {
+func NewClient(restConfig *rest.Config, mapper client.Options) (client.WithWatch, error) {
 	cfg := rest.AnonymousClientConfig(restConfig)
 	cfg.QPS, cfg.Burst = restConfig.QPS, restConfig.Burst
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper { return callerTransport{next} })
-	c, err := client.New(cfg, mapper)
+	c, err := client.NewWithWatch(cfg, mapper)
 	if err != nil {
 		return nil, fmt.Errorf("creating the E2B API's Kubernetes client: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
@@ -31,8 +33,8 @@ const (
 	e2bSnapshotSandboxLabel  = "e2b.kubox.dev/sandbox-id"
 )
 
-// e2bPollInterval is how often a wait for a SandboxSnapshot reads it as the caller (the
-// router's cache holds no snapshots).
+// e2bPollInterval is how often a wait for a SandboxSnapshot reads it as a caller who may not
+// watch sandboxsnapshots (the router's cache holds no snapshots; waitE2BSnapshot watches).
 const e2bPollInterval = 250 * time.Millisecond
 
 // e2bForkRequest is E2B's SandboxForkRequest.
@@ -200,12 +202,13 @@ func (a *API) e2bClaimTemplate(ctx context.Context, cl *extv1beta1.SandboxClaim)
 }
 
 // waitE2BSnapshot reads snap as the caller until it is Ready (or failed for good: 409 with the
-// controller's reason), for at most --wake-timeout.
+// controller's reason), for at most --wake-timeout. Between reads it watches the one object as
+// the caller (from the resourceVersion read), so it reads again when the snapshot changes and
+// never on a timer; a caller RBAC allows no watch on sandboxsnapshots is read every
+// e2bPollInterval instead.
 func (a *API) waitE2BSnapshot(ctx context.Context, snap *extv1beta1.SandboxSnapshot) (*extv1beta1.SandboxSnapshot, *httperr.Error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.WakeTimeout)
 	defer cancel()
-	tick := time.NewTicker(e2bPollInterval)
-	defer tick.Stop()
 	got := &extv1beta1.SandboxSnapshot{}
 	for {
 		if err := a.kube.Get(ctx, objectKey(snap.Namespace, snap.Name), got); err != nil && ctx.Err() == nil {
@@ -219,14 +222,49 @@ func (a *API) waitE2BSnapshot(ctx context.Context, snap *extv1beta1.SandboxSnaps
 			return nil, httperr.Errorf(http.StatusConflict, "sandbox %s could not be snapshotted (SandboxSnapshot %s: %s: %s): fork and snapshots "+
 				"need the sandbox under gVisor on a node with kubox-node (docs/checkpoint.md)", got.Labels[e2bSnapshotSandboxLabel], snap.Name, r.Reason, r.Message)
 		}
-		select {
-		case <-ctx.Done():
+		if a.awaitSnapshotChange(ctx, snap.Namespace, snap.Name, got.ResourceVersion) != nil {
 			cond := "no Ready condition yet (is kubox-controller running?)"
 			if r != nil {
 				cond = "Ready=" + string(r.Status) + " " + r.Reason + ": " + r.Message
 			}
 			return nil, httperr.Errorf(http.StatusGatewayTimeout, "SandboxSnapshot %s was not Ready within %s (%s)", snap.Name, a.cfg.WakeTimeout, cond)
-		case <-tick.C:
+		}
+	}
+}
+
+// awaitSnapshotChange returns nil once SandboxSnapshot ns/name may have changed since
+// resourceVersion rv: an event of the caller's watch on it (or the watch ending, so the caller
+// reads again), or, when the caller may not watch, e2bPollInterval later. It returns ctx's error
+// when ctx ends first.
+func (a *API) awaitSnapshotChange(ctx context.Context, ns, name, rv string) error {
+	var events <-chan watch.Event
+	if wc, ok := a.kube.(client.WithWatch); ok {
+		w, err := wc.Watch(ctx, &extv1beta1.SandboxSnapshotList{}, inNamespace(ns), client.MatchingFields{"metadata.name": name},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+		if err == nil {
+			defer w.Stop()
+			events = w.ResultChan()
+		}
+	}
+	var poll <-chan time.Time
+	if events == nil {
+		t := time.NewTimer(e2bPollInterval)
+		defer t.Stop()
+		poll = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-poll:
+			return nil
+		case ev, open := <-events:
+			if !open || ev.Type == watch.Error {
+				return nil
+			}
+			if o, ok := ev.Object.(client.Object); !ok || o.GetName() == name {
+				return nil
+			}
 		}
 	}
 }

@@ -97,11 +97,40 @@ func (a *API) e2bDeleteTemplate(ctx context.Context, w http.ResponseWriter, r *h
 	if herr != nil {
 		return herr
 	}
+	if herr := a.pauseSnapshotInUse(ctx, c, snap); herr != nil {
+		return herr
+	}
 	if err := a.kube.Delete(ctx, snap, preconditionUID(snap)); err != nil {
 		return e2bKubeError(err, "deleting SandboxSnapshot "+id)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// pauseSnapshotInUse refuses to delete the snapshot of an E2B pause that its sandbox still
+// starts from: a paused sandbox, or one resumed from a pause, names it in spec.snapshotRef (its
+// next Pod, after a resume that did not keep the memory or a restart, starts on its files), and
+// without it that Pod could not start and a fork or snapshot of the sandbox would be refused as
+// holding unknown settings. Read as the caller; the label only says which sandbox to look at
+// (the sandbox's spec.snapshotRef decides), so a label a tenant writes protects nothing.
+func (a *API) pauseSnapshotInUse(ctx context.Context, c *e2bCaller, snap *extv1beta1.SandboxSnapshot) *httperr.Error {
+	id := snap.Labels[e2bPauseSnapshotLabel]
+	if id == "" || len(validation.IsDNS1123Label(id)) > 0 {
+		return nil
+	}
+	cl, sb, herr := a.e2bClaimSandbox(ctx, c, id)
+	if herr != nil {
+		if herr.Code == http.StatusNotFound {
+			return nil
+		}
+		return herr
+	}
+	if ref := sb.Spec.SnapshotRef; ref == nil || ref.Name != snap.Name {
+		return nil
+	}
+	return httperr.Errorf(http.StatusConflict, "snapshot %s holds the files of sandbox %s's pause, which the sandbox starts from (its "+
+		"spec.snapshotRef) should it be resumed without its memory or restarted: it is deleted with the sandbox (kill), or replaced "+
+		"by its next pause", snap.Name, cl.Name)
 }
 
 // e2bSnapshot reads the SandboxSnapshot id as the caller: 404 when there is none (or it is

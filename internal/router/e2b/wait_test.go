@@ -9,7 +9,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -75,5 +80,81 @@ func TestE2BWaitsEndOnTerminalStates(t *testing.T) {
 	if _, herr := a.waitE2BReady(ctx, claim, 1); herr == nil || herr.Code == http.StatusGatewayTimeout ||
 		!strings.Contains(herr.Msg, sandboxv1beta1.SandboxReasonPodFailed) {
 		t.Errorf("create of a claim whose Pod failed = %v; want an error at once naming %s", herr, sandboxv1beta1.SandboxReasonPodFailed)
+	}
+}
+
+// TestE2BSnapshotWaitWatches: the wait for a SandboxSnapshot (pause, fork, createSnapshot)
+// watches the one object as the caller and reads it again when the watch reports a change, not
+// on a timer; its answers stay: the snapshot once Ready, 409 with the controller's reason when
+// it cannot be taken, 504 naming its condition after --wake-timeout.
+func TestE2BSnapshotWaitWatches(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := extv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		cond     *metav1.Condition // written once the wait watches; nil: nothing changes
+		timeout  time.Duration
+		wantCode int // 0: the snapshot is answered
+		wantMsg  string
+	}{
+		"Ready": {cond: &metav1.Condition{Type: extv1beta1.SnapshotConditionReady, Status: metav1.ConditionTrue,
+			Reason: extv1beta1.SnapshotReasonTaken, Message: "taken"}, timeout: time.Hour},
+		"cannot be taken": {cond: &metav1.Condition{Type: extv1beta1.SnapshotConditionReady, Status: metav1.ConditionFalse,
+			Reason: extv1beta1.SnapshotReasonCheckpointFailed, Message: "no kubox-node"}, timeout: time.Hour,
+			wantCode: http.StatusConflict, wantMsg: "no kubox-node"},
+		"never Ready": {timeout: 200 * time.Millisecond, wantCode: http.StatusGatewayTimeout, wantMsg: "no Ready condition yet"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			snap := &extv1beta1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "snap"}}
+			var gets atomic.Int32
+			watching := make(chan struct{}, 1)
+			kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(snap.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					gets.Add(1)
+					return c.Get(ctx, key, obj, opts...)
+				},
+				Watch: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) (watch.Interface, error) {
+					w, err := c.Watch(ctx, list, opts...)
+					watching <- struct{}{}
+					return w, err
+				},
+			}).Build()
+			a := &API{cfg: Config{WakeTimeout: tc.timeout}, kube: kube}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // only turns a hang into a failure
+			defer cancel()
+			type result struct {
+				snap *extv1beta1.SandboxSnapshot
+				herr *httperr.Error
+			}
+			done := make(chan result, 1)
+			go func() { s, herr := a.waitE2BSnapshot(ctx, snap); done <- result{s, herr} }()
+			if tc.cond != nil {
+				select {
+				case <-watching:
+				case <-ctx.Done():
+					t.Fatal("the wait never watched the SandboxSnapshot")
+				}
+				got := &extv1beta1.SandboxSnapshot{}
+				if err := kube.Get(ctx, client.ObjectKeyFromObject(snap), got); err != nil {
+					t.Fatal(err)
+				}
+				got.Status.Conditions = []metav1.Condition{*tc.cond}
+				got.Status.Conditions[0].LastTransitionTime = metav1.Now()
+				if err := kube.Update(ctx, got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := <-done
+			switch {
+			case tc.wantCode == 0 && (res.herr != nil || res.snap == nil):
+				t.Fatalf("wait = %v; want the Ready snapshot", res.herr)
+			case tc.wantCode != 0 && (res.herr == nil || res.herr.Code != tc.wantCode || !strings.Contains(res.herr.Msg, tc.wantMsg)):
+				t.Fatalf("wait = %v; want %d naming %q", res.herr, tc.wantCode, tc.wantMsg)
+			}
+			if n := gets.Load(); tc.cond != nil && n != 3 { // the wait's two reads and the test's own
+				t.Errorf("the wait read the snapshot %d times for one change; want 2 (a read per change, no poll)", n-1)
+			}
+		})
 	}
 }

@@ -212,13 +212,12 @@ func TestV2PathsAndUnsupportedOptions(t *testing.T) {
 		t.Errorf("POST /v2/sandboxes/{id}/connect of a running sandbox answered %d, not 200", code)
 	}
 	for name, opt := range map[string]map[string]any{
-		"autoPause":             {"autoPause": true},
-		"autoResume":            {"autoResume": map[string]any{"enabled": true}},
-		"allow_internet_access": {"allow_internet_access": false},
-		"network":               {"network": map[string]any{"denyOut": []string{"0.0.0.0/0"}}},
-		"volumeMounts":          {"volumeMounts": []any{map[string]any{"name": "v", "path": "/data"}}},
-		"mcp":                   {"mcp": map[string]any{"github": map[string]any{}}},
-		"iam":                   {"iam": map[string]any{"tokens": map[string]any{"gcp": map[string]any{"audience": "a", "tokenType": "oidc"}}}},
+		"autoResume without autoPause": {"autoResume": map[string]any{"enabled": true}}, // autoPause: lifecycle_test.go
+		"allow_internet_access":        {"allow_internet_access": false},
+		"network":                      {"network": map[string]any{"denyOut": []string{"0.0.0.0/0"}}},
+		"volumeMounts":                 {"volumeMounts": []any{map[string]any{"name": "v", "path": "/data"}}},
+		"mcp":                          {"mcp": map[string]any{"github": map[string]any{}}},
+		"iam":                          {"iam": map[string]any{"tokens": map[string]any{"gcp": map[string]any{"audience": "a", "tokenType": "oidc"}}}},
 	} {
 		opt["templateID"] = pool // api checks that a refusal is E2B's error JSON with a message
 		if code := f.api(t, f.apiKey, http.MethodPost, "/v2/sandboxes", opt, nil); code != http.StatusBadRequest {

@@ -25,7 +25,7 @@ import (
 func snapshotRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{extv1beta1.GroupVersion.Group}, Resources: []string{"sandboxsnapshots"},
-			Verbs: []string{"create", "get", "list", "delete"}},
+			Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		framework.ConnectRule(sandboxv1beta1.GroupVersion.Group, "sandboxes"),
 	}
 }
