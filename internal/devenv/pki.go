@@ -39,9 +39,9 @@ type certSpec struct {
 // It signs nothing else and nothing else trusts it.
 const EgressTestCA = "egress-test-ca"
 
-// NewPKI creates a CA, the API server's serving certificate, client certificates for the
-// admin (also used by the controllers and the kubelet: system:masters) and for the API server's
-// calls to the kubelet, the service-account signing key pair, and the EgressTestCA.
+// NewPKI creates a CA, the API server's and the kubelet's serving certificates, client
+// certificates for the admin (also used by the controllers and the kubelet: system:masters) and
+// for the API server's calls to the kubelet, the service-account signing key pair, and the EgressTestCA.
 func NewPKI(c Config, now time.Time) (PKI, error) {
 	p := PKI{}
 	caKey, caCert, err := p.addCA("ca", "kubox-dev-ca", now)
@@ -78,6 +78,10 @@ func certSpecs(c Config) []certSpec {
 			dnsNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}},
 		{name: "admin", cn: "kubox-admin", orgs: []string{"system:masters"}},
 		{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
+		// the kubelet's serving certificate, signed by the cluster CA as serverTLSBootstrap gets
+		// one: clients that check it (kubox-controller reading /metrics/resource) trust the CA.
+		{name: "kubelet", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}, server: true,
+			ips: []net.IP{net.IP(c.NodeIP().AsSlice())}, dnsNames: []string{c.NodeName}},
 	}
 }
 

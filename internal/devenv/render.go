@@ -137,6 +137,8 @@ authentication:
   x509: {clientCAFile: {{.L.PKI}}/ca.crt}
 authorization:
   mode: Webhook
+tlsCertFile: {{.L.PKI}}/kubelet.crt
+tlsPrivateKeyFile: {{.L.PKI}}/kubelet.key
 podLogsDir: {{.L.PodLogs}}
 serializeImagePulls: false
 # images are imported locally and cannot be pulled again: never garbage-collect them

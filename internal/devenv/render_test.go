@@ -90,7 +90,8 @@ func TestRenderKubelet(t *testing.T) {
 			}
 			want := map[string]any{"cgroupRoot": "/kubox", "failCgroupV1": tc.wantFail, "address": "10.77.0.1",
 				"port": float64(11250), "healthzPort": float64(11248), "cgroupDriver": "cgroupfs",
-				"containerRuntimeEndpoint": "unix:///var/lib/kubox-dev/containerd/containerd.sock"}
+				"containerRuntimeEndpoint": "unix:///var/lib/kubox-dev/containerd/containerd.sock",
+				"tlsCertFile":              "/var/lib/kubox-dev/pki/kubelet.crt", "tlsPrivateKeyFile": "/var/lib/kubox-dev/pki/kubelet.key"}
 			sel := map[string]any{}
 			for k := range want {
 				sel[k] = got[k]

@@ -108,7 +108,8 @@ func (k *KubeletSource) Start(ctx context.Context) error {
 	return nil
 }
 
-// NeedLeaderElection: every replica may read, but only the leader's Tracker writes records.
+// NeedLeaderElection reports true: only the leader reads the kubelets, as only its Tracker writes
+// records.
 func (k *KubeletSource) NeedLeaderElection() bool { return true }
 
 // Take returns the measured figures of the sandbox with uid and forgets it; nil when none were
