@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 )
@@ -35,8 +36,10 @@ func (s State) String() string {
 
 // StateOf reads a Sandbox's state from its status conditions. Suspended wins over Ready, so a
 // Ready condition not yet updated after a suspension is not billed as running.
-func StateOf(sb *sandboxv1beta1.Sandbox) State {
-	conds := sb.Status.Conditions
+func StateOf(sb *sandboxv1beta1.Sandbox) State { return StateOfConditions(sb.Status.Conditions) }
+
+// StateOfConditions is StateOf for a status's conditions (a status about to be written).
+func StateOfConditions(conds []metav1.Condition) State {
 	if meta.IsStatusConditionTrue(conds, sandboxv1beta1.SandboxConditionSuspended) {
 		return StateSuspended
 	}

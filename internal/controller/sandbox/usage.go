@@ -3,7 +3,6 @@ package sandbox
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -40,26 +39,10 @@ func (r *Reconciler) summarizeUsage(sb *sandboxv1beta1.Sandbox, want *sandboxv1b
 	if !ok {
 		return 0
 	}
-	var phase usagePhase
-	switch {
-	case meta.IsStatusConditionTrue(want.Conditions, sandboxv1beta1.SandboxConditionSuspended):
-		phase = usageSuspended
-	case meta.IsStatusConditionTrue(want.Conditions, sandboxv1beta1.SandboxConditionReady):
-		phase = usageRunning
-	}
 	var after time.Duration
-	want.Usage, after = usageSummary(sb.Status.Usage, f, phase, sb.CreationTimestamp.Time, now, r.usageInterval)
+	want.Usage, after = usageSummary(sb.Status.Usage, f, usage.StateOfConditions(want.Conditions), sb.CreationTimestamp.Time, now, r.usageInterval)
 	return after
 }
-
-// usagePhase is what the status a pass writes says of the sandbox, for its usage summary.
-type usagePhase int
-
-const (
-	usageOther     usagePhase = iota // neither Ready nor Suspended: nothing accrues
-	usageRunning                     // Ready
-	usageSuspended                   // Suspended
-)
 
 // usageSummary decides status.usage from the summary written before (prev, nil for none), the
 // figures counted until now and what the status this pass writes says. It writes rarely,
@@ -72,7 +55,7 @@ const (
 //
 // The summary it keeps is prev itself, so a pass that writes the status for another reason
 // writes the same summary.
-func usageSummary(prev *sandboxv1beta1.UsageStatus, f usage.Figures, phase usagePhase, since, now time.Time,
+func usageSummary(prev *sandboxv1beta1.UsageStatus, f usage.Figures, phase usage.State, since, now time.Time,
 	interval time.Duration) (*sandboxv1beta1.UsageStatus, time.Duration) {
 	next := &sandboxv1beta1.UsageStatus{
 		LastUpdateTime: metav1.NewTime(now), RunningSeconds: int64(f.RunningSeconds), SuspendedSeconds: int64(f.SuspendedSeconds),
@@ -83,12 +66,12 @@ func usageSummary(prev *sandboxv1beta1.UsageStatus, f usage.Figures, phase usage
 		was = &sandboxv1beta1.UsageStatus{LastUpdateTime: metav1.NewTime(since)}
 	}
 	switch phase {
-	case usageSuspended:
+	case usage.StateSuspended:
 		if was.RunningSeconds != next.RunningSeconds || was.Wakes != next.Wakes {
 			return next, 0
 		}
 		return prev, 0
-	case usageOther:
+	case usage.StatePending:
 		return prev, 0
 	}
 	if due := was.LastUpdateTime.Add(interval); now.Before(due) {
