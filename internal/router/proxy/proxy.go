@@ -109,6 +109,14 @@ func New(cfg Config, m *metrics.Metrics, log *slog.Logger, hooks Hooks) *Proxy {
 // ServeHTTP forwards r to t. It returns when the response (a stream, an upgraded connection)
 // is over.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request, t *Target) {
+	// A sandbox may answer before it has read the whole request (a code interpreter streaming
+	// output while the client's body is still on its way, a bidirectional Connect stream over
+	// HTTP/1.1). By default Go's HTTP/1 server makes the request body unreadable once the
+	// response headers are written, and the transport, still forwarding that body, then closes
+	// the sandbox's connection and cuts the response off mid-stream. Full duplex keeps the body
+	// readable; HTTP/2 is full duplex already. Every writer the router wraps w in unwraps, so
+	// the only error, http.ErrNotSupported, cannot happen on HTTP/1.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	// ReverseProxy passes 1xx responses on as they come (its trace hook runs before this one);
 	// a sandbox sending them without end would keep the request, and the garbage, going.
 	informational := 0

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
+	"github.com/kubox-dev/kubox/internal/testutil/ingress"
 )
 
 // interpURL is the base URL of sandbox id's code interpreter, as @e2b/code-interpreter builds it.
@@ -215,7 +217,11 @@ func TestStockCodeInterpreterThroughRouter(t *testing.T) {
 		t.Fatalf("@e2b/code-interpreter is not installed in test/e2b (%v): run make e2b-deps", err)
 	}
 	f := setup(t)
-	front, caFile := f.tlsFront(t)
+	frontAddr, caFile := ingress.TLS(t, f.routerURL, domain)
+	_, front, err := net.SplitHostPort(frontAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(t.Context(), "node", "--import", "./resolve.mjs", "--test", "--test-reporter=tap", "codeinterp.test.mjs")
 	cmd.Dir = e2bDir
 	cmd.Env = append(os.Environ(), "KUBOX_CI_ROUTER=1", "E2B_DOMAIN="+domain+":"+front, "E2B_API_KEY="+f.apiKey,

@@ -63,6 +63,7 @@ func fakeRouter(t *testing.T, f *fixture, sb *kubox.Sandbox) *httptest.Server {
 			name, _, _ = strings.Cut(name, "/")
 			fail(w, http.StatusNotFound, fmt.Sprintf("sandbox %s/%s does not exist", ns, name))
 		default:
+			_ = http.NewResponseController(w).EnableFullDuplex() // as kubox-router's proxy does
 			proxy.ServeHTTP(w, r)
 		}
 	}))
