@@ -15,9 +15,6 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +33,7 @@ import (
 
 	"github.com/kubox-dev/kubox/api/contract"
 	"github.com/kubox-dev/kubox/internal/devenv"
+	"github.com/kubox-dev/kubox/internal/testutil/ingress"
 )
 
 // e2bDir holds the conformance program and its pinned `e2b` npm package (`make e2b-deps`).
@@ -85,7 +83,7 @@ func requireE2BDeps(t testing.TB) {
 // terminator on 127.0.0.1 for the router's E2B hosts.
 func e2bEnv(t testing.TB, ns string) []string {
 	t.Helper()
-	front, caFile := e2bTLSFront(t)
+	front, caFile := ingress.TLS(t, routerURL, devenv.E2BDomain)
 	_, port, err := net.SplitHostPort(front)
 	if err != nil {
 		t.Fatal(err)
@@ -133,45 +131,6 @@ func e2bUserToken(t testing.TB, ns string) string {
 		t.Fatal(err)
 	}
 	return tok.Status.Token
-}
-
-// e2bTLSFront serves TLS (HTTP/2 and HTTP/1.1) for *.e2b.localhost on 127.0.0.1 and passes
-// every request, Host unchanged, to the local router: the ingress a production install puts in
-// front of kubox-router. It returns its address and the file of its self-signed certificate.
-func e2bTLSFront(t testing.TB) (string, string) {
-	t.Helper()
-	cert, pemCert := selfSigned(t, "*."+devenv.E2BDomain, devenv.E2BDomain)
-	caFile := filepath.Join(t.TempDir(), "e2b-front.pem")
-	if err := os.WriteFile(caFile, pemCert, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	target, err := url.Parse(routerURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(target)
-			r.Out.Host = r.In.Host
-		},
-		FlushInterval: -1,
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().String(), caFile
-}
-
-// selfSigned makes a P-256 certificate for names that signs itself (a client trusts it as its
-// own root), valid for a day.
-func selfSigned(t testing.TB, names ...string) (tls.Certificate, []byte) {
-	t.Helper()
-	return servingCert(t, nil, nil, names...)
 }
 
 // servingCert makes a P-256 serving certificate for names, valid for a day, signed by parent's
