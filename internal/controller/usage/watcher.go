@@ -3,8 +3,10 @@ package usage
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
@@ -22,6 +24,10 @@ type Sink interface {
 // logged (the controller never blocks on a slow store).
 const pendingRecords = 4096
 
+// retryBackoff is the wait between two tries of a failed sink write: a second, doubled up to a
+// minute, then a minute until the write succeeds or the controller stops.
+var retryBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: math.MaxInt32}
+
 // Watcher is a cache.ResourceEventHandler for Sandboxes: it feeds the Tracker on every event
 // and, on deletion, queues the sandbox's record for the sinks. Recording on the delete event
 // (not a finalizer) means a store outage can never hold a deletion; see the package doc for
@@ -32,6 +38,8 @@ type Watcher struct {
 	log     *slog.Logger
 	now     func() time.Time
 	queue   chan usage.Record
+	// retryDelays returns the waits between the tries of one record on one sink.
+	retryDelays func() wait.DelayFunc
 }
 
 // NewWatcher returns a Watcher; log nil discards its logs.
@@ -39,7 +47,8 @@ func NewWatcher(t *Tracker, log *slog.Logger, sinks ...Sink) *Watcher {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Watcher{tracker: t, sinks: sinks, log: log, now: time.Now, queue: make(chan usage.Record, pendingRecords)}
+	return &Watcher{tracker: t, sinks: sinks, log: log, now: time.Now,
+		queue: make(chan usage.Record, pendingRecords), retryDelays: retryBackoff.DelayFunc}
 }
 
 // OnAdd implements cache.ResourceEventHandler.
@@ -96,20 +105,18 @@ func (w *Watcher) drain(ctx context.Context) {
 	}
 }
 
-// write writes rec to every sink, retrying each failed sink with backoff until ctx ends.
+// write writes rec to every sink, retrying each failed sink with retryBackoff until ctx ends.
 func (w *Watcher) write(ctx context.Context, rec usage.Record) {
 	for _, s := range w.sinks {
-		for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		err := w.retryDelays().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 			err := s.Write(ctx, []usage.Record{rec})
-			if err == nil {
-				break
+			if err != nil {
+				w.log.Error("writing a usage record failed; retrying", "sink", s.Name(), "sandbox", rec.Namespace+"/"+rec.Name, "err", err)
 			}
-			w.log.Error("writing a usage record failed; retrying", "sink", s.Name(), "sandbox", rec.Namespace+"/"+rec.Name, "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
+			return err == nil, nil
+		})
+		if err != nil {
+			return
 		}
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,11 +37,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
 	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/router"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -61,8 +58,7 @@ const (
 type Env struct {
 	fw        *framework.Env
 	NS        string
-	key       []byte
-	agentPort int
+	agents    *framework.AgentNamespace
 	RouterURL string
 	// DevToken is ServiceAccount dev's token, allowed to claim sandboxes and connect to them;
 	// NoConnectToken is ServiceAccount noconnect's, allowed the same but connecting.
@@ -105,27 +101,10 @@ func (e *Env) Vars() []string {
 func Setup(t *testing.T, env *framework.Env) *Env {
 	t.Helper()
 	start := time.Now()
-	e := &Env{fw: env, NS: env.NewNamespace(t), key: []byte(strings.Repeat("0123456789abcdef", 3)), agentPort: framework.FreePort(t)}
-	keyFile := filepath.Join(t.TempDir(), "agent-token-key")
-	if err := os.WriteFile(keyFile, append(e.key, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env.StartKubelet(t, e.NS, framework.WithLoopbackPodIPs(), framework.WithReadinessProbes()).SetFate(framework.ImageFate(pendingImage, framework.LeavePending))
-	env.ServeSandboxAgents(t, e.NS, e.key, e.agentPort, func(c *agent.Config) {
-		// The code interpreter on its contract port (run_code, runCode), with the host's
-		// interpreters: /usr/bin first, not one a version manager puts first.
-		c.CodeInterpreterPort = contract.E2BCodeInterpreterPort
-		c.Process.Env = []string{"PATH=/usr/bin:/bin:" + os.Getenv("PATH")}
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "PATH=") {
-				c.Process.Env = append(c.Process.Env, kv)
-			}
-		}
-	})
-	env.StartKubox(t, e.NS, func(c *configv1alpha1.ControllerConfiguration) {
-		c.Agent.Image = agentImage
-		c.Agent.TokenKeyFile = keyFile
-	})
+	// The code interpreter on its contract port (run_code, runCode), with the host's interpreters.
+	a := env.StartAgentNamespace(t, agentImage, nil, framework.WithReadinessProbes())
+	a.Kubelet.SetFate(framework.ImageFate(pendingImage, framework.LeavePending))
+	e := &Env{fw: env, NS: a.NS, agents: a}
 	env.Create(t, e.template("python").Obj())
 	env.Create(t, e.template("pending").Image(pendingImage).Obj())
 	pool := testutil.MakePool("python", e.NS, "python").Replicas(poolReplicas).Obj()
@@ -133,7 +112,7 @@ func Setup(t *testing.T, env *framework.Env) *Env {
 	framework.WaitForObject(t, env, pool, func(p *extv1beta1.SandboxWarmPool) (bool, string) {
 		return p.Status.ReadyReplicas == poolReplicas, fmt.Sprintf("pool python has %d ready members; want %d", p.Status.ReadyReplicas, poolReplicas)
 	})
-	_, e.RouterURL = env.StartRouter(t, e.NS, e.key, nil)
+	_, e.RouterURL = env.StartRouter(t, e.NS, a.Key, nil)
 	e.servePortForward(t, e.RouterURL)
 	e.DevToken = e.serviceAccount(t, "dev", true)
 	e.NoConnectToken = e.serviceAccount(t, "noconnect", false)
@@ -147,15 +126,13 @@ func Setup(t *testing.T, env *framework.Env) *Env {
 // configuration changed by mutate (a CORS origin, say), and returns its URL.
 func (e *Env) StartRouter(t *testing.T, mutate func(*router.Config)) string {
 	t.Helper()
-	_, routerURL := e.fw.StartRouter(t, e.NS, e.key, mutate)
+	_, routerURL := e.fw.StartRouter(t, e.NS, e.agents.Key, mutate)
 	return routerURL
 }
 
 // template starts a SandboxTemplate whose sandboxes run kubox-agent on the agents' port.
 func (e *Env) template(name string) *testutil.TemplateWrapper {
-	w := testutil.MakeTemplate(name, e.NS).Unmanaged()
-	w.Spec.Agent = &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(e.agentPort)), CompatibilityPort: ptr.To[int32](0)}
-	return w
+	return e.agents.Template(name)
 }
 
 // serviceAccount creates ServiceAccount name and returns its token. RBAC allows it to claim

@@ -6,20 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/utils/ptr"
 
-	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
-	"github.com/kubox-dev/kubox/api/contract"
 	extv1beta1 "github.com/kubox-dev/kubox/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/test/integration/clientenv"
 	"github.com/kubox-dev/kubox/test/integration/framework"
@@ -29,31 +23,15 @@ import (
 // loopback IP of their own that also serves the code interpreter on its contract port (49999),
 // as kubox-agent does by default, with the host's python3 (Debian's, with matplotlib: `make
 // python-deps`); a router; and ServiceAccount dev, who may read and connect to the sandboxes.
-// clientenv's agents serve no code interpreter, so the environment is built here; it is a
+// It is framework.StartAgentNamespace's, with one warm member instead of clientenv's two, and a
 // *clientenv.Env so that the helpers of the other tests (claim, login, apiCall) take it.
 func codeEnv(t *testing.T) *clientenv.Env {
 	t.Helper()
-	e := &clientenv.Env{NS: env.NewNamespace(t)}
-	key := []byte(strings.Repeat("0123456789abcdef", 3))
-	port := framework.FreePort(t)
-	keyFile := filepath.Join(t.TempDir(), "agent-token-key")
-	if err := os.WriteFile(keyFile, append(key, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env.StartKubelet(t, e.NS, framework.WithLoopbackPodIPs())
-	env.ServeSandboxAgents(t, e.NS, key, port, func(c *agent.Config) {
-		c.CodeInterpreterPort = contract.E2BCodeInterpreterPort
-		c.Process.Env = hostPythonFirst(os.Environ())
-	})
-	env.StartKubox(t, e.NS, func(c *configv1alpha1.ControllerConfiguration) {
-		c.Agent.Image = "kubox.local/kubox-agent:dev"
-		c.Agent.TokenKeyFile = keyFile
-	})
-	tpl := testutil.MakeTemplate("python", e.NS).Unmanaged().Obj()
-	tpl.Spec.Agent = &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(port)), CompatibilityPort: ptr.To[int32](0)}
-	env.Create(t, tpl)
+	a := env.StartAgentNamespace(t, "kubox.local/kubox-agent:dev", nil)
+	e := &clientenv.Env{NS: a.NS}
+	env.Create(t, a.Template("python").Obj())
 	env.Create(t, testutil.MakePool("python", e.NS, "python").Replicas(1).Obj())
-	_, e.RouterURL = env.StartRouter(t, e.NS, key, nil)
+	_, e.RouterURL = env.StartRouter(t, e.NS, a.Key, nil)
 	e.DevToken = env.ServiceAccountToken(t, e.NS, "dev")
 	env.Grant(t, e.NS, "dev", "dev", readRule(sandboxv1beta1.GroupVersion.Group, "sandboxes"),
 		readRule(extv1beta1.GroupVersion.Group, "sandboxclaims", "sandboxwarmpools"), readRule("", "events"),
@@ -61,17 +39,17 @@ func codeEnv(t *testing.T) *clientenv.Env {
 	return e
 }
 
-// hostPythonFirst is environ with /usr/bin first on PATH: the interpreters are the host's
-// (Debian's python3 with matplotlib, as in test/integration/codeinterp), not one a version
-// manager puts first.
-func hostPythonFirst(environ []string) []string {
-	out := []string{"PATH=/usr/bin:/bin:" + os.Getenv("PATH")}
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "PATH=") {
-			out = append(out, kv)
-		}
-	}
-	return out
+// openCodeTab opens, in a new browser, sandbox sb's Code tab as dev, logged in.
+func openCodeTab(t *testing.T, e *clientenv.Env, sb string) (*browser, context.Context) {
+	t.Helper()
+	b := newBrowser(t)
+	page := b.tab(t)
+	run(t, page, "opening the login page", chromedp.Navigate(e.RouterURL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	login(t, page, e.DevToken)
+	run(t, page, "opening the sandbox's Code tab", chromedp.Navigate(sandboxURL(e, sb)),
+		chromedp.WaitVisible(chromedp.CSS("#tab-code")), chromedp.Click(chromedp.CSS("#tab-code")),
+		chromedp.WaitVisible(chromedp.CSS("#code-input")))
+	return b, page
 }
 
 // runCode types code into the Code tab, runs it with Ctrl+Enter (or the Run button) and waits
@@ -103,13 +81,7 @@ func TestDashboardCode(t *testing.T) {
 	t.Setenv("HOME", t.TempDir()) // see TestDashboard
 	e := codeEnv(t)
 	sb := claim(t, e, "code")
-	b := newBrowser(t)
-	page := b.tab(t)
-	run(t, page, "opening the login page", chromedp.Navigate(e.RouterURL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#token")))
-	login(t, page, e.DevToken)
-	run(t, page, "opening the sandbox's Code tab", chromedp.Navigate(sandboxURL(e, sb)),
-		chromedp.WaitVisible(chromedp.CSS("#tab-code")), chromedp.Click(chromedp.CSS("#tab-code")),
-		chromedp.WaitVisible(chromedp.CSS("#code-input")))
+	b, page := openCodeTab(t, e, sb)
 	if lang := get(t, page, "reading the language", chromedp.Value(chromedp.CSS("#code-language"))); lang != "python" {
 		t.Errorf("The Code tab's language is %q; want python by default", lang)
 	}
@@ -172,13 +144,7 @@ func TestDashboardCodeOutputCannotRunInThePage(t *testing.T) {
 	t.Setenv("HOME", t.TempDir()) // see TestDashboard
 	e := codeEnv(t)
 	sb := claim(t, e, "attack")
-	b := newBrowser(t)
-	page := b.tab(t)
-	run(t, page, "opening the login page", chromedp.Navigate(e.RouterURL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#token")))
-	login(t, page, e.DevToken)
-	run(t, page, "opening the sandbox's Code tab", chromedp.Navigate(sandboxURL(e, sb)),
-		chromedp.WaitVisible(chromedp.CSS("#tab-code")), chromedp.Click(chromedp.CSS("#tab-code")),
-		chromedp.WaitVisible(chromedp.CSS("#code-input")))
+	_, page := openCodeTab(t, e, sb)
 	const mark = `try { window.parent.kuboxPwned = 1; window.top.kuboxPwned = 1; } catch (e) {} window.kuboxPwned = 1;`
 	runCode(t, page, fmt.Sprintf(`class Page:
     def _repr_html_(self):

@@ -9,15 +9,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/utils/ptr"
 
-	configv1alpha1 "github.com/kubox-dev/kubox/api/config/v1alpha1"
-	"github.com/kubox-dev/kubox/api/contract"
-	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
-	"github.com/kubox-dev/kubox/internal/agent"
 	"github.com/kubox-dev/kubox/internal/testutil"
 	"github.com/kubox-dev/kubox/sdk/go/kubox"
-	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
 // codeFixture is a namespace whose sandboxes (pool "python" of 2) each get a real kubox-agent on
@@ -33,24 +27,9 @@ type codeFixture struct {
 
 func setupCode(t *testing.T) *codeFixture {
 	t.Helper()
-	f := &codeFixture{ns: env.NewNamespace(t), key: []byte(strings.Repeat("0123456789abcdef", 3))}
-	port := framework.FreePort(t)
-	keyFile := filepath.Join(t.TempDir(), "agent-token-key")
-	if err := os.WriteFile(keyFile, append(f.key, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env.StartKubelet(t, f.ns, framework.WithLoopbackPodIPs())
-	env.ServeSandboxAgents(t, f.ns, f.key, port, func(c *agent.Config) {
-		c.CodeInterpreterPort = contract.E2BCodeInterpreterPort
-		c.Process.Env = hostPythonFirst(os.Environ())
-	})
-	env.StartKubox(t, f.ns, func(c *configv1alpha1.ControllerConfiguration) {
-		c.Agent.Image = agentImage
-		c.Agent.TokenKeyFile = keyFile
-	})
-	tpl := testutil.MakeTemplate("python", f.ns).Unmanaged().Obj()
-	tpl.Spec.Agent = &sandboxv1beta1.AgentSpec{Port: ptr.To(int32(port)), CompatibilityPort: ptr.To[int32](0)}
-	env.Create(t, tpl)
+	a := env.StartAgentNamespace(t, agentImage, nil)
+	f := &codeFixture{ns: a.NS, key: a.Key}
+	env.Create(t, a.Template("python").Obj())
 	env.Create(t, testutil.MakePool("python", f.ns, "python").Replicas(2).Obj())
 	_, f.routerURL = env.StartRouter(t, f.ns, f.key, nil)
 	f.devToken = claimerToken(t, f.ns, "dev")
@@ -61,18 +40,6 @@ func setupCode(t *testing.T) *codeFixture {
 	t.Cleanup(func() { _ = c.Close() })
 	f.sdk = c
 	return f
-}
-
-// hostPythonFirst is environ with /usr/bin first on PATH: the interpreters are the host's
-// (Debian's python3, as in test/integration/codeinterp), not one a version manager puts first.
-func hostPythonFirst(environ []string) []string {
-	out := []string{"PATH=/usr/bin:/bin:" + os.Getenv("PATH")}
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "PATH=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // TestRunCodeThroughTheRouter drives RunCode through a real kubox-router to a real agent's code

@@ -1,8 +1,6 @@
 package usage
 
 import (
-	"bufio"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,13 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/minio/minio-go/v7"
-
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	controllerusage "github.com/kubox-dev/kubox/internal/controller/usage"
 	"github.com/kubox-dev/kubox/internal/objstore"
 	"github.com/kubox-dev/kubox/internal/testutil/s3server"
 	"github.com/kubox-dev/kubox/internal/usage"
+	"github.com/kubox-dev/kubox/test/integration/framework"
 )
 
 // TestRecordInBucketAfterDeletion: a Sandbox that was Ready and is then deleted has its usage
@@ -41,14 +38,10 @@ func TestRecordInBucketAfterDeletion(t *testing.T) {
 	if err := env.Client.Status().Update(t.Context(), sb); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if st, _ := tracker.State(sb.UID); st == usage.StateRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the usage tracker never observed the sandbox Ready")
-		}
-	}
+	framework.Eventually(t, func() (bool, string) {
+		st, _ := tracker.State(sb.UID)
+		return st == usage.StateRunning, "the usage tracker never observed the sandbox Ready"
+	})
 	time.Sleep(10 * time.Millisecond) // some running time to count (checked only for > 0)
 	if len(sb.Finalizers) != 0 {
 		t.Errorf("sandbox has finalizers %v; usage must never hold a deletion", sb.Finalizers)
@@ -58,31 +51,7 @@ func TestRecordInBucketAfterDeletion(t *testing.T) {
 	}
 	env.WaitGone(t, sb)
 
-	var got []usage.Record
-	for deadline := time.Now().Add(30 * time.Second); len(got) == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		for obj := range srv.Client.ListObjects(t.Context(), srv.Bucket, minio.ListObjectsOptions{Prefix: "usage/", Recursive: true}) {
-			if obj.Err != nil {
-				t.Fatal(obj.Err)
-			}
-			o, err := srv.Client.GetObject(t.Context(), srv.Bucket, obj.Key, minio.GetObjectOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(o)
-			for sc.Scan() {
-				var r usage.Record
-				if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-					t.Fatalf("object %s: %v", obj.Key, err)
-				}
-				got = append(got, r)
-			}
-			_ = o.Close()
-		}
-	}
-	if len(got) != 1 {
-		t.Fatalf("%d records in the bucket after deletion, want 1", len(got))
-	}
-	r := got[0]
+	r := oneRecord(t, srv, "usage/")
 	if r.Namespace != ns || r.Name != "metered" || r.UID != string(sb.UID) || r.Principal != "alice" || r.RunningSeconds <= 0 || r.Measured != nil {
 		t.Errorf("record %+v: want %s/metered, uid %s, principal alice, running seconds > 0, measured null", r, ns, sb.UID)
 	}
