@@ -38,6 +38,9 @@ func constants() map[string]any {
 		"defaultAgentPort":          contract.DefaultAgentPort,
 		"authorizationHeader":       contract.AuthorizationHeader,
 		"bearerScheme":              contract.BearerScheme,
+
+		"defaultCodeOutputBytes": kubox.DefaultCodeOutputBytes,
+		"defaultCodeResultBytes": kubox.DefaultCodeResultBytes,
 	}
 }
 

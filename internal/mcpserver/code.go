@@ -47,8 +47,10 @@ type codeOut struct {
 	Stderr          string       `json:"stderr"`
 	StdoutTruncated bool         `json:"stdout_truncated,omitempty" jsonschema:"stdout was longer than returned (all of it was sent as progress)"`
 	StderrTruncated bool         `json:"stderr_truncated,omitempty"`
-	Error           *codeError   `json:"error,omitempty" jsonschema:"the exception the code raised; the context lives on"`
-	ExecutionCount  int          `json:"execution_count" jsonschema:"executions so far in this claim's context of the language"`
+	// ResultsTruncated: the results' text representations together are bounded like stdout.
+	ResultsTruncated bool       `json:"results_truncated,omitempty" jsonschema:"results were longer than returned: their text representations are cut, or results were dropped"`
+	Error            *codeError `json:"error,omitempty" jsonschema:"the exception the code raised; the context lives on"`
+	ExecutionCount   int        `json:"execution_count" jsonschema:"executions so far in this claim's context of the language"`
 }
 
 // codeLanguages are run_code's languages, by the names it accepts.
@@ -84,21 +86,11 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in codeI
 	out := codeOut{Results: []codeResult{}, Stdout: stdout.String(), Stderr: stderr.String(),
 		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated, ExecutionCount: exec.ExecutionCount}
 	if e := exec.Error; e != nil {
-		out.Error = &codeError{Name: e.Name, Value: e.Value, Traceback: e.Traceback}
+		// Bounded as a stream is: a traceback can be as large as a result.
+		out.Error = &codeError{Name: e.Name, Value: cutText(e.Value, s.cfg.MaxOutputBytes), Traceback: cutText(e.Traceback, s.cfg.MaxOutputBytes)}
 	}
 	var images []mcp.Content
-	for _, r := range exec.Results {
-		cr := codeResult{Text: r.Text, HTML: r.HTML, Markdown: r.Markdown, SVG: r.SVG, LaTeX: r.LaTeX, JSON: string(r.JSON), IsMainResult: r.IsMainResult}
-		switch {
-		case len(r.PNG) > 0:
-			cr.Image = "image/png"
-			images = append(images, &mcp.ImageContent{Data: r.PNG, MIMEType: cr.Image})
-		case len(r.JPEG) > 0:
-			cr.Image = "image/jpeg"
-			images = append(images, &mcp.ImageContent{Data: r.JPEG, MIMEType: cr.Image})
-		}
-		out.Results = append(out.Results, cr)
-	}
+	out.Results, images, out.ResultsTruncated = codeResults(exec, s.cfg.MaxOutputBytes)
 	if len(images) == 0 {
 		return nil, out, nil
 	}
@@ -109,4 +101,39 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in codeI
 		return nil, codeOut{}, err
 	}
 	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: string(text)}}, images...)}, out, nil
+}
+
+// codeResults are exec's results as run_code returns them, with their images as content. Their
+// text representations, all together, are bounded as stdout is (maxText, MaxOutputBytes), cut at
+// a character; images as the SDK keeps them (kubox.DefaultCodeResultBytes). truncated says that
+// something was cut or dropped.
+func codeResults(exec *kubox.Execution, maxText int) (results []codeResult, images []mcp.Content, truncated bool) {
+	texts := &capped{max: maxText}
+	take := func(v string) string {
+		before := texts.buf.Len()
+		_, _ = texts.Write([]byte(v))
+		return strings.ToValidUTF8(string(texts.buf.Bytes()[before:]), "")
+	}
+	results = []codeResult{}
+	for _, r := range exec.Results {
+		cr := codeResult{Text: take(r.Text), HTML: take(r.HTML), Markdown: take(r.Markdown), SVG: take(r.SVG), LaTeX: take(r.LaTeX),
+			JSON: take(string(r.JSON)), IsMainResult: r.IsMainResult}
+		switch {
+		case len(r.PNG) > 0:
+			cr.Image = "image/png"
+			images = append(images, &mcp.ImageContent{Data: r.PNG, MIMEType: cr.Image})
+		case len(r.JPEG) > 0:
+			cr.Image = "image/jpeg"
+			images = append(images, &mcp.ImageContent{Data: r.JPEG, MIMEType: cr.Image})
+		}
+		results = append(results, cr)
+	}
+	return results, images, texts.truncated || exec.ResultsTruncated
+}
+
+// cutText is the first max bytes of v, cut at a character.
+func cutText(v string, max int) string {
+	c := &capped{max: max}
+	_, _ = c.Write([]byte(v))
+	return strings.ToValidUTF8(c.String(), "")
 }

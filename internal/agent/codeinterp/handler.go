@@ -203,23 +203,23 @@ func (h *Handler) kernelFor(req ExecuteRequest) (*kernel, int, string) {
 	if k := h.defaults[lang]; k != nil {
 		return k, 0, ""
 	}
-	k, err := h.newKernel(lang, "")
+	dir, err := h.cwd("")
 	if err != nil {
 		return nil, http.StatusInternalServerError, "Failed to create the default " + lang + " context: " + err.Error()
 	}
+	// An interpreter the image lacks is the execution's error (see kernel.execute), as E2B's
+	// client shows one, and the context works once the image has it.
+	k := h.newKernel(lang, dir)
 	h.defaults[lang] = k
 	return k, 0, ""
 }
 
-// newKernel adds a context; h.mu is held. The interpreter starts on the first execution.
-func (h *Handler) newKernel(lang, cwd string) (*kernel, error) {
-	dir, err := h.cwd(cwd)
-	if err != nil {
-		return nil, err
-	}
+// newKernel adds a context working in dir (resolved by cwd); h.mu is held. The interpreter
+// starts on the first execution.
+func (h *Handler) newKernel(lang, dir string) *kernel {
 	k := newKernel(Context{ID: newID(), Language: lang, Cwd: dir}, h.opts)
 	h.contexts[k.info.ID] = k
-	return k, nil
+	return k
 }
 
 // cwd resolves a context's working directory within the agent's file root, as envd's process
@@ -251,13 +251,18 @@ func (h *Handler) createContext(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Failed to create context: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	h.mu.Lock()
-	k, err := h.newKernel(lang, req.Cwd)
-	h.mu.Unlock()
+	dir, err := h.cwd(req.Cwd)
+	if err == nil {
+		// A context whose interpreter the image lacks is refused now, not at its first execution.
+		err = findInterpreter(lang, h.opts.Environ(), dir)
+	}
 	if err != nil {
 		http.Error(w, "Failed to create context: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	h.mu.Lock()
+	k := h.newKernel(lang, dir)
+	h.mu.Unlock()
 	writeJSON(w, http.StatusOK, k.info)
 }
 

@@ -78,6 +78,9 @@ func (k *kernel) start() (*instance, error) {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	env := k.environ()
+	if err := findInterpreter(k.info.Language, env, k.info.Cwd); err != nil {
+		return nil, err
+	}
 	p, err := k.procs.Start(process.Spec{Argv: k.lang.argv, Dir: k.info.Cwd, Stdin: true, FlowControl: true,
 		Tag: "code-interpreter " + k.info.Language + " " + k.info.ID})
 	if err != nil {
@@ -181,6 +184,13 @@ func (k *kernel) execute(ctx context.Context, code string, env map[string]string
 	}
 	defer func() { <-k.turn }()
 	inst, err := k.interpreter()
+	var missing *missingInterpreter
+	if errors.As(err, &missing) {
+		// The execution's error, as E2B's client shows one (Execution.error); HTTP's would be
+		// only its status there.
+		_ = send(errorMessage("InterpreterNotFound", err.Error(), ""))
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/kubox-dev/kubox/internal/agent/process"
 )
 
 // The drivers run in the sandbox as the context's interpreter (see each file's header for its
@@ -32,16 +34,19 @@ const supported = `"python", "javascript" (or "js") and "bash"`
 // language is how a context of one language runs and is fed.
 type language struct {
 	argv []string
+	// program is the interpreter the image must have (on PATH), and what provides it.
+	program, provider string
 	// request encodes one execution for the driver's stdin; env applies to it alone.
 	request func(code string, env map[string]string, base map[string]string) ([]byte, error)
 }
 
 var languages = map[string]language{
-	Python: {argv: []string{"python3", "-c", pythonDriver}, request: jsonRequest},
+	Python: {argv: []string{"python3", "-c", pythonDriver}, program: "python3", provider: "Python 3", request: jsonRequest},
 	// The shell moves the agent's stdin to fd 3 for Node, which cannot do it itself (see driver.js).
 	JavaScript: {argv: []string{"/bin/sh", "-c", `exec 3<&0 0</dev/null; exec node -e "$1"`, "kubox-code-interpreter", nodeDriver},
-		request: jsonRequest},
-	Bash: {argv: []string{"bash", "--norc", "--noprofile", "-c", bashDriver}, request: bashRequest},
+		program: "node", provider: "Node.js", request: jsonRequest},
+	Bash: {argv: []string{"bash", "--norc", "--noprofile", "-c", bashDriver}, program: "bash", provider: "bash",
+		request: bashRequest},
 }
 
 // normalizeLanguage maps E2B's language names to a supported one, as E2B's server does ("" is
@@ -57,6 +62,24 @@ func normalizeLanguage(l string) (string, error) {
 	default:
 		return "", fmt.Errorf("kubox's code interpreter has no %q language: use %s", l, supported)
 	}
+}
+
+// missingInterpreter is a context whose language's interpreter the sandbox does not have.
+type missingInterpreter struct{ msg string }
+
+func (e *missingInterpreter) Error() string { return e.msg }
+
+// findInterpreter fails with a *missingInterpreter when the interpreter of lang is not on the
+// PATH of env (as the process manager looks for it from dir), naming the language, the program
+// and the fix.
+func findInterpreter(lang string, env []string, dir string) error {
+	l := languages[lang]
+	if _, err := process.LookPath(l.program, env, dir); err != nil {
+		return &missingInterpreter{fmt.Sprintf(
+			"the %s language needs the program %q, which is not on this sandbox's PATH (%s): run the sandbox from an image that has %s (%s), or install it in the sandbox, or use another language (%s)",
+			lang, l.program, process.PathOf(env), l.program, l.provider, supported)}
+	}
+	return nil
 }
 
 // jsonRequest is the Python and JavaScript drivers' request: one JSON line.

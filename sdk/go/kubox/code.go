@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kubox-dev/kubox/api/contract"
 )
@@ -109,6 +110,19 @@ type CodeLogs struct {
 	Stdout, Stderr []string
 }
 
+// What RunCode keeps of an execution, so that code printing without end cannot exhaust the
+// caller's memory: the first DefaultCodeOutputBytes of stdout and of stderr each (as much as the
+// agent keeps of a command's output by default), and results while their total (as the wire
+// sends them, images in base64) stays within DefaultCodeResultBytes, as large as the one result
+// the code interpreter sends at most. A result that does not fit is dropped whole, never cut. What
+// is not kept is marked on the Execution (StdoutTruncated, StderrTruncated, ResultsTruncated);
+// the callbacks (OnStdout, OnStderr, OnResult) still get everything, as it comes. The Python and
+// TypeScript SDKs keep the same (sdk/testdata/contract-vectors.json).
+const (
+	DefaultCodeOutputBytes = 1 << 20
+	DefaultCodeResultBytes = 32 << 20
+)
+
 // Execution is the outcome of RunCode.
 type Execution struct {
 	// Results are the execution's results in order; the main result (IsMainResult) is the last
@@ -120,6 +134,10 @@ type Execution struct {
 	Error *ExecutionError
 	// ExecutionCount is the context's count of executions so far, this one included.
 	ExecutionCount int
+	// StdoutTruncated and StderrTruncated say that the stream was longer than what Logs keeps
+	// (DefaultCodeOutputBytes); ResultsTruncated that results were dropped
+	// (DefaultCodeResultBytes).
+	StdoutTruncated, StderrTruncated, ResultsTruncated bool
 }
 
 // Text is the main result's text, or "" when there is none.
@@ -211,6 +229,7 @@ func (s *Sandbox) codeError(err error, timeout time.Duration) error {
 // as messages come. The answer must end with end_of_execution.
 func readExecution(body io.Reader, opts *RunCodeOptions) (*Execution, error) {
 	exec := &Execution{}
+	var kept codeKept
 	dec := json.NewDecoder(body)
 	for {
 		var raw json.RawMessage
@@ -226,17 +245,22 @@ func readExecution(body io.Reader, opts *RunCodeOptions) (*Execution, error) {
 		}
 		switch m.Type {
 		case "stdout":
-			exec.Logs.Stdout = append(exec.Logs.Stdout, m.Text)
+			exec.Logs.Stdout = keepText(exec.Logs.Stdout, m.Text, &kept.stdout, &exec.StdoutTruncated)
 			call(opts.OnStdout, m.Text)
 		case "stderr":
-			exec.Logs.Stderr = append(exec.Logs.Stderr, m.Text)
+			exec.Logs.Stderr = keepText(exec.Logs.Stderr, m.Text, &kept.stderr, &exec.StderrTruncated)
 			call(opts.OnStderr, m.Text)
 		case "result":
 			var r CodeResult
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return exec, fmt.Errorf("the code interpreter answered a result that is not E2B's MIME bundle: %w", err)
 			}
-			exec.Results = append(exec.Results, r)
+			if kept.results+len(raw) <= DefaultCodeResultBytes {
+				kept.results += len(raw)
+				exec.Results = append(exec.Results, r)
+			} else {
+				exec.ResultsTruncated = true
+			}
 			call(opts.OnResult, r)
 		case "error":
 			e := m.ExecutionError
@@ -247,6 +271,28 @@ func readExecution(body io.Reader, opts *RunCodeOptions) (*Execution, error) {
 			return exec, nil
 		}
 	}
+}
+
+// codeKept counts the bytes of an Execution's logs and results.
+type codeKept struct{ stdout, stderr, results int }
+
+// keepText appends what fits of text to pieces, *n bytes of them kept so far, within
+// DefaultCodeOutputBytes: a piece that does not fit is cut (at a character's start), and
+// *truncated set.
+func keepText(pieces []string, text string, n *int, truncated *bool) []string {
+	room := DefaultCodeOutputBytes - *n
+	if len(text) > room {
+		*truncated = true
+		for room > 0 && !utf8.RuneStart(text[room]) {
+			room--
+		}
+		text = text[:max(room, 0)]
+	}
+	if text == "" {
+		return pieces
+	}
+	*n += len(text)
+	return append(pieces, text)
 }
 
 func call[T any](fn func(T), v T) {

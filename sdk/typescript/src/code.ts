@@ -38,14 +38,35 @@ export interface ExecutionError {
   traceback: string;
 }
 
+/**
+ * What runCode keeps of an execution, so that code printing without end cannot exhaust the
+ * caller's memory (the Go SDK's DefaultCodeOutputBytes): the first 1 MiB of stdout and of stderr
+ * each, in UTF-8 (as much as the agent keeps of a command's output by default), cut at a
+ * character.
+ */
+export const defaultCodeOutputBytes = 1 << 20;
+/**
+ * Results are kept while their total, as the wire sends them (images in base64), stays within
+ * 32 MiB, the one result the code interpreter sends at most (the Go SDK's DefaultCodeResultBytes);
+ * one that does not fit is dropped whole. The callbacks still get everything.
+ */
+export const defaultCodeResultBytes = 32 << 20;
+
 /** The outcome of runCode: an exception in the code is `error`, not a rejection. */
 export interface Execution {
+  /** The results kept (see defaultCodeResultBytes); onResult got every one. */
   results: CodeResult[];
+  /** What the code printed, the first defaultCodeOutputBytes of each stream; onStdout and onStderr got all of it. */
   logs: { stdout: string[]; stderr: string[] };
   error?: ExecutionError;
   executionCount: number;
   /** The main result's text, if any. */
   text?: string;
+  /** The stream was longer than what logs keeps. */
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  /** Results were dropped: their total passed defaultCodeResultBytes. */
+  resultsTruncated: boolean;
 }
 
 export interface RunCodeOptions {
@@ -75,7 +96,8 @@ export async function runCode(ep: Endpoint, code: string, opts: RunCodeOptions, 
   const signals = [opts.signal, opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined].filter((s): s is AbortSignal => !!s);
   const signal = signals.length ? AbortSignal.any(signals) : undefined;
   const about = `code interpreter of ${object}`;
-  const ex: Execution = { results: [], logs: { stdout: [], stderr: [] }, executionCount: 0 };
+  const ex: Execution = { results: [], logs: { stdout: [], stderr: [] }, executionCount: 0, stdoutTruncated: false, stderrTruncated: false, resultsTruncated: false };
+  const kept: Kept = { stdout: 0, stderr: 0, results: 0 };
   try {
     const res = await ep.code({ method: "POST", path: "/execute", body: JSON.stringify(body), signal }, about);
     const dec = new TextDecoder();
@@ -86,7 +108,7 @@ export async function runCode(ep: Endpoint, code: string, opts: RunCodeOptions, 
       while ((nl = pending.indexOf("\n")) >= 0) {
         const line = pending.slice(0, nl).trim();
         pending = pending.slice(nl + 1);
-        if (line && message(ex, JSON.parse(line) as Record<string, unknown>, opts)) return ex;
+        if (line && message(ex, kept, line, opts)) return ex;
       }
     }
   } catch (e) {
@@ -98,15 +120,38 @@ export async function runCode(ep: Endpoint, code: string, opts: RunCodeOptions, 
   throw new SandboxConnectionError(`${about}: the answer ended before end_of_execution`);
 }
 
-function message(ex: Execution, m: Record<string, unknown>, opts: RunCodeOptions): boolean {
+/** The bytes of an Execution's logs and results so far. */
+export interface Kept { stdout: number; stderr: number; results: number }
+
+const utf8 = new TextEncoder();
+
+/** keepText appends what fits of text to pieces within defaultCodeOutputBytes (kept bytes so far), cut at a character; the new count, and whether text was cut. */
+function keepText(pieces: string[], text: string, kept: number): [number, boolean] {
+  const b = utf8.encode(text);
+  let room = defaultCodeOutputBytes - kept;
+  const cut = b.length > room;
+  if (cut) {
+    while (room > 0 && (b[room] & 0xc0) === 0x80) room--;
+    text = new TextDecoder().decode(b.subarray(0, room));
+  }
+  if (text) pieces.push(text);
+  return [kept + (cut ? room : b.length), cut];
+}
+
+/** message adds one message (a line of the answer) to ex, within the bounds; true at end_of_execution. */
+export function message(ex: Execution, kept: Kept, line: string, opts: RunCodeOptions): boolean {
+  const m = JSON.parse(line) as Record<string, unknown>;
   const text = typeof m.text === "string" ? m.text : "";
+  let cut: boolean;
   switch (m.type) {
     case "stdout":
-      ex.logs.stdout.push(text);
+      [kept.stdout, cut] = keepText(ex.logs.stdout, text, kept.stdout);
+      ex.stdoutTruncated ||= cut;
       opts.onStdout?.(text);
       break;
     case "stderr":
-      ex.logs.stderr.push(text);
+      [kept.stderr, cut] = keepText(ex.logs.stderr, text, kept.stderr);
+      ex.stderrTruncated ||= cut;
       opts.onStderr?.(text);
       break;
     case "result": {
@@ -116,8 +161,14 @@ function message(ex: Execution, m: Record<string, unknown>, opts: RunCodeOptions
         if (typeof v === "string") r[k] = v;
       }
       if (m.json !== undefined) r.json = m.json;
-      ex.results.push(r);
-      if (r.isMainResult) ex.text = r.text;
+      const size = utf8.encode(line).length;
+      if (kept.results + size <= defaultCodeResultBytes) {
+        kept.results += size;
+        ex.results.push(r);
+        if (r.isMainResult) ex.text = r.text;
+      } else {
+        ex.resultsTruncated = true;
+      }
       opts.onResult?.(r);
       break;
     }

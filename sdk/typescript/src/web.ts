@@ -20,7 +20,7 @@ export {
   SnapshotFailedError,
   UnauthorizedError,
 } from "./errors.js";
-export { type CodeContext, type CodeLanguage, type CodeResult, type Execution, type ExecutionError, type RunCodeOptions } from "./code.js";
+export { type CodeContext, type CodeLanguage, type CodeResult, defaultCodeOutputBytes, defaultCodeResultBytes, type Execution, type ExecutionError, type RunCodeOptions } from "./code.js";
 export { type CallOptions, type FileEvent, type FileInfo, Files, FileWatch, type WriteData } from "./files.js";
 export {
   type Command,

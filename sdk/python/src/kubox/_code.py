@@ -20,6 +20,16 @@ CODE_INTERPRETER_PORT = 49999
 #: The router's header naming a sandbox's port (api/contract SandboxPortHeader).
 SANDBOX_PORT_HEADER = "X-Sandbox-Port"
 
+#: What run_code keeps of an execution, so that code printing without end cannot exhaust the
+#: caller's memory (the Go SDK's DefaultCodeOutputBytes and DefaultCodeResultBytes): the first
+#: 1 MiB of stdout and of stderr each, in UTF-8 (as much as the agent keeps of a command's output
+#: by default), and results while their total, as the wire sends them (images in base64), stays
+#: within 32 MiB, the one result the code interpreter sends at most. A result that does not fit
+#: is dropped whole. ``Execution.stdout_truncated``, ``stderr_truncated`` and
+#: ``results_truncated`` say what was not kept; the callbacks still get everything.
+DEFAULT_CODE_OUTPUT_BYTES = 1 << 20
+DEFAULT_CODE_RESULT_BYTES = 32 << 20
+
 TextCallback = Callable[[str], Any]
 ResultCallback = Callable[[CodeResult], Any]
 Resolve = Callable[[], Awaitable[Tuple[str, Dict[str, str]]]]
@@ -65,9 +75,10 @@ async def run_code(agent: Agent, code: str, *, language: Optional[str], context:
             await resp.aread()
             raise error_from_body(resp.status_code, resp.content, about)
         ex = Execution()
+        kept = _Kept()
         try:
             async for line in resp.aiter_lines():
-                if line.strip() and _message(ex, json.loads(line), on_stdout, on_stderr, on_result):
+                if line.strip() and _message(ex, kept, line, on_stdout, on_stderr, on_result):
                     return ex
         except httpx.TimeoutException as e:
             raise SandboxTimeoutError(f"run_code in {agent.object} did not end within its timeout ({timeout} s): the code "
@@ -79,21 +90,50 @@ async def run_code(agent: Agent, code: str, *, language: Optional[str], context:
         await resp.aclose()
 
 
-def _message(ex: Execution, m: Dict[str, Any], on_stdout: Optional[TextCallback], on_stderr: Optional[TextCallback],
-             on_result: Optional[ResultCallback]) -> bool:
-    """Adds one message to ex; True at end_of_execution."""
+class _Kept:
+    """The bytes of an Execution's logs and results so far."""
+
+    def __init__(self) -> None:
+        self.stdout = self.stderr = self.results = 0
+
+
+def _keep_text(pieces: List[str], text: str, kept: int) -> Tuple[int, bool]:
+    """Appends what fits of text to pieces within DEFAULT_CODE_OUTPUT_BYTES (kept bytes so far),
+    cut at a character; the new count, and whether text was cut."""
+    b = text.encode("utf-8", "surrogatepass")
+    room = DEFAULT_CODE_OUTPUT_BYTES - kept
+    cut = len(b) > room
+    if cut:
+        text = b[:room].decode("utf-8", "ignore")
+        b = text.encode("utf-8", "surrogatepass")
+    if text:
+        pieces.append(text)
+    return kept + len(b), cut
+
+
+def _message(ex: Execution, kept: _Kept, line: str, on_stdout: Optional[TextCallback],
+             on_stderr: Optional[TextCallback], on_result: Optional[ResultCallback]) -> bool:
+    """Adds one message (a line of the answer) to ex, within the bounds; True at end_of_execution."""
+    m = json.loads(line)
     t = m.get("type")
     if t == "stdout":
-        ex.logs.stdout.append(m.get("text", ""))
+        kept.stdout, cut = _keep_text(ex.logs.stdout, m.get("text", ""), kept.stdout)
+        ex.stdout_truncated = ex.stdout_truncated or cut
         if on_stdout:
             on_stdout(m.get("text", ""))
     elif t == "stderr":
-        ex.logs.stderr.append(m.get("text", ""))
+        kept.stderr, cut = _keep_text(ex.logs.stderr, m.get("text", ""), kept.stderr)
+        ex.stderr_truncated = ex.stderr_truncated or cut
         if on_stderr:
             on_stderr(m.get("text", ""))
     elif t == "result":
         r = _result(m)
-        ex.results.append(r)
+        size = len(line.encode("utf-8", "surrogatepass"))
+        if kept.results + size <= DEFAULT_CODE_RESULT_BYTES:
+            kept.results += size
+            ex.results.append(r)
+        else:
+            ex.results_truncated = True
         if on_result:
             on_result(r)
     elif t == "error":

@@ -508,8 +508,10 @@ class AsyncSandbox:
         State (variables, imports, the working directory) stays in the context for the next call:
         the default context of ``language`` (python, javascript or bash; default python), or
         ``context`` (:meth:`create_code_context`). An exception in the code is
-        ``Execution.error``, not raised. ``on_stdout``/``on_stderr`` get output as it is printed;
-        ``timeout`` (seconds) interrupts the code (the context keeps its state) and raises
+        ``Execution.error``, not raised. ``on_stdout``/``on_stderr`` get output as it is printed,
+        all of it; the Execution keeps the first 1 MiB of each stream and up to 32 MiB of results,
+        and says when it kept less (``stdout_truncated``, ``stderr_truncated``,
+        ``results_truncated``). ``timeout`` (seconds) interrupts the code (the context keeps its state) and raises
         :class:`SandboxTimeoutError`."""
         limit = seconds(timeout, "timeout")
         run = _code.run_code(self._code, code, language=language, context=context, envs=envs, timeout=None,

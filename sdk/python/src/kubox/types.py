@@ -207,6 +207,12 @@ class Execution:
     error: Optional[ExecutionError] = None
     #: The context's count of executions so far, this one included.
     execution_count: int = 0
+    #: The stream was longer than what ``logs`` keeps: its first 1 MiB
+    #: (``kubox._code.DEFAULT_CODE_OUTPUT_BYTES``); the callbacks got all of it.
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    #: Results were dropped: their total passed 32 MiB (``kubox._code.DEFAULT_CODE_RESULT_BYTES``).
+    results_truncated: bool = False
 
     @property
     def text(self) -> Optional[str]:

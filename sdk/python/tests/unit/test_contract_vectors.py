@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
-from kubox import ClaimFailedError, Client, Sandbox, SandboxNotReadyError, _claims, _kubeconfig, aio
+from kubox import ClaimFailedError, Client, Sandbox, SandboxNotReadyError, _claims, _code, _kubeconfig, aio
 
 VECTORS = json.loads((Path(__file__).resolve().parents[3] / "testdata" / "contract-vectors.json").read_text())
 
@@ -36,6 +36,8 @@ CONSTANTS: Dict[str, Callable[[], Any]] = {
     "defaultRouterService": lambda: aio.DEFAULT_ROUTER_SERVICE,
     "routerURLEnv": lambda: aio.ROUTER_URL_ENV,
     "routerKubeconfigExtension": lambda: _kubeconfig.ROUTER_EXTENSION,
+    "defaultCodeOutputBytes": lambda: _code.DEFAULT_CODE_OUTPUT_BYTES,
+    "defaultCodeResultBytes": lambda: _code.DEFAULT_CODE_RESULT_BYTES,
 }
 # The vector constants this SDK has no copy of (another SDK's value, or a key it does not use).
 NOT_RETYPED = {"createdByTypeScript", "defaultAgentPort", "authorizationHeader", "bearerScheme"}

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
 import * as client from "../client.js";
+import * as code from "../code.js";
 import { ClaimFailedError, SandboxNotReadyError } from "../errors.js";
 import { claims, type KubeObject, sandboxes } from "../kube.js";
 
@@ -42,6 +43,8 @@ const constants: Record<string, () => unknown> = {
   defaultRouterService: () => client.defaultRouterService,
   routerURLEnv: () => client.routerURLEnv,
   routerKubeconfigExtension: () => client.routerExtension,
+  defaultCodeOutputBytes: () => code.defaultCodeOutputBytes,
+  defaultCodeResultBytes: () => code.defaultCodeResultBytes,
 };
 // The vector constants this SDK has no copy of (another SDK's value, or a key it does not use).
 const notRetyped = ["createdByPython", "defaultAgentPort", "authorizationHeader", "bearerScheme"];
