@@ -66,3 +66,32 @@ func EnvdToken(r *http.Request, port int, sb *sandboxv1beta1.Sandbox, key []byte
 	r.Header.Set(contract.E2BAccessTokenHeader, tok)
 	return tok
 }
+
+// e2bPausedMessage is the message of E2B's answer to a request for a paused sandbox that no
+// request resumes.
+const e2bPausedMessage = "The sandbox is paused"
+
+// e2bPausedBody is the body of that answer, in E2B's shape (its proxy's sandbox-paused error), with
+// kubox's error beside it saying how to resume.
+type e2bPausedBody struct {
+	SandboxID     string `json:"sandboxId"`
+	Message       string `json:"message"`
+	Code          int    `json:"code"`
+	CanAutoResume bool   `json:"canAutoResume"`
+	Error         string `json:"error"`
+}
+
+// PausedError is the answer to a request for "{port}-{id}.{Domain}" whose sandbox sb is paused
+// (suspended) and is not resumed by requests: E2B's 409 "The sandbox is paused", which E2B's
+// SDKs raise as a SandboxError, not kubox's 503 of the /claims/ route, which they would take for
+// a passing outage. Only a caller the router admitted to the sandbox gets it.
+func PausedError(id string, sb *sandboxv1beta1.Sandbox) *httperr.Error {
+	why := "it pauses at its timeout without lifecycle.autoResume"
+	if sb.Spec.IdlePolicy == nil {
+		why = "pause() paused it"
+	}
+	herr := httperr.Errorf(http.StatusConflict, "sandbox %s is paused (%s), so a request does not resume it: resume it with "+
+		"Sandbox.connect('%s') (E2B's SDK; POST /sandboxes/%s/connect), then retry", id, why, id, id)
+	herr.Body = e2bPausedBody{SandboxID: id, Message: e2bPausedMessage, Code: http.StatusConflict, Error: herr.Msg}
+	return herr
+}

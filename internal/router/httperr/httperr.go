@@ -19,6 +19,9 @@ type Error struct {
 	// RetryAfter is the Retry-After in seconds of a 429 or 503 (0: 1), or of another answer (a
 	// 504 of a wake) when not 0.
 	RetryAfter int
+	// Body, when set, is the JSON body instead of {"error", "message", "code"}: an answer whose
+	// shape a client's own protocol fixes (E2B's paused sandbox).
+	Body any
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -50,6 +53,10 @@ func Write(w http.ResponseWriter, e *Error) {
 		h.Set("Retry-After", strconv.Itoa(max(e.RetryAfter, 1)))
 	}
 	w.WriteHeader(e.Code)
+	if e.Body != nil {
+		_ = json.NewEncoder(w).Encode(e.Body)
+		return
+	}
 	_ = json.NewEncoder(w).Encode(body{Error: e.Msg, Message: e.Msg, Code: e.Code})
 }
 
