@@ -10,7 +10,6 @@ import (
 	"github.com/kubox-dev/kubox/internal/router/e2b"
 	"github.com/kubox-dev/kubox/internal/router/proxy"
 	"github.com/kubox-dev/kubox/internal/router/ui"
-	"github.com/kubox-dev/kubox/internal/router/wake"
 )
 
 // Paths the router serves itself on its main listener.
@@ -162,10 +161,7 @@ func (rt *Router) admit(ctx context.Context, r *http.Request, rte *route) (*targ
 	if herr := checkPathRoute(p, rte, sb); herr != nil {
 		return nil, herr
 	}
-	if rte.e2b && wake.IsSuspended(sb) && !rt.waker.Waking(sb.UID) && wake.CheckPolicy(sb) != nil {
-		return nil, e2b.PausedError(rte.name, sb) // E2B's answer, not the /claims/ route's 503
-	}
-	woken, herr := rt.wakeIfSuspended(ctx, p, sb)
+	woken, herr := rt.wakeIfSuspended(ctx, p, rte, sb)
 	if herr != nil {
 		return nil, herr
 	}

@@ -10,6 +10,7 @@ import (
 	sandboxv1beta1 "github.com/kubox-dev/kubox/api/v1beta1"
 	"github.com/kubox-dev/kubox/internal/provenance"
 	"github.com/kubox-dev/kubox/internal/router/authn"
+	"github.com/kubox-dev/kubox/internal/router/e2b"
 	"github.com/kubox-dev/kubox/internal/router/httperr"
 	"github.com/kubox-dev/kubox/internal/router/metrics"
 	"github.com/kubox-dev/kubox/internal/router/wake"
@@ -18,7 +19,8 @@ import (
 // wakeIfSuspended lets a request reach sb: when sb is suspended and its idle policy wakes it on
 // request, and the caller may resume it, the waker resumes it and this returns the sandbox once
 // it is Ready (as the cache has it then); a sandbox that is not suspended is returned as it is.
-func (rt *Router) wakeIfSuspended(ctx context.Context, p *principal, sb *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, *httpError) {
+// A sandbox requests do not wake is refused: on an E2B host (rte.e2b) with E2B's own answer.
+func (rt *Router) wakeIfSuspended(ctx context.Context, p *principal, rte *route, sb *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, *httpError) {
 	// A request that comes while a wake is in flight waits for it, also once the cache shows
 	// the sandbox Running but not yet Ready: it resumes nothing, so it needs no more than the
 	// connect permission it has.
@@ -27,6 +29,9 @@ func (rt *Router) wakeIfSuspended(ctx context.Context, p *principal, sb *sandbox
 			return sb, nil
 		}
 		if herr := wake.CheckPolicy(sb); herr != nil {
+			if rte.e2b {
+				return nil, e2b.PausedError(rte.name, sb) // E2B's answer, not the /claims/ route's 503
+			}
 			return nil, herr
 		}
 		if herr := rt.authorizeWake(ctx, p, sb); herr != nil {
